@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs every system package the fgl monorepo builds against (Debian 12).
+# Idempotent and non-interactive; safe to run on CI and on fresh machines.
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap
+  build-essential
+  libtorch-dev
+  libopenblas0-pthread
+  libabsl-dev
+  libprotobuf-dev protobuf-compiler
+  libgoogle-glog-dev libgflags-dev
+  libgtest-dev libgmock-dev
+  libbenchmark-dev
+  libigraph-dev
+  libmetis-dev
+  zlib1g-dev libzip-dev
+  libgrpc++-dev protobuf-compiler-grpc
+)
+
+SUDO=""
+if [[ "$(id -u)" != 0 ]]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "install_deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install_deps: all ${#PACKAGES[@]} packages present"
+fi
+
+# LibTorch must use OpenBLAS, not the reference BLAS (about 40x slower matmuls).
+if [[ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 ]]; then
+  $SUDO update-alternatives --set libblas.so.3-x86_64-linux-gnu \
+    /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 >/dev/null
+  $SUDO update-alternatives --set liblapack.so.3-x86_64-linux-gnu \
+    /usr/lib/x86_64-linux-gnu/openblas-pthread/liblapack.so.3 >/dev/null || true
+fi
