@@ -1,0 +1,53 @@
+// Seeded random streams. Everything random in fgl draws from an Rng derived from the run's one
+// master seed, so results are identical across machines, standard libraries and thread counts
+// (std:: distributions are implementation-defined, so we implement our own).
+#ifndef FGL_GRAPH_RANDOM_H_
+#define FGL_GRAPH_RANDOM_H_
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace fgl::graph {
+
+// xoshiro256** seeded through splitmix64.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed);
+  // An independent stream for a named purpose, e.g. Rng(seed, "louvain") or Rng(seed, "client/3").
+  Rng(uint64_t seed, std::string_view stream);
+
+  uint64_t NextU64();
+  // Uniform in [0, 1) with 53 random bits.
+  double Uniform();
+  // Uniform integer in [0, n), unbiased (Lemire). n must be > 0.
+  uint64_t UniformInt(uint64_t n);
+  // Standard normal (Box-Muller, both values used).
+  double Normal();
+  // Gamma(shape, 1) (Marsaglia-Tsang; boosted for shape < 1).
+  double Gamma(double shape);
+  // Dirichlet(alpha, ..., alpha) of dimension k.
+  std::vector<double> Dirichlet(double alpha, int k);
+
+  // Fisher-Yates shuffle.
+  template <typename T>
+  void Shuffle(std::vector<T>& v) {
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[UniformInt(i)]);
+  }
+
+  // Mixes a seed with a stream name (stable across runs and platforms).
+  static uint64_t Derive(uint64_t seed, std::string_view stream);
+
+ private:
+  uint64_t s_[4];
+  bool has_spare_normal_ = false;
+  double spare_normal_ = 0;
+};
+
+// Stable 64-bit FNV-1a over bytes, for cache keys and fingerprints.
+uint64_t Fnv1a64(const void* data, size_t size, uint64_t h = 0xcbf29ce484222325ULL);
+
+}  // namespace fgl::graph
+
+#endif  // FGL_GRAPH_RANDOM_H_
