@@ -1,0 +1,29 @@
+#include "graph/augment.h"
+
+#include <vector>
+
+#include "glog/logging.h"
+
+namespace fgl::graph {
+
+CsrGraph DropEdges(const CsrGraph& graph, double p, Rng& rng) {
+  std::vector<int64_t> src, dst;
+  for (int64_t u = 0; u < graph.num_nodes(); ++u) {
+    for (int64_t v : graph.neighbors(u)) {
+      if (u < v && rng.Uniform() >= p) src.push_back(u), dst.push_back(v);
+    }
+  }
+  auto g = CsrFromEdges(graph.num_nodes(), src, dst);
+  CHECK(g.ok()) << g.status();  // edges come from a valid graph
+  return *std::move(g);
+}
+
+torch::Tensor MaskFeatureColumns(const torch::Tensor& features, double p, Rng& rng) {
+  const int64_t f = features.size(1);
+  torch::Tensor keep = torch::empty({f}, torch::kFloat32);
+  float* k = keep.data_ptr<float>();
+  for (int64_t j = 0; j < f; ++j) k[j] = rng.Uniform() < p ? 0.0f : 1.0f;
+  return features * keep.to(features.device()).unsqueeze(0);
+}
+
+}  // namespace fgl::graph

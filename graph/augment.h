@@ -1,0 +1,20 @@
+// Graph augmentations for contrastive methods: edge dropping and feature masking.
+#ifndef FGL_GRAPH_AUGMENT_H_
+#define FGL_GRAPH_AUGMENT_H_
+
+#include <torch/torch.h>
+
+#include "graph/csr_graph.h"
+#include "graph/random.h"
+
+namespace fgl::graph {
+
+// Drops each undirected edge {u, v} with probability `p`, keeping the graph symmetric. O(E).
+CsrGraph DropEdges(const CsrGraph& graph, double p, Rng& rng);
+
+// Zeroes each feature column with probability `p` (the same columns for every node, GraphCL). O(N F).
+torch::Tensor MaskFeatureColumns(const torch::Tensor& features, double p, Rng& rng);
+
+}  // namespace fgl::graph
+
+#endif  // FGL_GRAPH_AUGMENT_H_

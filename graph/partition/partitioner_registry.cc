@@ -1,0 +1,69 @@
+#include "graph/partition/partitioner_registry.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/option_string.h"
+#include "graph/partition/fedego_sampler.h"
+#include "graph/partition/label_dirichlet_partitioner.h"
+#include "graph/partition/louvain_partitioner.h"
+#include "graph/partition/metis_partitioner.h"
+#include "graph/partition/random_partitioner.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::graph {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Partitioner>> Build(OptionString& o) {
+  const std::string& name = o.name();
+  if (name == "louvain") {
+    LouvainOptions opt;
+    FGL_ASSIGN_OR_RETURN(opt.resolution, o.Double("resolution", opt.resolution));
+    FGL_ASSIGN_OR_RETURN(int64_t delta, o.Int("delta", opt.delta));
+    opt.delta = static_cast<int>(delta);
+    FGL_ASSIGN_OR_RETURN(opt.class_coverage_fix, o.Bool("class_coverage_fix", false));
+    return std::make_unique<LouvainPartitioner>(opt);
+  }
+  if (name == "metis") {
+    MetisOptions opt;
+    FGL_ASSIGN_OR_RETURN(opt.recursive_bisection, o.Bool("recursive_bisection", false));
+    return std::make_unique<MetisPartitioner>(opt);
+  }
+  if (name == "label_dirichlet") {
+    LabelDirichletOptions opt;
+    FGL_ASSIGN_OR_RETURN(opt.alpha, o.Double("alpha", opt.alpha));
+    FGL_ASSIGN_OR_RETURN(opt.min_client_nodes, o.Int("min_client_nodes", opt.min_client_nodes));
+    return std::make_unique<LabelDirichletPartitioner>(opt);
+  }
+  if (name == "random") return std::make_unique<RandomPartitioner>();
+  if (name == "node_level") return std::make_unique<NodeLevelPartitioner>();
+  if (name == "fedego") {
+    FedEgoSamplerOptions opt;
+    FGL_ASSIGN_OR_RETURN(opt.global_test_fraction,
+                         o.Double("global_test_fraction", opt.global_test_fraction));
+    FGL_ASSIGN_OR_RETURN(opt.local_fraction, o.Double("local_fraction", opt.local_fraction));
+    FGL_ASSIGN_OR_RETURN(int64_t major, o.Int("major_classes", opt.major_classes));
+    opt.major_classes = static_cast<int>(major);
+    FGL_ASSIGN_OR_RETURN(opt.major_rate, o.Double("major_rate", opt.major_rate));
+    FGL_ASSIGN_OR_RETURN(opt.local_test_nodes, o.Int("local_test_nodes", opt.local_test_nodes));
+    FGL_ASSIGN_OR_RETURN(opt.reuse_local_test_nodes, o.Bool("reuse_local_test_nodes", false));
+    return std::make_unique<FedEgoSampler>(opt);
+  }
+  return absl::NotFoundError(absl::StrCat("unknown partitioner '", name, "'; known: ",
+                                          absl::StrJoin(PartitionerNames(), ", ")));
+}
+
+}  // namespace
+
+std::vector<std::string> PartitionerNames() {
+  return {"louvain", "metis", "label_dirichlet", "random", "node_level", "fedego"};
+}
+
+absl::StatusOr<std::unique_ptr<Partitioner>> MakePartitioner(const std::string& spec) {
+  FGL_ASSIGN_OR_RETURN(OptionString o, OptionString::Parse(spec));
+  FGL_ASSIGN_OR_RETURN(std::unique_ptr<Partitioner> p, Build(o));
+  FGL_RETURN_IF_ERROR(o.CheckAllUsed());
+  return p;
+}
+
+}  // namespace fgl::graph
