@@ -1,0 +1,121 @@
+// Every dataset present under $FGL_DATA_DIR against its published statistics
+// (../shared/data/README.md), and Louvain balance on the four FedTAD graphs. Skips without data.
+#include "graph/datasets.h"
+
+#include <cstdlib>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "graph/partition/partitioner_registry.h"
+#include "graph/split.h"
+#include "gtest/gtest.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::graph {
+namespace {
+
+using ::fgl::testing::StatusIs;
+using ::testing::HasSubstr;
+
+struct Expected {
+  const char* name;
+  int64_t nodes, edges, features, classes;
+  std::vector<int64_t> label_counts;  // empty: not checked
+};
+
+const std::vector<Expected>& Published() {
+  static const auto* table = new std::vector<Expected>{
+      {"cora", 2708, 5278, 1433, 7, {351, 217, 418, 818, 426, 298, 180}},
+      {"citeseer", 3327, 4552, 3703, 6, {}},
+      {"amazon_computers", 13752, 245861, 767, 10, {}},
+      {"amazon_photo", 7650, 119081, 745, 8, {}},
+      {"coauthor_cs", 18333, 81894, 6805, 15, {}},
+      {"coauthor_physics", 34493, 247962, 8415, 5, {}},
+      {"texas", 183, 279, 1703, 5, {33, 1, 18, 101, 30}},
+      {"cornell", 183, 277, 1703, 5, {38, 16, 30, 82, 17}},
+      {"wisconsin", 251, 450, 1703, 5, {10, 70, 118, 32, 21}},
+      {"actor", 7600, 26659, 932, 5, {853, 1337, 1630, 1815, 1965}},
+      {"chameleon", 2277, 31371, 2325, 5, {}},
+      {"squirrel", 5201, 198353, 2089, 5, {}},
+      {"chameleon_filtered", 890, 8854, 2325, 5, {}},
+      {"squirrel_filtered", 2223, 46998, 2089, 5, {}},
+      {"minesweeper", 10000, 39402, 7, 2, {}},
+      {"tolokers", 11758, 519000, 10, 2, {}},
+      {"texas_geom", 183, 279, 1703, 5, {33, 1, 18, 101, 30}},
+      {"cornell_geom", 183, 277, 1703, 5, {33, 1, 18, 101, 30}},
+      {"wisconsin_geom", 251, 450, 1703, 5, {10, 70, 118, 32, 21}},
+      {"actor_geom", 7600, 26659, 932, 5, {853, 1337, 1630, 1815, 1965}},
+  };
+  return *table;
+}
+
+std::string DataDir() {
+  const char* d = std::getenv("FGL_DATA_DIR");
+  return d ? d : "";
+}
+
+TEST(DatasetsTest, PublishedStatistics) {
+  if (DataDir().empty()) GTEST_SKIP() << "FGL_DATA_DIR not set";
+  int checked = 0;
+  for (const Expected& e : Published()) {
+    if (!DatasetPresent(e.name, DataDir())) continue;
+    ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(e.name, DataDir()));
+    EXPECT_EQ(d.num_nodes(), e.nodes) << e.name;
+    EXPECT_EQ(d.graph.num_undirected_edges(), e.edges) << e.name;
+    EXPECT_EQ(d.num_features(), e.features) << e.name;
+    EXPECT_EQ(d.num_classes, e.classes) << e.name;
+    EXPECT_TRUE(d.graph.IsSymmetric()) << e.name;
+    EXPECT_EQ(d.graph.CountSelfLoops(), 0) << e.name;
+    if (!e.label_counts.empty()) EXPECT_EQ(LabelCounts(d), e.label_counts) << e.name;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << "no dataset found under " << DataDir();
+}
+
+TEST(DatasetsTest, LargestComponentOption) {
+  if (!DatasetPresent("amazon_photo", DataDir())) GTEST_SKIP() << "amazon_photo not present";
+  // Shchur et al.'s LCC version: 7487 nodes, 119043 edges.
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset("amazon_photo:lcc=true", DataDir()));
+  EXPECT_EQ(d.num_nodes(), 7487);
+  EXPECT_EQ(d.graph.num_undirected_edges(), 119043);
+}
+
+TEST(DatasetsTest, PubMedWithoutAllxSaysWhichFileIsMissing) {
+  if (DataDir().empty()) GTEST_SKIP() << "FGL_DATA_DIR not set";
+  EXPECT_FALSE(DatasetPresent("pubmed", DataDir()));
+  EXPECT_THAT(LoadDataset("pubmed", DataDir()),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("ind.pubmed.allx")));
+}
+
+TEST(DatasetsTest, LouvainCoversOnceWithinDeltaOnFedTadGraphs) {
+  if (DataDir().empty()) GTEST_SKIP() << "FGL_DATA_DIR not set";
+  ASSERT_OK_AND_ASSIGN(auto louvain, MakePartitioner("louvain"));
+  for (const char* name : {"cora", "citeseer", "coauthor_cs", "coauthor_physics"}) {
+    if (!DatasetPresent(name, DataDir())) continue;
+    ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(name, DataDir()));
+    for (int k : {5, 10, 20}) {
+      ASSERT_OK_AND_ASSIGN(Partition p, louvain->Run(d, k, 2024));
+      std::vector<int> seen(d.num_nodes(), 0);
+      for (const auto& c : p.clients) {
+        for (int64_t v : c) ++seen[v];
+        EXPECT_LE(std::abs(static_cast<int64_t>(c.size()) - d.num_nodes() / k), 20)
+            << name << " K=" << k << " client size " << c.size();
+      }
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), d.num_nodes()) << name << " K=" << k;
+    }
+  }
+}
+
+TEST(DatasetsTest, CsbmNeedsNoFilesAndUnknownNamesFail) {
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset("csbm:num_nodes=500,num_classes=4", "/nonexistent", 3));
+  EXPECT_EQ(d.num_nodes(), 500);
+  EXPECT_TRUE(DatasetPresent("csbm", "/nonexistent"));
+  EXPECT_THAT(LoadDataset("corra", "/x"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("corra")));
+  EXPECT_THAT(LoadDataset("csbm:nodes=5", "/x"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nodes")));
+  EXPECT_THAT(LoadDataset("cora", "/nonexistent"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("download_datasets.sh cora")));
+}
+
+}  // namespace
+}  // namespace fgl::graph
