@@ -159,6 +159,7 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& spec, const std::string& 
   FGL_ASSIGN_OR_RETURN(OptionString o, OptionString::Parse(spec));
   FGL_ASSIGN_OR_RETURN(const Entry* e, Find(o.name()));
   FGL_ASSIGN_OR_RETURN(bool lcc, o.Bool("lcc", false));
+  FGL_ASSIGN_OR_RETURN(bool row_normalize, o.Bool("row_normalize", false));
   FGL_ASSIGN_OR_RETURN(Dataset d, LoadRaw(o.name(), *e, data_dir, o, seed));
   FGL_RETURN_IF_ERROR(o.CheckAllUsed());
   d.name = o.name();
@@ -167,6 +168,11 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& spec, const std::string& 
     FGL_ASSIGN_OR_RETURN(Dataset sub, SubDataset(d, keep));
     sub.name = d.name;
     d = std::move(sub);
+  }
+  if (row_normalize) {
+    // x / sum(x) per row (PyG NormalizeFeatures, DGL's Planetoid); all-zero rows stay zero.
+    torch::Tensor sums = d.features.sum(1, /*keepdim=*/true);
+    d.features = d.features / sums.masked_fill(sums == 0, 1.0f);
   }
   FGL_RETURN_IF_ERROR(ValidateDataset(d));
   return d;

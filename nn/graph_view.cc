@@ -1,0 +1,170 @@
+#include "nn/graph_view.h"
+
+#include <mutex>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "nn/ops/spmm.h"
+
+namespace fgl::nn {
+
+struct GraphView::Cache {
+  std::once_flag adj_once, loops_once, gcn_once, mean_once, sum_once;
+  CsrPattern adjacency, with_loops;
+  torch::Tensor loop_weight_source;  // per entry of with_loops: graph edge weight, 1 for loops
+  torch::Tensor gcn, mean, sum;
+};
+
+GraphView::GraphView(graph::CsrGraph graph, torch::Device device)
+    : graph_(std::move(graph)), num_nodes_(graph_.num_nodes()), device_(device),
+      cache_(std::make_shared<Cache>()) {}
+
+absl::StatusOr<GraphView> GraphView::Create(const graph::CsrGraph& graph, torch::Device device) {
+  if (graph.num_nodes() == 0) return absl::InvalidArgumentError("GraphView: the graph is empty");
+  return GraphView(graph, device);
+}
+
+const CsrPattern& GraphView::adjacency() const {
+  std::call_once(cache_->adj_once, [&] {
+    auto p = CsrPattern::Create(num_nodes_, num_nodes_, graph_.row_ptr(), graph_.col());
+    CHECK(p.ok()) << p.status();  // CsrGraph::Create validated the same invariants
+    cache_->adjacency = p->To(device_);
+  });
+  return cache_->adjacency;
+}
+
+const CsrPattern& GraphView::adjacency_with_self_loops() const {
+  std::call_once(cache_->loops_once, [&] {
+    const int64_t n = num_nodes_;
+    const int64_t* rp = graph_.row_ptr_data();
+    const int64_t* c = graph_.col_data();
+    const float* w = graph_.has_edge_weight() ? graph_.edge_weight().data_ptr<float>() : nullptr;
+    torch::Tensor row_ptr = torch::empty({n + 1}, torch::kInt64);
+    int64_t* orp = row_ptr.data_ptr<int64_t>();
+    std::vector<int64_t> cols;
+    std::vector<float> weights;
+    cols.reserve(graph_.num_entries() + n);
+    weights.reserve(graph_.num_entries() + n);
+    orp[0] = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      bool has_loop = false;
+      for (int64_t e = rp[r]; e < rp[r + 1]; ++e) has_loop |= c[e] == r;
+      bool placed = has_loop;
+      for (int64_t e = rp[r]; e < rp[r + 1]; ++e) {
+        if (!placed && c[e] > r) {  // keep each row sorted
+          cols.push_back(r);
+          weights.push_back(1.0f);
+          placed = true;
+        }
+        cols.push_back(c[e]);
+        weights.push_back(w ? w[e] : 1.0f);
+      }
+      if (!placed) {
+        cols.push_back(r);
+        weights.push_back(1.0f);
+      }
+      orp[r + 1] = static_cast<int64_t>(cols.size());
+    }
+    const int64_t nnz = static_cast<int64_t>(cols.size());
+    torch::Tensor col = torch::from_blob(cols.data(), {nnz}, torch::kInt64).clone();
+    auto p = CsrPattern::Create(n, n, row_ptr, col);
+    CHECK(p.ok()) << p.status();
+    cache_->with_loops = p->To(device_);
+    cache_->loop_weight_source = torch::from_blob(weights.data(), {nnz}, torch::kFloat32).clone();
+  });
+  return cache_->with_loops;
+}
+
+const torch::Tensor& GraphView::gcn_weights() const {
+  std::call_once(cache_->gcn_once, [&] {
+    const CsrPattern& p = adjacency_with_self_loops();
+    torch::Tensor w = cache_->loop_weight_source;
+    torch::Tensor rp = p.row_ptr().to(torch::kCPU), col = p.col().to(torch::kCPU);
+    torch::Tensor deg = torch::zeros({num_nodes_}, torch::kFloat32);
+    // PyG gcn_norm: deg = scatter_add(weights, col); norm = deg^-1/2[row] * w * deg^-1/2[col].
+    deg.index_add_(0, col, w);
+    torch::Tensor inv_sqrt = deg.pow(-0.5);
+    inv_sqrt.masked_fill_(torch::isinf(inv_sqrt), 0.0f);
+    torch::Tensor counts = rp.slice(0, 1) - rp.slice(0, 0, num_nodes_);
+    torch::Tensor row = torch::repeat_interleave(torch::arange(num_nodes_), counts);
+    cache_->gcn = (inv_sqrt.index_select(0, row) * w * inv_sqrt.index_select(0, col)).to(device_);
+  });
+  return cache_->gcn;
+}
+
+const torch::Tensor& GraphView::mean_weights() const {
+  std::call_once(cache_->mean_once, [&] {
+    const int64_t n = num_nodes_;
+    torch::Tensor w = torch::empty({graph_.num_entries()}, torch::kFloat32);
+    float* o = w.data_ptr<float>();
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t d = graph_.degree(r);
+      for (int64_t e = graph_.row_ptr_data()[r]; e < graph_.row_ptr_data()[r + 1]; ++e)
+        o[e] = 1.0f / static_cast<float>(d);
+    }
+    cache_->mean = w.to(device_);
+  });
+  return cache_->mean;
+}
+
+const torch::Tensor& GraphView::sum_weights() const {
+  std::call_once(cache_->sum_once, [&] {
+    cache_->sum = torch::ones({graph_.num_entries()}, torch::TensorOptions(torch::kFloat32).device(device_));
+  });
+  return cache_->sum;
+}
+
+NodeFeatures::NodeFeatures(torch::Tensor dense) : dense_(std::move(dense)) {
+  TORCH_CHECK(dense_.defined() && dense_.dim() == 2, "NodeFeatures: need a 2-d tensor");
+  num_nodes_ = dense_.size(0);
+  width_ = dense_.size(1);
+}
+
+NodeFeatures NodeFeatures::Dropout(double p, bool training) const {
+  if (!training || p <= 0) return *this;
+  if (!sparse_) return NodeFeatures(torch::dropout(dense_, p, training));
+  NodeFeatures out;
+  out.num_nodes_ = num_nodes_;
+  out.width_ = width_;
+  out.sparse_ = std::make_shared<const Sparse>(
+      Sparse{sparse_->pattern, torch::dropout(sparse_->values, p, training)});
+  return out;
+}
+
+NodeFeatures NodeFeatures::WithSparseCopy(torch::Tensor dense, double max_density) {
+  NodeFeatures out(dense);
+  if (dense.dim() != 2 || dense.numel() == 0) return out;
+  torch::Tensor cpu = dense.detach().to(torch::kCPU).contiguous();
+  torch::Tensor nz = cpu != 0;
+  const int64_t nnz = nz.sum().item<int64_t>();
+  if (static_cast<double>(nnz) > max_density * static_cast<double>(cpu.numel())) return out;
+  const int64_t rows = cpu.size(0), cols = cpu.size(1);
+  torch::Tensor row_ptr = torch::zeros({rows + 1}, torch::kInt64);
+  row_ptr.slice(0, 1).copy_(nz.sum(1).cumsum(0));
+  torch::Tensor idx = nz.nonzero();  // row-major order: rows ascending, then columns
+  torch::Tensor col = idx.select(1, 1).contiguous();
+  torch::Tensor values = cpu.index({idx.select(1, 0), idx.select(1, 1)}).contiguous();
+  auto p = CsrPattern::Create(rows, cols, row_ptr, col);
+  CHECK(p.ok()) << p.status();
+  out.sparse_ = std::make_shared<const Sparse>(
+      Sparse{p->To(dense.device()), values.to(dense.device())});
+  return out;
+}
+
+torch::Tensor NodeFeatures::MatMul(const torch::Tensor& weight) const {
+  if (sparse_ && (!dense_.defined() || !dense_.requires_grad())) return Spmm(sparse_->pattern, sparse_->values, weight);
+  return torch::matmul(dense_, weight);
+}
+
+absl::Status CheckFinite(const torch::Tensor& x, const std::string& what) {
+  if (!x.defined()) return absl::InvalidArgumentError(absl::StrCat(what, " is undefined"));
+  if (!torch::isfinite(x).all().item<bool>()) {
+    const int64_t bad = (~torch::isfinite(x)).sum().item<int64_t>();
+    return absl::InvalidArgumentError(absl::StrCat(what, " has ", bad, " NaN/Inf entries"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fgl::nn

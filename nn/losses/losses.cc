@@ -1,0 +1,86 @@
+#include "nn/losses/losses.h"
+
+#include "nn/ops/spmm.h"
+
+namespace fgl::nn {
+namespace {
+
+// Rows of x selected by mask (all rows when the mask is undefined).
+torch::Tensor Rows(const torch::Tensor& x, const torch::Tensor& mask) {
+  return mask.defined() ? x.index({mask}) : x;
+}
+
+torch::Tensor ZeroWithGrad(const torch::Tensor& like) { return like.sum() * 0.0; }
+
+}  // namespace
+
+torch::Tensor MaskedCrossEntropy(const torch::Tensor& logits, const torch::Tensor& labels,
+                                 const torch::Tensor& mask) {
+  torch::Tensor l = Rows(logits, mask), y = Rows(labels, mask);
+  if (l.size(0) == 0) return ZeroWithGrad(logits);
+  return torch::nn::functional::cross_entropy(l, y);
+}
+
+torch::Tensor SoftCrossEntropy(const torch::Tensor& logits, const torch::Tensor& target_probs,
+                               const torch::Tensor& mask) {
+  torch::Tensor l = Rows(logits, mask), p = Rows(target_probs, mask);
+  if (l.size(0) == 0) return ZeroWithGrad(logits);
+  return -(p * torch::log_softmax(l, 1)).sum(1).mean();
+}
+
+torch::Tensor KlDivergence(const torch::Tensor& student_logits, const torch::Tensor& teacher_logits,
+                           double temperature, const torch::Tensor& mask, bool scale_t_squared) {
+  torch::Tensor s = Rows(student_logits, mask), t = Rows(teacher_logits, mask);
+  if (s.size(0) == 0) return ZeroWithGrad(student_logits);
+  torch::Tensor log_q = torch::log_softmax(s / temperature, 1);
+  torch::Tensor log_p = torch::log_softmax(t / temperature, 1);
+  torch::Tensor kl = (log_p.exp() * (log_p - log_q)).sum(1).mean();
+  return scale_t_squared ? kl * (temperature * temperature) : kl;
+}
+
+torch::Tensor MeanSquaredError(const torch::Tensor& a, const torch::Tensor& b,
+                               const torch::Tensor& mask) {
+  torch::Tensor x = Rows(a, mask), y = Rows(b, mask);
+  if (x.size(0) == 0) return ZeroWithGrad(a);
+  return (x - y).pow(2).mean();
+}
+
+torch::Tensor NeighborhoodKl(const torch::Tensor& student, const torch::Tensor& teacher,
+                             const GraphView& graph) {
+  TORCH_CHECK(student.sizes() == teacher.sizes(), "NeighborhoodKl: student ", student.sizes(),
+              " and teacher ", teacher.sizes(), " differ");
+  const int64_t n = student.size(0);
+  torch::Tensor q = torch::softmax(teacher.detach(), 1);
+  // Unnormalised A + I: ones on the self-loop pattern.
+  const CsrPattern& p = graph.adjacency_with_self_loops();
+  torch::Tensor ones = torch::ones({p.nnz()}, q.options());
+  // sum_i sum_{j in N(i)∪i} sum_d Q_jd log Q_jd = sum_j deg'(j) * <Q_j, log Q_j>.
+  torch::Tensor neg_entropy = (q * torch::log(q.clamp_min(1e-30))).sum(1);
+  torch::Tensor agg_q = Spmm(p, ones, q);  // (Â Q)_i
+  torch::Tensor degree = Spmm(p, ones, torch::ones({n, 1}, q.options())).squeeze(1);
+  torch::Tensor constant = (degree * neg_entropy).sum();
+  torch::Tensor cross = (agg_q * torch::log_softmax(student, 1)).sum();
+  return (constant - cross) / n;
+}
+
+torch::Tensor CosineDistance(const torch::Tensor& a, const torch::Tensor& b,
+                             const torch::Tensor& mask) {
+  torch::Tensor x = Rows(a, mask), y = Rows(b, mask);
+  if (x.size(0) == 0) return ZeroWithGrad(a);
+  return (1 - torch::cosine_similarity(x, y, 1, 1e-8)).mean();
+}
+
+torch::Tensor InfoNce(const torch::Tensor& anchor, const torch::Tensor& positive, double tau,
+                      const torch::Tensor& negatives) {
+  torch::Tensor a = torch::nn::functional::normalize(anchor, torch::nn::functional::NormalizeFuncOptions().dim(1));
+  torch::Tensor p = torch::nn::functional::normalize(positive, torch::nn::functional::NormalizeFuncOptions().dim(1));
+  torch::Tensor logits = torch::matmul(a, p.t()) / tau;
+  if (negatives.defined()) {
+    torch::Tensor ng = torch::nn::functional::normalize(negatives, torch::nn::functional::NormalizeFuncOptions().dim(1));
+    logits = torch::cat({logits, torch::matmul(a, ng.t()) / tau}, 1);
+  }
+  torch::Tensor target = torch::arange(a.size(0), torch::TensorOptions(torch::kInt64).device(a.device()));
+  return torch::nn::functional::cross_entropy(logits, target);
+}
+
+}  // namespace fgl::nn

@@ -1,0 +1,47 @@
+// Losses used across the papers. Masks are bool [N]; every loss is a mean over the nodes it
+// covers, and 0 (with a gradient path) when the mask selects no node.
+#ifndef FGL_NN_LOSSES_LOSSES_H_
+#define FGL_NN_LOSSES_LOSSES_H_
+
+#include <torch/torch.h>
+
+#include "nn/graph_view.h"
+
+namespace fgl::nn {
+
+// Cross-entropy of logits [N, C] against int64 labels [N] over `mask` (undefined = all nodes).
+torch::Tensor MaskedCrossEntropy(const torch::Tensor& logits, const torch::Tensor& labels,
+                                 const torch::Tensor& mask = {});
+
+// Cross-entropy against soft targets [N, C] (rows sum to 1) over `mask`.
+torch::Tensor SoftCrossEntropy(const torch::Tensor& logits, const torch::Tensor& target_probs,
+                               const torch::Tensor& mask = {});
+
+// KL(softmax(teacher / T) || softmax(student / T)) summed over classes, averaged over the masked
+// nodes (PyTorch's 'batchmean'), times T^2 when `scale_t_squared` (Hinton et al.).
+torch::Tensor KlDivergence(const torch::Tensor& student_logits, const torch::Tensor& teacher_logits,
+                           double temperature = 1.0, const torch::Tensor& mask = {},
+                           bool scale_t_squared = false);
+
+// Mean squared error over all entries of the masked rows.
+torch::Tensor MeanSquaredError(const torch::Tensor& a, const torch::Tensor& b,
+                               const torch::Tensor& mask = {});
+
+// FedGKC Eq. 1: (1/N) sum_i sum_{j in N(i) ∪ {i}} KL(softmax(z_j) || softmax(h_i)), computed in
+// the efficient form with (A + I) softmax(z) (one sparse product). Gradient flows to `student`
+// (h) only; `teacher` (z) is treated as a constant.
+torch::Tensor NeighborhoodKl(const torch::Tensor& student, const torch::Tensor& teacher,
+                             const GraphView& graph);
+
+// 1 - cosine similarity per row, averaged over the masked rows.
+torch::Tensor CosineDistance(const torch::Tensor& a, const torch::Tensor& b,
+                             const torch::Tensor& mask = {});
+
+// InfoNCE with temperature tau: row i of `anchor` should match row i of `positive` against all
+// other rows of `positive` (and, if `negatives` is given [M, D], also against those).
+torch::Tensor InfoNce(const torch::Tensor& anchor, const torch::Tensor& positive, double tau,
+                      const torch::Tensor& negatives = {});
+
+}  // namespace fgl::nn
+
+#endif  // FGL_NN_LOSSES_LOSSES_H_

@@ -1,0 +1,66 @@
+#include "nn/losses/losses.h"
+
+#include "graph/testing/tiny_graphs.h"
+#include "gtest/gtest.h"
+
+namespace fgl::nn {
+namespace {
+
+TEST(LossesTest, NeighborhoodKlEqualsNaiveSum) {
+  const graph::CsrGraph g = graph::testing::TwoTrianglesJoinedByOneEdge();
+  GraphView view = *GraphView::Create(g);
+  torch::manual_seed(1);
+  torch::Tensor h = torch::randn({6, 4}).requires_grad_(true);
+  torch::Tensor z = torch::randn({6, 4});
+  torch::Tensor fast = NeighborhoodKl(h, z, view);
+  // (1/N) sum_i sum_{j in N(i) ∪ i} KL(softmax z_j || softmax h_i).
+  torch::Tensor p = torch::softmax(z, 1), log_q = torch::log_softmax(h, 1);
+  torch::Tensor naive = torch::zeros({});
+  for (int64_t i = 0; i < 6; ++i) {
+    std::vector<int64_t> js(g.neighbors(i).begin(), g.neighbors(i).end());
+    js.push_back(i);
+    for (int64_t j : js) naive = naive + (p[j] * (p[j].log() - log_q[i])).sum();
+  }
+  naive = naive / 6;
+  EXPECT_NEAR(fast.item<float>(), naive.item<float>(), 1e-5);
+  torch::Tensor g_fast = torch::autograd::grad({fast}, {h})[0];
+  torch::Tensor g_naive = torch::autograd::grad({naive}, {h})[0];
+  EXPECT_TRUE(torch::allclose(g_fast, g_naive, 1e-5, 1e-6));
+}
+
+TEST(LossesTest, KlCrossEntropyAndMasks) {
+  torch::Tensor s = torch::tensor({{1.0f, 0.0f}, {0.0f, 0.0f}});
+  torch::Tensor t = torch::tensor({{0.0f, 0.0f}, {0.0f, 0.0f}});
+  // Row 0: KL([.5,.5] || softmax([1,0])) = -log(2) - .5 log q0 - .5 log q1; row 1: 0.
+  const double q0 = std::exp(1.0) / (std::exp(1.0) + 1), q1 = 1 - q0;
+  const double row0 = 0.5 * std::log(0.5 / q0) + 0.5 * std::log(0.5 / q1);
+  EXPECT_NEAR(KlDivergence(s, t).item<float>(), row0 / 2, 1e-6);
+  EXPECT_NEAR(KlDivergence(s, t, 2.0, {}, true).item<float>(),
+              4 * 0.5 * (0.5 * std::log(0.5 / (std::exp(.5) / (std::exp(.5) + 1))) +
+                         0.5 * std::log(0.5 / (1 / (std::exp(.5) + 1)))),
+              1e-6);
+  torch::Tensor y = torch::tensor({0, 1}, torch::kInt64);
+  torch::Tensor only_first = torch::tensor({true, false});
+  EXPECT_NEAR(MaskedCrossEntropy(s, y, only_first).item<float>(), -std::log(q0), 1e-6);
+  torch::Tensor none = torch::tensor({false, false});
+  torch::Tensor logits = s.clone().requires_grad_(true);
+  torch::Tensor zero = MaskedCrossEntropy(logits, y, none);
+  EXPECT_EQ(zero.item<float>(), 0.0f);
+  zero.backward();  // still differentiable
+  EXPECT_NEAR(SoftCrossEntropy(s, torch::tensor({{1.0f, 0.0f}, {0.0f, 1.0f}})).item<float>(),
+              (-std::log(q0) - std::log(0.5)) / 2, 1e-6);
+}
+
+TEST(LossesTest, MseCosineInfoNce) {
+  torch::Tensor a = torch::tensor({{1.0f, 0.0f}, {0.0f, 2.0f}});
+  torch::Tensor b = torch::tensor({{1.0f, 1.0f}, {0.0f, 2.0f}});
+  EXPECT_NEAR(MeanSquaredError(a, b).item<float>(), 0.25, 1e-6);
+  EXPECT_NEAR(CosineDistance(a, b).item<float>(), (1 - 1 / std::sqrt(2.0)) / 2, 1e-6);
+  // Perfectly aligned, orthogonal pairs: logits diag 1/tau, off-diagonal 0.
+  torch::Tensor e = torch::eye(2);
+  const double tau = 0.5;
+  EXPECT_NEAR(InfoNce(e, e, tau).item<float>(), -std::log(std::exp(2.0) / (std::exp(2.0) + 1)), 1e-5);
+}
+
+}  // namespace
+}  // namespace fgl::nn

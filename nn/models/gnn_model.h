@@ -1,0 +1,56 @@
+// GNN models built from a short spec, each returning the last hidden layer (embedding) and the
+// logits, with named parameter groups so a method can share part of a model.
+//
+// Specs: "gcn:layers=2,hidden=64,dropout=0.5", "gcn:layers=8,jk=max", "gat:heads=8,hidden=8",
+// "sage", "gin", "sgc:k=2", "sgc:k=2,hidden=64", "appnp:k=10,alpha=0.1", "mlp".
+// Common keys: layers, hidden, dropout, input_dropout; gcn/gat/sage/gin also act=relu|elu. GAT: heads, out_heads, attn_dropout.
+// GIN: train_eps. JK (gcn/gat/sage/gin): jk=max|cat.
+#ifndef FGL_NN_MODELS_GNN_MODEL_H_
+#define FGL_NN_MODELS_GNN_MODEL_H_
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nn/graph_view.h"
+
+namespace fgl::nn {
+
+struct ModelOutput {
+  // [N, embedding_dim]: the last hidden layer after its activation, before dropout (FedGKC §A.1.3); with
+  // JK, the JK readout.
+  torch::Tensor embedding;
+  torch::Tensor logits;     // [N, num_classes]
+};
+
+class GnnModel : public torch::nn::Module {
+ public:
+  virtual ModelOutput forward(const NodeFeatures& x, const GraphView& graph) = 0;
+  virtual int64_t in_features() const = 0;
+  virtual int64_t num_classes() const = 0;
+  virtual int64_t embedding_dim() const = 0;
+  // The spec it was built from, normalised with every default spelled out.
+  virtual std::string spec() const = 0;
+
+  // "body" (everything but the classifier) and "head" (the final layer).
+  std::vector<std::string> parameter_groups() const { return {"body", "head"}; }
+  // Parameters of one group, in registration order; empty for an unknown group.
+  std::vector<torch::Tensor> group_parameters(const std::string& group) const;
+  // Named parameters of one group ("head.weight", "body.0.weight", ...).
+  std::vector<std::pair<std::string, torch::Tensor>> named_group_parameters(
+      const std::string& group) const;
+};
+
+// Builds a model; InvalidArgument for an unknown key or bad value, NotFound for an unknown name.
+absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int64_t in_features,
+                                                     int64_t num_classes);
+
+// Checks x and graph against the model: widths, node counts, finite features.
+absl::Status CheckModelInput(const GnnModel& model, const NodeFeatures& x, const GraphView& graph);
+
+}  // namespace fgl::nn
+
+#endif  // FGL_NN_MODELS_GNN_MODEL_H_

@@ -1,0 +1,71 @@
+#include "nn/ops/spmm.h"
+
+#include <ATen/Parallel.h>
+
+#include "gtest/gtest.h"
+
+namespace fgl::nn {
+namespace {
+
+// A random n x m CSR pattern with about `per_row` entries per row (sorted, distinct columns).
+CsrPattern RandomPattern(int64_t n, int64_t m, int64_t per_row, uint64_t seed) {
+  torch::manual_seed(seed);
+  std::vector<int64_t> rp = {0}, col;
+  for (int64_t r = 0; r < n; ++r) {
+    torch::Tensor mask = torch::rand({m}) < (static_cast<double>(per_row) / m);
+    torch::Tensor cols = mask.nonzero().squeeze(1);
+    for (int64_t j = 0; j < cols.size(0); ++j) col.push_back(cols[j].item<int64_t>());
+    rp.push_back(col.size());
+  }
+  return *CsrPattern::Create(n, m, torch::tensor(rp, torch::kInt64), torch::tensor(col, torch::kInt64));
+}
+
+// Dense A with autograd through `values`.
+torch::Tensor Dense(const CsrPattern& p, const torch::Tensor& values) {
+  return torch::zeros({p.rows(), p.cols()}).index_put({p.row_index(), p.col()}, values);
+}
+
+TEST(SpmmTest, ForwardAndGradientsMatchDenseAutograd) {
+  const CsrPattern p = RandomPattern(40, 30, 4, 1);
+  torch::Tensor v = torch::randn({p.nnz()}).requires_grad_(true);
+  torch::Tensor x = torch::randn({30, 5}).requires_grad_(true);
+  torch::Tensor r = torch::randn({40, 5});
+  torch::Tensor y = Spmm(p, v, x);
+  (y * r).sum().backward();
+  torch::Tensor gv = v.grad().clone(), gx = x.grad().clone();
+  v.mutable_grad().zero_();
+  x.mutable_grad().zero_();
+  torch::Tensor y_ref = torch::matmul(Dense(p, v), x);
+  (y_ref * r).sum().backward();
+  EXPECT_TRUE(torch::allclose(y, y_ref, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(gv, v.grad(), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(gx, x.grad(), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(SpmmReference(p, v.detach(), x.detach()), y.detach(), 1e-5, 1e-5));
+}
+
+TEST(SpmmTest, TransposeIsExact) {
+  // indptr [0, 2, 3, 3, 5] (4 x 3): rows {0: [0, 2], 1: [1], 2: [], 3: [0, 1]}.
+  const CsrPattern p = *CsrPattern::Create(4, 3, torch::tensor({0, 2, 3, 3, 5}, torch::kInt64),
+                                           torch::tensor({0, 2, 1, 0, 1}, torch::kInt64));
+  const CsrPattern::Transposed& t = p.transposed();
+  // Columns {0: rows [0, 3], 1: rows [1, 3], 2: rows [0]}.
+  EXPECT_TRUE(torch::equal(t.row_ptr, torch::tensor({0, 2, 4, 5}, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(t.col, torch::tensor({0, 3, 1, 3, 0}, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(t.perm, torch::tensor({0, 3, 2, 4, 1}, torch::kInt64)));
+  EXPECT_FALSE(CsrPattern::Create(2, 2, torch::tensor({0, 1, 1}, torch::kInt64),
+                                  torch::tensor({5}, torch::kInt64)).ok());
+}
+
+TEST(SpmmTest, OneThreadEqualsTwo) {
+  const CsrPattern p = RandomPattern(3000, 3000, 8, 2);
+  torch::Tensor v = torch::randn({p.nnz()});
+  torch::Tensor x = torch::randn({3000, 16});
+  at::set_num_threads(1);
+  torch::Tensor a = Spmm(p, v, x);
+  at::set_num_threads(2);
+  torch::Tensor b = Spmm(p, v, x);
+  EXPECT_TRUE(torch::equal(a, b));
+}
+
+}  // namespace
+}  // namespace fgl::nn
