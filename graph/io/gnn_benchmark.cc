@@ -76,8 +76,9 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ReadShape(NpzArchive& npz, absl::str
 // indptr[0] == 0, non-decreasing, indptr[n] == nnz. complexity: O(n).
 template <typename P>
 absl::Status CheckIndptr(absl::Span<const P> indptr, int64_t nnz, const std::string& where) {
-  if (indptr[0] != 0)
+  if (indptr[0] != 0) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": indptr[0] = ", indptr[0]));
+  }
   for (size_t r = 0; r + 1 < indptr.size(); ++r) {
     if (indptr[r + 1] < indptr[r]) {
       return absl::InvalidArgumentError(

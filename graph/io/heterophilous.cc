@@ -30,8 +30,9 @@ absl::Status ShapeError(const NpzArchive& npz, absl::string_view key, const NpyA
 absl::StatusOr<std::vector<torch::Tensor>> ReadMasks(NpzArchive& npz, absl::string_view key,
                                                      int64_t n) {
   FGL_ASSIGN_OR_RETURN(NpyArray a, npz.ReadArray(key));
-  if (a.ndim() != 2 || a.shape[1] != n)
+  if (a.ndim() != 2 || a.shape[1] != n) {
     return ShapeError(npz, key, a, absl::StrCat("[K, ", n, "]"));
+  }
   FGL_ASSIGN_OR_RETURN(torch::Tensor m, NpyToBoolTensor(a, Where(npz, key)));
   std::vector<torch::Tensor> rows;
   for (int64_t k = 0; k < a.shape[0]; ++k) rows.push_back(m[k].clone());

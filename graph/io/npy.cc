@@ -456,8 +456,8 @@ absl::StatusOr<torch::Tensor> NpyToBoolTensor(const NpyArray& a, const std::stri
   bool* out = t.data_ptr<bool>();
   switch (a.dtype) {
     case NpyDtype::kBool:
-      if (!a.data.empty())
-        std::memcpy(out, a.data.data(), a.data.size());  // normalised by ParseNpy
+      // ParseNpy already normalised every byte to 0 or 1.
+      if (!a.data.empty()) std::memcpy(out, a.data.data(), a.data.size());
       break;
     case NpyDtype::kInt8:
       FGL_RETURN_IF_ERROR(ZeroOneCopy<int8_t>(a, out, source));

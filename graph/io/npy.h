@@ -74,6 +74,7 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(absl::string_view bytes, const std::str
 absl::StatusOr<NpyArray> ParseNpy(std::string bytes, const std::string& source);
 
 // Reads and parses a `.npy` file; a missing file is NotFound naming `dataset` (see file.h).
+// complexity: O(file size).
 absl::StatusOr<NpyArray> ReadNpyFile(const std::string& path, const std::string& dataset = "");
 
 // Tensor conversions (always a copy). `source` prefixes errors. complexity: O(numel).
@@ -99,6 +100,7 @@ class NpzArchive {
   static absl::StatusOr<NpzArchive> FromBytes(std::string bytes, std::string source,
                                               NpzOptions options = {});
   // Reads `path` with ReadFileBytes (NotFound names the file and `dataset`), then FromBytes.
+  // complexity: O(file size).
   static absl::StatusOr<NpzArchive> Open(const std::string& path, const std::string& dataset = "",
                                          NpzOptions options = {});
 
@@ -109,6 +111,7 @@ class NpzArchive {
   const std::string& source() const { return source_; }
   // Keys in archive order, without ".npy" (members not ending in ".npy" are listed as-is).
   const std::vector<std::string>& keys() const { return keys_; }
+  // Whether member `key` (without ".npy") exists. complexity: O(number of members).
   bool Contains(absl::string_view key) const;
 
   // The raw bytes of member `key` ("adj_data" reads "adj_data.npy"). NotFound if absent,
@@ -120,8 +123,8 @@ class NpzArchive {
 
  private:
   struct State;
-  explicit NpzArchive(std::unique_ptr<State> state, std::string source, NpzOptions options,
-                      std::vector<std::string> keys, std::vector<uint64_t> indices);
+  NpzArchive(std::unique_ptr<State> state, std::string source, NpzOptions options,
+             std::vector<std::string> keys, std::vector<uint64_t> indices);
   std::unique_ptr<State> state_;  // the zip buffer must not move while libzip reads it
   std::string source_;
   NpzOptions options_;

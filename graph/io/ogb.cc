@@ -136,8 +136,9 @@ absl::StatusOr<CsrGraph> ReadEdges(const std::string& raw, const std::string& na
           }
           return absl::OkStatus();
         }));
-    if (width != 2)
+    if (width != 2) {
       return LineError(f.path, ln, absl::StrCat("expected src,dst; got ", width, " fields"));
+    }
     src[i] = ends[0];
     dst[i] = ends[1];
   }
