@@ -11,7 +11,7 @@
 namespace fgl::graph {
 
 absl::StatusOr<Partition> PackCommunities(absl::Span<const int64_t> community, int num_clients,
-                                          int delta) {
+                                          int delta, bool rebalance) {
   const int64_t n = static_cast<int64_t>(community.size());
   const int64_t k = num_clients;
   if (k < 1 || k > n) {
@@ -40,34 +40,69 @@ absl::StatusOr<Partition> PackCommunities(absl::Span<const int64_t> community, i
                    [&](size_t a, size_t b) { return groups[a].size() > groups[b].size(); });
 
   const int64_t cap = n / k;
-  Partition out;
-  out.clients.resize(k);
+  // Each owner's groups, in the order dealt; sizes kept alongside.
+  std::vector<std::vector<std::vector<int64_t>>> owned(k);
+  std::vector<int64_t> size(k, 0);
   std::vector<int> owners(k);
   for (int i = 0; i < k; ++i) owners[i] = i;
   size_t ind = 0;
-  auto size_of = [&](size_t i) { return static_cast<int64_t>(out.clients[owners[i]].size()); };
   for (size_t g : order) {
     const int64_t len = static_cast<int64_t>(groups[g].size());
-    while (owners.size() >= 2 && size_of(ind) >= cap) {
+    while (owners.size() >= 2 && size[owners[ind]] >= cap) {
       owners.erase(owners.begin() + ind);
       ind %= owners.size();
     }
     size_t tries = 0;
-    while (size_of(ind) + len >= cap + delta) {
+    while (size[owners[ind]] + len >= cap + delta) {
       ind = (ind + 1) % owners.size();
       if (++tries > owners.size()) {
         // No owner has room: OpenFGL loops 1000 times and then takes some owner; we take the
         // smallest, which is what that fallback intends.
         ind = 0;
         for (size_t i = 1; i < owners.size(); ++i)
-          if (size_of(i) < size_of(ind)) ind = i;
+          if (size[owners[i]] < size[owners[ind]]) ind = i;
         break;
       }
     }
-    std::vector<int64_t>& dst = out.clients[owners[ind]];
-    dst.insert(dst.end(), groups[g].begin(), groups[g].end());
+    owned[owners[ind]].push_back(std::move(groups[g]));
+    size[owners[ind]] += len;
   }
+  if (rebalance) {
+    // The packing bounds owners above (cap + delta) but not below: an owner left short when the
+    // groups run out can end far under N/K. Move whole groups (else the tail of the last group)
+    // from the largest owner to the smallest until all lie in [cap - delta, cap + delta]. Each
+    // move shrinks sum |size - cap|, so this ends.
+    while (true) {
+      const int s = std::min_element(size.begin(), size.end()) - size.begin();
+      const int l = std::max_element(size.begin(), size.end()) - size.begin();
+      if (size[s] >= cap - delta && size[l] <= cap + delta) break;
+      int64_t m = std::min(size[l] - cap, cap - size[s]);
+      if (m <= 0) m = (size[l] - size[s]) / 2;
+      if (m <= 0) break;
+      std::vector<std::vector<int64_t>>& from = owned[l];
+      int best = -1;
+      for (size_t i = 0; i < from.size(); ++i) {
+        const int64_t gs = static_cast<int64_t>(from[i].size());
+        if (gs <= m && (best < 0 || gs > static_cast<int64_t>(from[best].size()))) best = static_cast<int>(i);
+      }
+      std::vector<int64_t> moved;
+      if (best >= 0) {
+        moved = std::move(from[best]);
+        from.erase(from.begin() + best);
+      } else {
+        std::vector<int64_t>& last = from.back();
+        moved.assign(last.end() - m, last.end());
+        last.resize(last.size() - m);
+      }
+      size[l] -= static_cast<int64_t>(moved.size());
+      size[s] += static_cast<int64_t>(moved.size());
+      owned[s].push_back(std::move(moved));
+    }
+  }
+  Partition out;
+  out.clients.resize(k);
   for (int i = 0; i < k; ++i) {
+    for (const auto& g : owned[i]) out.clients[i].insert(out.clients[i].end(), g.begin(), g.end());
     if (out.clients[i].empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("Louvain packing left client ", i, " of ", k, " empty (", n, " nodes)"));
@@ -117,7 +152,7 @@ absl::StatusOr<Partition> LouvainPartitioner::Run(const Dataset& dataset, int nu
   auto community = third_party::LouvainCommunities(g.num_nodes(), src, dst, options_.resolution,
                                                    Rng::Derive(seed, "louvain"));
   if (!community.ok()) return community.status();
-  auto packed = PackCommunities(*community, num_clients, options_.delta);
+  auto packed = PackCommunities(*community, num_clients, options_.delta, options_.rebalance);
   if (!packed.ok()) return packed.status();
   if (options_.class_coverage_fix) ClassCoverageFix(dataset, *packed);
   return packed;
@@ -125,6 +160,7 @@ absl::StatusOr<Partition> LouvainPartitioner::Run(const Dataset& dataset, int nu
 
 std::string LouvainPartitioner::Fingerprint() const {
   return absl::StrCat("louvain(resolution=", options_.resolution, ",delta=", options_.delta,
+                      ",rebalance=", options_.rebalance,
                       ",class_coverage_fix=", options_.class_coverage_fix, ")");
 }
 

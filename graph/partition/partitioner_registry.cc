@@ -21,6 +21,7 @@ absl::StatusOr<std::unique_ptr<Partitioner>> Build(OptionString& o) {
     FGL_ASSIGN_OR_RETURN(opt.resolution, o.Double("resolution", opt.resolution));
     FGL_ASSIGN_OR_RETURN(int64_t delta, o.Int("delta", opt.delta));
     opt.delta = static_cast<int>(delta);
+    FGL_ASSIGN_OR_RETURN(opt.rebalance, o.Bool("rebalance", opt.rebalance));
     FGL_ASSIGN_OR_RETURN(opt.class_coverage_fix, o.Bool("class_coverage_fix", false));
     return std::make_unique<LouvainPartitioner>(opt);
   }

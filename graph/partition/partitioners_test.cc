@@ -75,11 +75,25 @@ TEST(PackCommunitiesTest, CutsLargeGroupsAndDealsLargestFirst) {
   // Groups: [0,1,2] [8,9,10] [3,4,5] [11] [6,7]; by size: the three 3s go to owners 0, 1, 2;
   // [6,7] fits nowhere (3 + 2 >= cap 4 + delta 1) and goes to the smallest owner (0);
   // owner 0 is then full and retired, and [11] goes to owner 1.
-  ASSERT_OK_AND_ASSIGN(Partition p, PackCommunities(community, 3, 1));
+  ASSERT_OK_AND_ASSIGN(Partition p, PackCommunities(community, 3, 1, /*rebalance=*/false));
   ExpectCoversOnce(p, 12);
   EXPECT_EQ(p.clients[0], (std::vector<int64_t>{0, 1, 2, 6, 7}));
   EXPECT_EQ(p.clients[1], (std::vector<int64_t>{8, 9, 10, 11}));
   EXPECT_EQ(p.clients[2], (std::vector<int64_t>{3, 4, 5}));
+}
+
+TEST(PackCommunitiesTest, RebalanceTopsUpShortClients) {
+  // 21 nodes, K = 3 (cap 7), delta = 1: groups cut to 6 are [0..5] [6..11] [12..17] [18] [19]
+  // [20]; each 6-group takes an owner, the singletons do not fit (6 + 1 >= 8 is false, so
+  // they do) -- whatever the plain packing gives, rebalancing must leave 7 ± 1 per client.
+  std::vector<int64_t> community = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 2, 3};
+  for (bool rebalance : {false, true}) {
+    ASSERT_OK_AND_ASSIGN(Partition p, PackCommunities(community, 3, 1, rebalance));
+    ExpectCoversOnce(p, 21);
+    if (rebalance) {
+      for (const auto& c : p.clients) EXPECT_NEAR(static_cast<double>(c.size()), 7.0, 1.0);
+    }
+  }
 }
 
 TEST(PartitionersTest, EachIsDeterministicAndCovers) {
