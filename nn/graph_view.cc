@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "nn/ops/dropout.h"
 #include "nn/ops/spmm.h"
 
 namespace fgl::nn {
@@ -124,12 +125,12 @@ NodeFeatures::NodeFeatures(torch::Tensor dense) : dense_(std::move(dense)) {
 
 NodeFeatures NodeFeatures::Dropout(double p, bool training) const {
   if (!training || p <= 0) return *this;
-  if (!sparse_) return NodeFeatures(torch::dropout(dense_, p, training));
+  if (!sparse_) return NodeFeatures(nn::Dropout(dense_, p, training));
   NodeFeatures out;
   out.num_nodes_ = num_nodes_;
   out.width_ = width_;
   out.sparse_ = std::make_shared<const Sparse>(
-      Sparse{sparse_->pattern, torch::dropout(sparse_->values, p, training)});
+      Sparse{sparse_->pattern, nn::Dropout(sparse_->values, p, training)});
   return out;
 }
 

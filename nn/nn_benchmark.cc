@@ -10,6 +10,7 @@
 #include "nn/losses/losses.h"
 #include "nn/models/gnn_model.h"
 #include "nn/ops/spmm.h"
+#include "nn/threads.h"
 
 namespace fgl::nn {
 namespace {
@@ -45,8 +46,9 @@ const char* const kModels[] = {"gcn",  "gat:heads=8,hidden=8", "sage", "gin",
                                "sgc:k=2", "appnp:k=10,alpha=0.1", "mlp", "gcn:hidden=16"};
 
 void TrainEpoch(benchmark::State& state, const std::string& dataset) {
+  SetComputeThreads(static_cast<int>(state.range(1)));
   const std::string spec = kModels[state.range(0)];
-  state.SetLabel(spec);
+  state.SetLabel(spec + " threads=" + std::to_string(state.range(1)));
   Loaded* l = Get(dataset);
   if (!l) {
     state.SkipWithError("dataset files missing: set FGL_DATA_DIR");
@@ -68,10 +70,11 @@ void TrainEpoch(benchmark::State& state, const std::string& dataset) {
 
 void BM_TrainEpochCora(benchmark::State& state) { TrainEpoch(state, "cora"); }
 void BM_TrainEpochPhysics(benchmark::State& state) { TrainEpoch(state, "coauthor_physics"); }
-BENCHMARK(BM_TrainEpochCora)->DenseRange(0, 7)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_TrainEpochPhysics)->DenseRange(0, 7)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TrainEpochCora)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {1, 2}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TrainEpochPhysics)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {1, 2}})->Unit(benchmark::kMillisecond);
 
 void BM_SpmmCora(benchmark::State& state) {
+  SetComputeThreads(1);
   Loaded* l = Get("cora");
   if (!l) {
     state.SkipWithError("dataset files missing: set FGL_DATA_DIR");

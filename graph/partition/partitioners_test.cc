@@ -83,9 +83,8 @@ TEST(PackCommunitiesTest, CutsLargeGroupsAndDealsLargestFirst) {
 }
 
 TEST(PackCommunitiesTest, RebalanceTopsUpShortClients) {
-  // 21 nodes, K = 3 (cap 7), delta = 1: groups cut to 6 are [0..5] [6..11] [12..17] [18] [19]
-  // [20]; each 6-group takes an owner, the singletons do not fit (6 + 1 >= 8 is false, so
-  // they do) -- whatever the plain packing gives, rebalancing must leave 7 ± 1 per client.
+  // 21 nodes in communities of 12, 7, 1 and 1; K = 3 (cap 7), delta = 1. Whatever the plain
+  // packing gives, rebalancing must leave 7 ± 1 nodes per client and keep coverage.
   std::vector<int64_t> community = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 2, 3};
   for (bool rebalance : {false, true}) {
     ASSERT_OK_AND_ASSIGN(Partition p, PackCommunities(community, 3, 1, rebalance));

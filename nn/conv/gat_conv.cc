@@ -1,6 +1,7 @@
 #include "nn/conv/gat_conv.h"
 
 #include "nn/conv/init.h"
+#include "nn/ops/dropout.h"
 #include "nn/ops/spmm.h"
 
 namespace fgl::nn {
@@ -66,7 +67,7 @@ torch::Tensor GATConvImpl::forward(const NodeFeatures& x, const GraphView& graph
   torch::Tensor scores = torch::leaky_relu(
       a_dst.index_select(0, p.row_index()) + a_src.index_select(0, p.col()), options.negative_slope());
   torch::Tensor alpha = RowSoftmax(p, scores);
-  alpha = torch::dropout(alpha, options.dropout(), is_training());
+  alpha = Dropout(alpha, options.dropout(), is_training());
   std::vector<torch::Tensor> outs;
   outs.reserve(h);
   for (int64_t k = 0; k < h; ++k) {

@@ -10,6 +10,7 @@
 #include "nn/conv/gin_conv.h"
 #include "nn/conv/linear_layer.h"
 #include "nn/conv/sage_conv.h"
+#include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::nn {
@@ -76,7 +77,7 @@ class StackedGnn final : public GnnModel {
     for (size_t l = 0; l < fns_.size(); ++l) {
       torch::Tensor z = fns_[l](l == 0 ? h : NodeFeatures(t), graph);
       embedding = o_.elu ? torch::elu(z) : torch::relu(z);
-      t = torch::dropout(embedding, o_.dropout, is_training());
+      t = Dropout(embedding, o_.dropout, is_training());
       hiddens.push_back(t);  // JK reads the layer outputs after dropout, as PyG's BasicGNN
     }
     if (o_.jk == Jk::kNone) {
@@ -164,7 +165,7 @@ class Mlp final : public GnnModel {
     torch::Tensor embedding;
     for (size_t l = 0; l < body_->size(); ++l) {
       embedding = torch::relu(body_->ptr<LinearLayerImpl>(l)->forward(l == 0 ? h : NodeFeatures(t)));
-      t = torch::dropout(embedding, dropout_, is_training());
+      t = Dropout(embedding, dropout_, is_training());
     }
     if (body_->size() == 0) return {h.dense(), head_->forward(h)};
     return {embedding, head_->forward(t)};
