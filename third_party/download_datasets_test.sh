@@ -5,9 +5,11 @@ script="$TEST_SRCDIR/$TEST_WORKSPACE/third_party/download_datasets.sh"
 tmp="$TEST_TMPDIR/data"; mkdir -p "$tmp/cora"
 
 # URL listing: 8 Planetoid parts + 10 geom-gcn splits for cora, from the canonical repository.
-n=$("$script" --urls cora | wc -l)
+# (Outputs are captured first: `grep -q` closing a pipe early would fail the pipeline under pipefail.)
+urls=$("$script" --urls cora)
+n=$(echo "$urls" | wc -l)
 [[ $n -eq 18 ]] || { echo "expected 18 cora files, got $n"; exit 1; }
-"$script" --urls cora | grep -q "^cora/ind.cora.allx https://github.com/kimiyoung/planetoid/raw/master/data/ind.cora.allx$"
+echo "$urls" | grep -q "^cora/ind.cora.allx https://github.com/kimiyoung/planetoid/raw/master/data/ind.cora.allx$"
 if "$script" --urls nosuch 2>/dev/null; then echo "unknown dataset accepted"; exit 1; fi
 
 # Checksums: a matching file passes, a changed file fails and is named.
@@ -22,5 +24,6 @@ echo "$err" | grep -q "CHECKSUM MISMATCH: $tmp/cora/ind.cora.y"
 
 # The shipped list covers every file of the shared data set (when CI has it) and matches.
 if [[ -n "${FGL_DATA_DIR:-}" && -d "$FGL_DATA_DIR" ]]; then
-  "$script" --verify "$FGL_DATA_DIR" | grep -q " 0 mismatched"
+  verified=$("$script" --verify "$FGL_DATA_DIR")
+  echo "$verified" | grep -q " 0 mismatched" || { echo "shared data: $verified"; exit 1; }
 fi

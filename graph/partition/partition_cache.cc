@@ -122,7 +122,7 @@ absl::StatusOr<Partition> DecodePartition(const std::string& bytes, uint64_t exp
     if (!r.U64(&len) || len > r.remaining() / 8) return false;
     out.resize(len);
     for (uint64_t i = 0; i < len; ++i) {
-      uint64_t x;
+      uint64_t x = 0;
       r.U64(&x);
       out[i] = static_cast<int64_t>(x);
     }
