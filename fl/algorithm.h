@@ -1,0 +1,75 @@
+// A federated method is a pair: a client-side and a server-side algorithm that talk only through
+// serialised fl.proto.Messages. Methods register both under one name (fl/registry.h).
+#ifndef FGL_FL_ALGORITHM_H_
+#define FGL_FL_ALGORITHM_H_
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "fl/proto/message.pb.h"
+#include "graph/dataset.h"
+#include "nn/graph_view.h"
+
+namespace fgl::fl {
+
+struct RoundInfo {
+  int round = 0;      // 1-based
+  uint64_t seed = 0;  // this round's seed, derived from the run's master seed
+};
+
+// What one client holds privately: its subgraph, features, labels and split. Never sent.
+struct ClientData {
+  int id = 0;
+  graph::Dataset data;
+  graph::NodeSplit split;
+  std::shared_ptr<nn::GraphView> view;
+  std::shared_ptr<nn::NodeFeatures> features;
+  torch::Tensor labels;  // on the run's device
+};
+
+// The shared configuration every method gets: the model, local training and its own params.
+struct MethodConfig {
+  std::string model_spec = "gcn";
+  int64_t num_features = 0;
+  int64_t num_classes = 0;
+  int local_epochs = 3;
+  double lr = 0.01;
+  double weight_decay = 5e-4;
+  bool dropout_at_eval = false;  // FedTAD's official code evaluates with dropout on
+  std::map<std::string, double> params;  // method-specific, e.g. {"mu": 0.001}
+  uint64_t seed = 0;
+  torch::Device device = torch::kCPU;
+
+  // params[key], or `fallback` when absent.
+  double Param(const std::string& key, double fallback) const;
+};
+
+class ClientAlgorithm {
+ public:
+  virtual ~ClientAlgorithm() = default;
+  // One round of local work: read the server's message, train, and reply.
+  virtual absl::StatusOr<proto::Message> Train(const proto::Message& from_server,
+                                               const RoundInfo& round) = 0;
+  // Logits [num_nodes, num_classes] of the model this method scores on this client. `global` is
+  // the server's latest broadcast (for methods scored on the global model) or nullptr.
+  virtual absl::StatusOr<torch::Tensor> Predict(const proto::Message* global) = 0;
+};
+
+class ServerAlgorithm {
+ public:
+  virtual ~ServerAlgorithm() = default;
+  // The message every sampled client receives at the start of `round`.
+  virtual absl::StatusOr<proto::Message> Broadcast(const RoundInfo& round) = 0;
+  // One client's reply; checks names and shapes before using anything.
+  virtual absl::Status Accumulate(const proto::Message& reply) = 0;
+  // Combines this round's replies (no reply at all keeps the previous state).
+  virtual absl::Status FinishRound(const RoundInfo& round) = 0;
+};
+
+}  // namespace fgl::fl
+
+#endif  // FGL_FL_ALGORITHM_H_

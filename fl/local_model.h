@@ -1,0 +1,46 @@
+// A client's own model and optimiser, and the local training loop that model-based methods
+// share (FedAvg, FedProx, Local, ...). The optimiser persists across rounds, as in OpenFGL.
+#ifndef FGL_FL_LOCAL_MODEL_H_
+#define FGL_FL_LOCAL_MODEL_H_
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "fl/algorithm.h"
+#include "fl/tensor_codec.h"
+#include "nn/models/gnn_model.h"
+
+namespace fgl::fl {
+
+class LocalModel {
+ public:
+  // Builds config.model_spec with parameters drawn from `init_seed`.
+  static absl::StatusOr<std::unique_ptr<LocalModel>> Create(std::shared_ptr<const ClientData> data,
+                                                            const MethodConfig& config,
+                                                            uint64_t init_seed);
+
+  nn::GnnModel& model() { return *model_; }
+  // The model's parameters by name, optionally one group ("body" or "head").
+  NamedTensors Parameters(const std::string& group = "") const;
+
+  // `epochs` full-batch steps of masked cross-entropy on the client's training nodes, plus
+  // `extra_loss()` when given (e.g. FedProx's proximal term). Dropout draws from `seed`.
+  // InvalidArgument if the loss becomes NaN/Inf (the caller leaves this client out).
+  absl::Status Train(int epochs, uint64_t seed, const std::function<torch::Tensor()>& extra_loss = {});
+
+  // Logits on all local nodes; eval mode unless dropout_at_eval (then dropout stays on).
+  torch::Tensor Predict();
+
+ private:
+  LocalModel(std::shared_ptr<const ClientData> data, const MethodConfig& config,
+             std::shared_ptr<nn::GnnModel> model);
+  std::shared_ptr<const ClientData> data_;
+  MethodConfig config_;
+  std::shared_ptr<nn::GnnModel> model_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+};
+
+}  // namespace fgl::fl
+
+#endif  // FGL_FL_LOCAL_MODEL_H_

@@ -1,0 +1,85 @@
+#include "fl/model_average_server.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::fl {
+
+ModelAverageServer::ModelAverageServer(std::shared_ptr<nn::GnnModel> model, std::string type)
+    : model_(std::move(model)), type_(std::move(type)), mean_(std::make_unique<WeightedMean>()) {}
+
+absl::StatusOr<std::unique_ptr<ModelAverageServer>> ModelAverageServer::Create(
+    const MethodConfig& config, const std::string& type) {
+  // The global initialisation every client starts from.
+  torch::manual_seed(config.seed);
+  FGL_ASSIGN_OR_RETURN(std::shared_ptr<nn::GnnModel> model,
+                       nn::MakeModel(config.model_spec, config.num_features, config.num_classes));
+  return std::unique_ptr<ModelAverageServer>(new ModelAverageServer(std::move(model), type));
+}
+
+NamedTensors ModelAverageServer::GlobalParameters() const {
+  NamedTensors out;
+  for (const auto& item : model_->named_parameters(true)) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+absl::StatusOr<proto::Message> ModelAverageServer::Broadcast(const RoundInfo& round) {
+  proto::Message m;
+  m.mutable_header()->set_round(round.round);
+  m.mutable_header()->set_sender(-1);
+  m.mutable_header()->set_type(type_);
+  AddTensors(GlobalParameters(), &m);
+  return m;
+}
+
+absl::Status ModelAverageServer::Accumulate(const proto::Message& reply) {
+  if (reply.header().type() != type_) {
+    return absl::InvalidArgumentError(absl::StrCat("expected a '", type_, "' reply, got '",
+                                                   reply.header().type(), "'"));
+  }
+  auto weight = reply.scalars().find("num_nodes");
+  if (weight == reply.scalars().end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reply from client ", reply.header().sender(), " lacks num_nodes"));
+  }
+  FGL_ASSIGN_OR_RETURN(auto tensors, DecodeTensors(reply));
+  // Only the global model's own tensors, with its shapes, are accepted.
+  const NamedTensors global = GlobalParameters();
+  if (tensors.size() != global.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("reply from client ", reply.header().sender(),
+                                                   " has ", tensors.size(), " tensors, expected ",
+                                                   global.size()));
+  }
+  for (const auto& [name, t] : global) {
+    auto it = tensors.find(name);
+    if (it == tensors.end() || it->second.sizes() != t.sizes()) {
+      return absl::InvalidArgumentError(absl::StrCat("reply from client ", reply.header().sender(),
+                                                     ": missing or misshapen tensor '", name, "'"));
+    }
+  }
+  return mean_->Accumulate(tensors, weight->second);
+}
+
+absl::Status ModelAverageServer::FinishRound(const RoundInfo& round) {
+  std::unique_ptr<WeightedMean> mean = std::exchange(mean_, std::make_unique<WeightedMean>());
+  if (!mean->CanReport()) return absl::OkStatus();  // nobody replied: keep the global model
+  FGL_ASSIGN_OR_RETURN(auto averaged, std::move(*mean).Report());
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : GlobalParameters()) t.copy_(averaged.at(name));
+  return absl::OkStatus();
+}
+
+proto::Message ModelReply(const NamedTensors& parameters, int64_t num_nodes, int client_id,
+                          const RoundInfo& round, const std::string& type) {
+  proto::Message m;
+  m.mutable_header()->set_round(round.round);
+  m.mutable_header()->set_sender(client_id);
+  m.mutable_header()->set_receiver(-1);
+  m.mutable_header()->set_type(type);
+  AddTensors(parameters, &m);
+  (*m.mutable_scalars())["num_nodes"] = static_cast<double>(num_nodes);
+  return m;
+}
+
+}  // namespace fgl::fl

@@ -1,0 +1,224 @@
+#include "fl/simulator.h"
+
+#include <chrono>
+#include <numeric>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "fl/algorithm.h"
+#include "fl/registry.h"
+#include "glog/logging.h"
+#include "graph/datasets.h"
+#include "graph/partition/partition_cache.h"
+#include "graph/partition/partitioner_registry.h"
+#include "graph/random.h"
+#include "graph/split.h"
+#include "nn/device.h"
+#include "nn/threads.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::fl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+absl::StatusOr<std::shared_ptr<ClientData>> MakeClientData(int id, graph::Dataset data,
+                                                           graph::NodeSplit split,
+                                                           torch::Device device) {
+  auto c = std::make_shared<ClientData>();
+  c->id = id;
+  FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(data.graph, device));
+  c->view = std::make_shared<nn::GraphView>(std::move(view));
+  c->features = std::make_shared<nn::NodeFeatures>(
+      nn::NodeFeatures::WithSparseCopy(data.features.to(device)));
+  c->labels = data.labels.to(device);
+  c->split = {split.train.to(device), split.val.to(device), split.test.to(device)};
+  c->data = std::move(data);
+  return c;
+}
+
+// Parses a serialised message, as a receiver would.
+absl::StatusOr<proto::Message> Receive(const std::string& bytes, const std::string& what) {
+  proto::Message m;
+  if (!m.ParseFromString(bytes)) return absl::DataLossError(absl::StrCat("cannot parse ", what));
+  return m;
+}
+
+}  // namespace
+
+std::string EvalProtocol::Card() const {
+  return absl::StrCat("model=", model == Model::kGlobal ? "global" : "local",
+                      " weighting=", node_weighted ? "node" : "unweighted", " round=",
+                      round == Round::kBestVal ? "best_val" : round == Round::kLast ? "last" : "best_test(optimistic)",
+                      " dropout_at_eval=", dropout_at_eval ? "on" : "off");
+}
+
+absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
+                                               const std::function<void(const RoundRecord&)>& on_round) {
+  const Clock::time_point start = Clock::now();
+  if (o.rounds < 1 || o.local_epochs < 0 || !(o.client_fraction > 0) || o.client_fraction > 1) {
+    return absl::InvalidArgumentError("need rounds >= 1, local_epochs >= 0, client_fraction in (0, 1]");
+  }
+  nn::SetComputeThreads(o.threads);
+  FGL_ASSIGN_OR_RETURN(torch::Device device, nn::ParseDevice(o.device));
+  FGL_ASSIGN_OR_RETURN(graph::Dataset data,
+                       graph::LoadDataset(o.dataset, graph::ResolveDataDir(o.data_dir), o.partition_seed));
+  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(o.partitioner));
+  const std::string cache = o.cache_dir.empty() ? graph::DefaultPartitionCacheDir() : o.cache_dir;
+  FGL_ASSIGN_OR_RETURN(graph::Partition partition,
+                       graph::CachedPartition(*partitioner, data, o.clients, o.partition_seed,
+                                              cache == "none" ? "" : cache));
+  if (partition.server_keeps_topology) {
+    return absl::UnimplementedError("node-level partitions need a node-level method (nFedGNN)");
+  }
+
+  // Per-client subgraphs and splits, fixed by the partition seed (the papers reuse one split).
+  std::vector<graph::Dataset> subsets;
+  std::vector<graph::NodeSplit> splits;
+  for (int k = 0; k < partition.num_clients(); ++k) {
+    FGL_ASSIGN_OR_RETURN(graph::Dataset sub, graph::SubDataset(data, partition.clients[k]));
+    FGL_ASSIGN_OR_RETURN(graph::NodeSplit split,
+                         graph::MakeSplit(o.split, sub, graph::Rng::Derive(o.partition_seed, absl::StrCat("split/", k))));
+    subsets.push_back(std::move(sub));
+    splits.push_back(std::move(split));
+  }
+
+  std::string method = o.method;
+  std::vector<std::shared_ptr<ClientData>> clients;
+  if (method == "centralized") {
+    // One client with the whole graph (all edges back) and the union of the clients' masks.
+    graph::NodeSplit all{torch::zeros({data.num_nodes()}, torch::kBool),
+                         torch::zeros({data.num_nodes()}, torch::kBool),
+                         torch::zeros({data.num_nodes()}, torch::kBool)};
+    for (int k = 0; k < partition.num_clients(); ++k) {
+      torch::Tensor index = torch::tensor(partition.clients[k], torch::kInt64);
+      all.train.index_put_({index}, splits[k].train);
+      all.val.index_put_({index}, splits[k].val);
+      all.test.index_put_({index}, splits[k].test);
+    }
+    FGL_ASSIGN_OR_RETURN(auto c, MakeClientData(0, data, all, device));
+    clients.push_back(std::move(c));
+    method = "fedavg";
+  } else {
+    for (int k = 0; k < partition.num_clients(); ++k) {
+      FGL_ASSIGN_OR_RETURN(auto c, MakeClientData(k, std::move(subsets[k]), splits[k], device));
+      clients.push_back(std::move(c));
+    }
+  }
+
+  FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(method));
+  MethodConfig config;
+  config.model_spec = o.model;
+  config.num_features = data.num_features();
+  config.num_classes = data.num_classes;
+  config.local_epochs = o.local_epochs;
+  config.lr = o.lr;
+  config.weight_decay = o.weight_decay;
+  config.dropout_at_eval = o.eval.dropout_at_eval;
+  config.params = o.method_params;
+  config.seed = graph::Rng::Derive(o.seed, "init");
+  config.device = device;
+  FGL_ASSIGN_OR_RETURN(std::unique_ptr<ServerAlgorithm> server, factories.server(config));
+  std::vector<std::unique_ptr<ClientAlgorithm>> algos;
+  for (const auto& c : clients) {
+    FGL_ASSIGN_OR_RETURN(std::unique_ptr<ClientAlgorithm> a, factories.client(c, config));
+    algos.push_back(std::move(a));
+  }
+
+  FederationResult result;
+  for (const auto& c : clients) result.client_sizes.push_back(c->data.num_nodes());
+  const int k_total = static_cast<int>(clients.size());
+  const int per_round = std::max(1, static_cast<int>(std::lround(o.client_fraction * k_total)));
+  const Clock::time_point train_start = Clock::now();
+  for (int r = 1; r <= o.rounds; ++r) {
+    const Clock::time_point round_start = Clock::now();
+    RoundRecord rec;
+    rec.round = r;
+    RoundInfo info{r, graph::Rng::Derive(o.seed, absl::StrCat("round/", r))};
+    std::vector<int> sampled(k_total);
+    std::iota(sampled.begin(), sampled.end(), 0);
+    if (per_round < k_total) {
+      graph::Rng rng(o.seed, absl::StrCat("sample/", r));
+      rng.Shuffle(sampled);
+      sampled.resize(per_round);
+      std::sort(sampled.begin(), sampled.end());
+    }
+    FGL_ASSIGN_OR_RETURN(proto::Message broadcast, server->Broadcast(info));
+    const std::string down = broadcast.SerializeAsString();
+    for (int k : sampled) {
+      FGL_ASSIGN_OR_RETURN(proto::Message received, Receive(down, "broadcast"));
+      rec.bytes_down += static_cast<int64_t>(down.size());
+      RoundInfo client_info{r, graph::Rng::Derive(info.seed, absl::StrCat("client/", k))};
+      absl::StatusOr<proto::Message> reply = algos[k]->Train(received, client_info);
+      absl::Status accepted = reply.status();
+      if (reply.ok()) {
+        const std::string up = reply->SerializeAsString();
+        rec.bytes_up += static_cast<int64_t>(up.size());
+        FGL_ASSIGN_OR_RETURN(proto::Message at_server, Receive(up, "reply"));
+        accepted = server->Accumulate(at_server);
+      }
+      if (!accepted.ok()) {
+        if (o.strict) return accepted;
+        LOG(WARNING) << "round " << r << ": client " << k << " left out: " << accepted;
+        ++rec.failed_clients;
+        continue;
+      }
+      ++rec.participants;
+    }
+    FGL_RETURN_IF_ERROR(server->FinishRound(info));
+
+    // Evaluation: every client scores the protocol's model on its own val/test nodes.
+    proto::Message global;
+    if (o.eval.model == EvalProtocol::Model::kGlobal) {
+      FGL_ASSIGN_OR_RETURN(global, server->Broadcast(info));
+    }
+    double val = 0, test = 0, weight = 0;
+    for (int k = 0; k < k_total; ++k) {
+      FGL_ASSIGN_OR_RETURN(torch::Tensor logits,
+                           algos[k]->Predict(o.eval.model == EvalProtocol::Model::kGlobal ? &global : nullptr));
+      const ClientData& c = *clients[k];
+      torch::Tensor correct = logits.argmax(1) == c.labels;
+      auto acc = [&](const torch::Tensor& mask) {
+        const int64_t n = mask.sum().item<int64_t>();
+        return n == 0 ? 0.0 : static_cast<double>(correct.logical_and(mask).sum().item<int64_t>()) / n;
+      };
+      const double w = o.eval.node_weighted ? static_cast<double>(c.data.num_nodes()) : 1.0;
+      val += w * acc(c.split.val);
+      test += w * acc(c.split.test);
+      weight += w;
+    }
+    rec.val_acc = 100.0 * val / weight;
+    rec.test_acc = 100.0 * test / weight;
+    rec.seconds = Seconds(round_start);
+    result.bytes_up += rec.bytes_up;
+    result.bytes_down += rec.bytes_down;
+    result.rounds.push_back(rec);
+    VLOG(1) << "round " << r << " val " << rec.val_acc << " test " << rec.test_acc;
+    if (on_round) on_round(rec);
+  }
+  result.train_s = Seconds(train_start);
+
+  // Round selection per the protocol; ties go to the earliest round.
+  const RoundRecord* pick = &result.rounds.back();
+  if (o.eval.round != EvalProtocol::Round::kLast) {
+    const bool by_val = o.eval.round == EvalProtocol::Round::kBestVal;
+    pick = &result.rounds.front();
+    for (const RoundRecord& rec : result.rounds) {
+      if ((by_val ? rec.val_acc : rec.test_acc) > (by_val ? pick->val_acc : pick->test_acc)) pick = &rec;
+    }
+  }
+  result.reported_round = pick->round;
+  result.test_acc = pick->test_acc;
+  result.val_acc = pick->val_acc;
+  result.protocol = absl::StrCat(o.eval.Card(), " split=", o.split, " partition=",
+                                 partitioner->Fingerprint(), " clients=", o.clients,
+                                 " partition_seed=", o.partition_seed);
+  result.wall_s = Seconds(start);
+  return result;
+}
+
+}  // namespace fgl::fl

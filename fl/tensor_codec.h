@@ -1,0 +1,40 @@
+// Tensors <-> fl.proto.Tensor as raw little-endian bytes with dtype and shape. Decoding checks
+// the byte count against the shape before copying anything out of the message.
+#ifndef FGL_FL_TENSOR_CODEC_H_
+#define FGL_FL_TENSOR_CODEC_H_
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fl/proto/message.pb.h"
+
+namespace fgl::fl {
+
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+// float32, float64 and int64 tensors on any device (copied to the CPU). CHECK-fails on another
+// dtype: what a method sends is its own code's choice, not input.
+proto::Tensor EncodeTensor(const std::string& name, const torch::Tensor& tensor);
+
+// InvalidArgument for an unknown dtype, a negative or overflowing shape, or a byte count that
+// does not match the shape. Returns a CPU tensor.
+absl::StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& tensor);
+
+// Appends every named tensor to `message` (detached copies).
+void AddTensors(const NamedTensors& tensors, proto::Message* message);
+
+// All tensors of a message by name; InvalidArgument for a duplicate name or a bad tensor.
+absl::StatusOr<std::map<std::string, torch::Tensor>> DecodeTensors(const proto::Message& message);
+
+// Copies the message's tensors into `targets` (same names, shapes and dtypes; every target must
+// be present). Used to load received weights into a model without touching autograd.
+absl::Status LoadTensors(const proto::Message& message, const NamedTensors& targets);
+
+}  // namespace fgl::fl
+
+#endif  // FGL_FL_TENSOR_CODEC_H_
