@@ -2,6 +2,9 @@
 #include <ATen/Parallel.h>
 
 #include "fl/aggregate/weighted_mean.h"
+#include "fl/local_model.h"
+#include "fl/model_average_server.h"
+#include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
 #include "gmock/gmock.h"
@@ -98,6 +101,62 @@ TEST(SimulatorTest, CentralizedAndClientFractionAndErrors) {
   for (const RoundRecord& rec : half.rounds) EXPECT_EQ(rec.participants, 2);
   o.method = "fedavgg";
   EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kNotFound, HasSubstr("fedavgg")));
+}
+
+// FedAvg whose client 1 always replies NaN weights: the server must leave it out of every round
+// and the global model must stay finite.
+class NanClient final : public ClientAlgorithm {
+ public:
+  NanClient(std::shared_ptr<const ClientData> data, std::unique_ptr<LocalModel> model)
+      : data_(std::move(data)), model_(std::move(model)) {}
+  absl::StatusOr<proto::Message> Train(const proto::Message& global, const RoundInfo& round) override {
+    absl::Status s = LoadTensors(global, model_->Parameters());
+    if (!s.ok()) return s;
+    s = model_->Train(1, round.seed);
+    if (!s.ok()) return s;
+    NamedTensors params = model_->Parameters();
+    if (data_->id == 1) {
+      for (auto& [name, t] : params) t = torch::full_like(t, NAN);
+    }
+    return ModelReply(params, data_->data.num_nodes(), data_->id, round, "nan.weights");
+  }
+  absl::StatusOr<torch::Tensor> Predict(const proto::Message* global) override {
+    if (global) {
+      absl::Status s = LoadTensors(*global, model_->Parameters());
+      if (!s.ok()) return s;
+    }
+    return model_->Predict();
+  }
+
+ private:
+  std::shared_ptr<const ClientData> data_;
+  std::unique_ptr<LocalModel> model_;
+};
+
+FGL_REGISTER_METHOD(
+    "test_nan",
+    [](std::shared_ptr<const ClientData> data, const MethodConfig& config)
+        -> absl::StatusOr<std::unique_ptr<ClientAlgorithm>> {
+      auto model = LocalModel::Create(data, config, config.seed);
+      if (!model.ok()) return model.status();
+      return std::unique_ptr<ClientAlgorithm>(new NanClient(data, *std::move(model)));
+    },
+    [](const MethodConfig& config) -> absl::StatusOr<std::unique_ptr<ServerAlgorithm>> {
+      auto server = ModelAverageServer::Create(config, "nan.weights");
+      if (!server.ok()) return server.status();
+      return std::unique_ptr<ServerAlgorithm>(*std::move(server));
+    });
+
+TEST(SimulatorTest, NanClientIsLeftOutAndStrictMakesItFatal) {
+  FederationOptions o = Small("test_nan");
+  ASSERT_OK_AND_ASSIGN(FederationResult r, RunFederation(o));
+  for (const RoundRecord& rec : r.rounds) {
+    EXPECT_EQ(rec.participants, 3);
+    EXPECT_EQ(rec.failed_clients, 1);
+  }
+  EXPECT_GT(r.test_acc, 60.0);  // the global model never absorbed the NaNs
+  o.strict = true;
+  EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not finite")));
 }
 
 }  // namespace
