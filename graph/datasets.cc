@@ -14,13 +14,14 @@
 #include "graph/io/heterophilous.h"
 #include "graph/io/ogb.h"
 #include "graph/io/planetoid.h"
+#include "graph/io/wikics.h"
 #include "graph/option_string.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::graph {
 namespace {
 
-enum class Format { kPlanetoid, kGnnBenchmark, kHeterophilous, kGeomGcn, kOgb, kCsbm };
+enum class Format { kPlanetoid, kGnnBenchmark, kHeterophilous, kGeomGcn, kOgb, kWikiCs, kCsbm };
 
 struct Entry {
   Format format;
@@ -54,6 +55,7 @@ const std::map<std::string, Entry>& Registry() {
       {"wisconsin_geom", {Format::kGeomGcn, "wisconsin", "wisconsin"}},
       {"actor_geom", {Format::kGeomGcn, "actor", "film"}},
       {"ogbn_arxiv", {Format::kOgb, "ogbn_arxiv", "ogbn-arxiv"}},
+      {"wikics", {Format::kWikiCs, "wikics", "data.json"}},
       {"csbm", {Format::kCsbm, "", ""}},
   };
   return *registry;
@@ -82,6 +84,8 @@ absl::StatusOr<Dataset> LoadRaw(const std::string& name, const Entry& e, const s
       return io::LoadGeomGcn(dir, e.file);
     case Format::kOgb:
       return io::LoadOgbNodeProp(dir, name);
+    case Format::kWikiCs:
+      return io::LoadWikiCs(dir, name);
     case Format::kCsbm: {
       CsbmOptions o;
       FGL_ASSIGN_OR_RETURN(o.num_nodes, options.Int("num_nodes", o.num_nodes));
@@ -125,6 +129,7 @@ absl::StatusOr<std::vector<std::string>> DatasetFiles(const std::string& spec,
     }
     case Format::kGnnBenchmark:
     case Format::kHeterophilous:
+    case Format::kWikiCs:
       return std::vector<std::string>{dir + e->file};
     case Format::kGeomGcn:
       return std::vector<std::string>{dir + "out1_node_feature_label.txt",

@@ -14,9 +14,9 @@ namespace fgl::graph {
 std::string ResolveDataDir(const std::string& flag_value);
 
 // Known dataset names, e.g. "cora", "coauthor_physics", "chameleon", "texas_geom", "ogbn_arxiv",
-// "csbm". A spec may carry options: "csbm:num_nodes=5000,homophily=0.6", "amazon_photo:lcc=true"
-// (lcc keeps the largest connected component; row_normalize=true divides each feature row by
-// its sum, as PyG's NormalizeFeatures).
+// "wikics", "csbm". A spec may carry options: "csbm:num_nodes=5000,homophily=0.6",
+// "amazon_photo:lcc=true" (lcc keeps the largest connected component; row_normalize=true divides
+// each feature row by its sum, as PyG's NormalizeFeatures).
 std::vector<std::string> DatasetNames();
 
 // The files a dataset needs under `data_dir` (empty for csbm).

@@ -3,9 +3,14 @@
 #include "graph/datasets.h"
 
 #include <cstdlib>
+#include <filesystem>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
+#include "graph/io/npz_writer.h"
 #include "graph/partition/partitioner_registry.h"
 #include "graph/split.h"
 #include "gtest/gtest.h"
@@ -66,7 +71,9 @@ TEST(DatasetsTest, PublishedStatistics) {
     EXPECT_EQ(d.num_classes, e.classes) << e.name;
     EXPECT_TRUE(d.graph.IsSymmetric()) << e.name;
     EXPECT_EQ(d.graph.CountSelfLoops(), 0) << e.name;
-    if (!e.label_counts.empty()) EXPECT_EQ(LabelCounts(d), e.label_counts) << e.name;
+    if (!e.label_counts.empty()) {
+      EXPECT_EQ(LabelCounts(d), e.label_counts) << e.name;
+    }
     ++checked;
   }
   EXPECT_GT(checked, 0) << "no dataset found under " << DataDir();
@@ -115,6 +122,84 @@ TEST(DatasetsTest, CsbmNeedsNoFilesAndUnknownNamesFail) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nodes")));
   EXPECT_THAT(LoadDataset("cora", "/nonexistent"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("download_datasets.sh cora")));
+}
+
+// Files generated in the layout of the real downloads, loaded by name through the registry.
+// corafull: cora_full.npz (gnn-benchmark members) with 72 nodes on a ring (stored one way only:
+// v -> v+1 mod 72, so 72 undirected edges), one 1.0 per row in 8 feature columns, and labels
+// v mod 70 (70 classes, as CoraFull has). wikics: data.json with 4 nodes on a ring (4 edges),
+// 300 features, labels [0, 9, 4, 4] (10 classes) and 20 splits.
+TEST(DatasetsTest, GeneratedCoraFullAndWikiCsLoadByName) {
+  const std::string root = std::string(::testing::TempDir()) + "/generated_data";
+  std::filesystem::create_directories(root + "/corafull");
+  std::filesystem::create_directories(root + "/wikics");
+
+  constexpr int kN = 72;
+  std::vector<int32_t> indptr, ring, column;
+  std::vector<int64_t> labels;
+  for (int v = 0; v <= kN; ++v) indptr.push_back(v);
+  for (int v = 0; v < kN; ++v) {
+    ring.push_back((v + 1) % kN);
+    column.push_back(v % 8);
+    labels.push_back(v % 70);
+  }
+  const std::vector<float> ones(kN, 1.0f);
+  using io::testing::NpyFromValues;
+  ASSERT_OK_AND_ASSIGN(
+      const std::string npz,
+      io::testing::NpzBytes(
+          {{"adj_data.npy", NpyFromValues<float>({kN}, ones)},
+           {"adj_indices.npy", NpyFromValues<int32_t>({kN}, ring)},
+           {"adj_indptr.npy", NpyFromValues<int32_t>({kN + 1}, indptr)},
+           {"adj_shape.npy", NpyFromValues<int64_t>({2}, {kN, kN})},
+           {"attr_data.npy", NpyFromValues<float>({kN}, ones)},
+           {"attr_indices.npy", NpyFromValues<int32_t>({kN}, column)},
+           {"attr_indptr.npy", NpyFromValues<int32_t>({kN + 1}, indptr)},
+           {"attr_shape.npy", NpyFromValues<int64_t>({2}, {kN, 8})},
+           {"labels.npy", NpyFromValues<int64_t>({kN}, labels)},
+           {"class_names.npy", io::testing::NpyBytes("|O", {70}, "\x80\x02pickle")}},
+          /*deflate=*/true));
+  ASSERT_OK(io::testing::WriteBytes(root + "/corafull/cora_full.npz", npz));
+
+  const std::string row =
+      absl::StrCat("[", absl::StrJoin(std::vector<double>(300, 0.5), ", "), "]");
+  const std::vector<std::string> features(4, row);
+  const std::vector<std::string> masks(20, "[true, false, false, false]");
+  const std::string twenty = absl::StrCat("[", absl::StrJoin(masks, ", "), "]");
+  const std::string json = absl::StrCat(
+      "{\"features\": [", absl::StrJoin(features, ", "), "], \"labels\": [0, 9, 4, 4], ",
+      "\"links\": [[1], [2], [3], [0]], \"train_masks\": ", twenty, ", \"val_masks\": ", twenty,
+      ", \"stopping_masks\": ", twenty, ", \"test_mask\": [false, false, false, true]}");
+  ASSERT_OK(io::testing::WriteBytes(root + "/wikics/data.json", json));
+
+  EXPECT_TRUE(DatasetPresent("corafull", root));
+  EXPECT_TRUE(DatasetPresent("wikics", root));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> files, DatasetFiles("wikics", root));
+  EXPECT_EQ(files, std::vector<std::string>{root + "/wikics/data.json"});
+
+  ASSERT_OK_AND_ASSIGN(Dataset cora_full, LoadDataset("corafull", root));
+  EXPECT_EQ(cora_full.name, "corafull");
+  EXPECT_EQ(cora_full.num_nodes(), kN);
+  EXPECT_EQ(cora_full.graph.num_undirected_edges(), kN);
+  EXPECT_TRUE(cora_full.graph.IsSymmetric());
+  EXPECT_EQ(cora_full.num_features(), 8);
+  EXPECT_EQ(cora_full.num_classes, 70);
+  EXPECT_EQ(LabelCounts(cora_full)[0], 2);   // nodes 0 and 70
+  EXPECT_EQ(LabelCounts(cora_full)[69], 1);  // node 69
+  EXPECT_TRUE(cora_full.provided_splits.empty());
+
+  ASSERT_OK_AND_ASSIGN(Dataset wikics, LoadDataset("wikics", root));
+  EXPECT_EQ(wikics.name, "wikics");
+  EXPECT_EQ(wikics.num_nodes(), 4);
+  EXPECT_EQ(wikics.graph.num_undirected_edges(), 4);
+  EXPECT_EQ(wikics.num_features(), 300);
+  EXPECT_EQ(wikics.num_classes, 10);
+  EXPECT_EQ(wikics.provided_splits.size(), 20u);
+  EXPECT_EQ(wikics.features[3][299].item<float>(), 0.5f);
+
+  EXPECT_THAT(LoadDataset("wikics", root + "/missing"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("download_datasets.sh wikics")));
+  EXPECT_FALSE(DatasetPresent("wikics", root + "/missing"));
 }
 
 }  // namespace
