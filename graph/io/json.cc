@@ -491,7 +491,6 @@ absl::StatusOr<JsonDocument> JsonDocument::Parse(std::string text, std::string s
   doc.source_ = std::move(source);
   JsonParser parser(&doc, limits);
   FGL_RETURN_IF_ERROR(parser.Run());
-  doc.nodes_.shrink_to_fit();
   return doc;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -86,13 +87,14 @@ absl::StatusOr<torch::Tensor> ReadFeatures(const JsonValue& root, int64_t n) {
     const std::vector<JsonValue> values = row.elements();
     for (int64_t j = 0; j < kNumFeatures; ++j) {
       const JsonValue& value = values[j];
-      const float f = static_cast<float>(value.number_value());
-      if (!value.is_number() || !std::isfinite(f)) {
-        return value.Error(absl::StrCat(
-            "features[", v, "][", j, "]: expected a finite float32, got ",
-            value.is_number() ? absl::StrCat(value.number_value()) : JsonTypeName(value.type())));
+      // Checked in double: a double beyond the float range has no defined float conversion.
+      const double number = value.number_value();
+      if (!value.is_number() || !(std::abs(number) <= std::numeric_limits<float>::max())) {
+        return value.Error(
+            absl::StrCat("features[", v, "][", j, "]: expected a finite float32, got ",
+                         value.is_number() ? absl::StrCat(number) : JsonTypeName(value.type())));
       }
-      out[v * kNumFeatures + j] = f;
+      out[v * kNumFeatures + j] = static_cast<float>(number);
     }
   }
   return x;
