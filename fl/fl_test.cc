@@ -121,11 +121,7 @@ class NanClient final : public ClientAlgorithm {
     return ModelReply(params, data_->data.num_nodes(), data_->id, round, "nan.weights");
   }
   absl::StatusOr<torch::Tensor> Predict(const proto::Message* global) override {
-    if (global) {
-      absl::Status s = LoadTensors(*global, model_->Parameters());
-      if (!s.ok()) return s;
-    }
-    return model_->Predict();
+    return model_->Predict(global);
   }
 
  private:
@@ -141,11 +137,7 @@ FGL_REGISTER_METHOD(
       if (!model.ok()) return model.status();
       return std::unique_ptr<ClientAlgorithm>(new NanClient(data, *std::move(model)));
     },
-    [](const MethodConfig& config) -> absl::StatusOr<std::unique_ptr<ServerAlgorithm>> {
-      auto server = ModelAverageServer::Create(config, "nan.weights");
-      if (!server.ok()) return server.status();
-      return std::unique_ptr<ServerAlgorithm>(*std::move(server));
-    });
+    [](const MethodConfig& config) { return MakeModelAverageServer(config, "nan.weights"); });
 
 TEST(SimulatorTest, NanClientIsLeftOutAndStrictMakesItFatal) {
   FederationOptions o = Small("test_nan");

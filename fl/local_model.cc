@@ -59,4 +59,9 @@ torch::Tensor LocalModel::Predict() {
   return logits;
 }
 
+absl::StatusOr<torch::Tensor> LocalModel::Predict(const proto::Message* global) {
+  if (global != nullptr) FGL_RETURN_IF_ERROR(LoadTensors(*global, Parameters()));
+  return Predict();
+}
+
 }  // namespace fgl::fl

@@ -31,6 +31,9 @@ class LocalModel {
 
   // Logits on all local nodes; eval mode unless dropout_at_eval (then dropout stays on).
   torch::Tensor Predict();
+  // Loads `global` (the server's broadcast) first when it is given, then Predict(): how every
+  // method scored on the global model evaluates.
+  absl::StatusOr<torch::Tensor> Predict(const proto::Message* global);
 
  private:
   LocalModel(std::shared_ptr<const ClientData> data, const MethodConfig& config,

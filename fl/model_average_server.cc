@@ -70,6 +70,12 @@ absl::Status ModelAverageServer::FinishRound(const RoundInfo& round) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::unique_ptr<ServerAlgorithm>> MakeModelAverageServer(const MethodConfig& config,
+                                                                        const std::string& type) {
+  FGL_ASSIGN_OR_RETURN(std::unique_ptr<ModelAverageServer> server, ModelAverageServer::Create(config, type));
+  return std::unique_ptr<ServerAlgorithm>(std::move(server));
+}
+
 proto::Message ModelReply(const NamedTensors& parameters, int64_t num_nodes, int client_id,
                           const RoundInfo& round, const std::string& type) {
   proto::Message m;

@@ -34,6 +34,10 @@ class ModelAverageServer : public ServerAlgorithm {
   std::unique_ptr<WeightedMean> mean_;
 };
 
+// Create() as a ServerAlgorithm, for method registrations.
+absl::StatusOr<std::unique_ptr<ServerAlgorithm>> MakeModelAverageServer(const MethodConfig& config,
+                                                                        const std::string& type);
+
 // The reply every model-averaging client sends: its parameters plus "num_nodes".
 proto::Message ModelReply(const NamedTensors& parameters, int64_t num_nodes, int client_id,
                           const RoundInfo& round, const std::string& type);

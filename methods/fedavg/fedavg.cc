@@ -28,8 +28,7 @@ class FedAvgClient final : public fl::ClientAlgorithm {
   }
 
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
-    if (global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, model_->Parameters()));
-    return model_->Predict();
+    return model_->Predict(global);
   }
 
  private:
@@ -46,8 +45,7 @@ absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(
 }
 
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
-  FGL_ASSIGN_OR_RETURN(auto server, fl::ModelAverageServer::Create(config, kType));
-  return std::unique_ptr<fl::ServerAlgorithm>(std::move(server));
+  return fl::MakeModelAverageServer(config, kType);
 }
 
 }  // namespace
