@@ -33,7 +33,9 @@ ABSL_FLAG(uint64_t, partition_seed, 2024,
 ABSL_FLAG(std::string, split, "stratified:train=0.2,val=0.4", "Per-client split rule (graph/split.h).");
 ABSL_FLAG(std::string, method, "fedavg", "fedavg, fedprox, local or centralized.");
 ABSL_FLAG(std::string, method_params, "", "Method parameters, e.g. mu=0.01 (comma-separated).");
-ABSL_FLAG(std::string, model, "gcn:layers=2,hidden=64,dropout=0.5", "Model spec (nn/models).");
+ABSL_FLAG(std::string, model, "gcn:layers=2,hidden=64,dropout=0.5",
+          "Model spec (nn/models); several separated by ';' are assigned to client k mod n.");
+ABSL_FLAG(std::string, shared_group, "", "What averaging methods exchange: '' (all), head or body.");
 ABSL_FLAG(int, rounds, 100, "Communication rounds.");
 ABSL_FLAG(int, local_epochs, 3, "Local epochs per round.");
 ABSL_FLAG(double, lr, 0.01, "Adam learning rate (clients).");
@@ -63,6 +65,7 @@ absl::StatusOr<fl::FederationOptions> OptionsFromFlags() {
   o.split = absl::GetFlag(FLAGS_split);
   o.method = absl::GetFlag(FLAGS_method);
   o.model = absl::GetFlag(FLAGS_model);
+  o.shared_group = absl::GetFlag(FLAGS_shared_group);
   o.rounds = absl::GetFlag(FLAGS_rounds);
   o.local_epochs = absl::GetFlag(FLAGS_local_epochs);
   o.lr = absl::GetFlag(FLAGS_lr);

@@ -33,7 +33,11 @@ struct ClientData {
 
 // The shared configuration every method gets: the model, local training and its own params.
 struct MethodConfig {
-  std::string model_spec = "gcn";
+  std::string model_spec = "gcn";  // this client's model (clients may differ: FedGKC, LG-FedAvg)
+  // The parameter group a model-averaging method exchanges: "" = the whole model, "head" or
+  // "body" (nn::GnnModel groups). Clients with different architectures can share a same-shaped
+  // head.
+  std::string shared_group;
   int64_t num_features = 0;
   int64_t num_classes = 0;
   int local_epochs = 3;

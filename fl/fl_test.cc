@@ -6,6 +6,8 @@
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
+#include "graph/csbm.h"
+#include "graph/split.h"
 #include "fl/tensor_codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -101,6 +103,67 @@ TEST(SimulatorTest, CentralizedAndClientFractionAndErrors) {
   for (const RoundRecord& rec : half.rounds) EXPECT_EQ(rec.participants, 2);
   o.method = "fedavgg";
   EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kNotFound, HasSubstr("fedavgg")));
+}
+
+TEST(SimulatorTest, DifferentArchitecturesShareOnlyAHead) {
+  FederationOptions o = Small("fedavg");
+  o.clients = 2;
+  o.model = "gcn:layers=2,jk=max;sage:layers=2,jk=max";  // both end in a Linear(64 -> 4) head
+  o.shared_group = "head";
+  ASSERT_OK_AND_ASSIGN(FederationResult r, RunFederation(o));
+  // Only head.weight [64, 4] and head.bias [4] travel: 260 floats = 1040 bytes per message.
+  for (const RoundRecord& rec : r.rounds) {
+    EXPECT_GE(rec.bytes_down, 2 * 1040);
+    EXPECT_LE(rec.bytes_down, 2 * (1040 + 128));
+  }
+  EXPECT_GT(r.test_acc, 60.0);
+  // Bodies of different shapes cannot be averaged: sharing everything is refused, not mixed up.
+  o.shared_group = "";
+  EXPECT_FALSE(RunFederation(o).ok());
+}
+
+TEST(FedAvgTest, IdenticalClientsGiveTheCentralisedUpdate) {
+  // Two clients holding the same data, starting from the same global model with the same dropout
+  // stream: their node-weighted mean must equal one client's own update.
+  graph::CsbmOptions co;
+  co.num_nodes = 300;
+  co.num_features = 8;
+  co.num_classes = 3;
+  graph::Dataset d = *graph::MakeCsbm(co, 1);
+  graph::NodeSplit split = *graph::ClassStratifiedSplit(d.labels, 3, 0.2, 0.4, 1);
+  auto data = std::make_shared<ClientData>();
+  data->data = d;
+  data->split = split;
+  data->view = std::make_shared<nn::GraphView>(*nn::GraphView::Create(d.graph));
+  data->features = std::make_shared<nn::NodeFeatures>(d.features);
+  data->labels = d.labels;
+  MethodConfig config;
+  config.num_features = 8;
+  config.num_classes = 3;
+  config.local_epochs = 2;
+  config.seed = 5;
+  ASSERT_OK_AND_ASSIGN(MethodFactories fedavg, FindMethod("fedavg"));
+  ASSERT_OK_AND_ASSIGN(auto server, fedavg.server(config));
+  ASSERT_OK_AND_ASSIGN(auto a, fedavg.client(data, config));
+  ASSERT_OK_AND_ASSIGN(auto b, fedavg.client(data, config));
+  ASSERT_OK_AND_ASSIGN(auto alone, fedavg.client(data, config));
+  const RoundInfo round{1, 99};
+  ASSERT_OK_AND_ASSIGN(proto::Message global, server->Broadcast(round));
+  ASSERT_OK_AND_ASSIGN(proto::Message ra, a->Train(global, round));
+  ASSERT_OK_AND_ASSIGN(proto::Message rb, b->Train(global, round));
+  ASSERT_OK_AND_ASSIGN(proto::Message ralone, alone->Train(global, round));
+  ASSERT_OK(server->Accumulate(ra));
+  ASSERT_OK(server->Accumulate(rb));
+  ASSERT_OK(server->FinishRound(round));
+  ASSERT_OK_AND_ASSIGN(proto::Message averaged, server->Broadcast(round));
+  ASSERT_OK_AND_ASSIGN(auto got, DecodeTensors(averaged));
+  ASSERT_OK_AND_ASSIGN(auto want, DecodeTensors(ralone));
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, t] : want) EXPECT_TRUE(torch::allclose(got.at(name), t, 1e-6, 1e-7)) << name;
+  // A reply with a wrong shape is refused before anything is used.
+  proto::Message bad = ralone;
+  bad.mutable_tensors(0)->add_shape(1);
+  EXPECT_FALSE(server->Accumulate(bad).ok());
 }
 
 // FedAvg whose client 1 always replies NaN weights: the server must leave it out of every round

@@ -25,6 +25,8 @@ absl::StatusOr<std::unique_ptr<LocalModel>> LocalModel::Create(
   return std::unique_ptr<LocalModel>(new LocalModel(std::move(data), config, std::move(model)));
 }
 
+NamedTensors LocalModel::SharedParameters() const { return Parameters(config_.shared_group); }
+
 NamedTensors LocalModel::Parameters(const std::string& group) const {
   if (!group.empty()) return model_->named_group_parameters(group);
   NamedTensors out;
@@ -60,7 +62,7 @@ torch::Tensor LocalModel::Predict() {
 }
 
 absl::StatusOr<torch::Tensor> LocalModel::Predict(const proto::Message* global) {
-  if (global != nullptr) FGL_RETURN_IF_ERROR(LoadTensors(*global, Parameters()));
+  if (global != nullptr) FGL_RETURN_IF_ERROR(LoadTensors(*global, SharedParameters()));
   return Predict();
 }
 

@@ -23,6 +23,8 @@ class LocalModel {
   nn::GnnModel& model() { return *model_; }
   // The model's parameters by name, optionally one group ("body" or "head").
   NamedTensors Parameters(const std::string& group = "") const;
+  // The parameters the method exchanges: Parameters(config.shared_group).
+  NamedTensors SharedParameters() const;
 
   // `epochs` full-batch steps of masked cross-entropy on the client's training nodes, plus
   // `extra_loss()` when given (e.g. FedProx's proximal term). Dropout draws from `seed`.

@@ -6,8 +6,10 @@
 
 namespace fgl::fl {
 
-ModelAverageServer::ModelAverageServer(std::shared_ptr<nn::GnnModel> model, std::string type)
-    : model_(std::move(model)), type_(std::move(type)), mean_(std::make_unique<WeightedMean>()) {}
+ModelAverageServer::ModelAverageServer(std::shared_ptr<nn::GnnModel> model, std::string group,
+                                       std::string type)
+    : model_(std::move(model)), group_(std::move(group)), type_(std::move(type)),
+      mean_(std::make_unique<WeightedMean>()) {}
 
 absl::StatusOr<std::unique_ptr<ModelAverageServer>> ModelAverageServer::Create(
     const MethodConfig& config, const std::string& type) {
@@ -15,10 +17,12 @@ absl::StatusOr<std::unique_ptr<ModelAverageServer>> ModelAverageServer::Create(
   torch::manual_seed(config.seed);
   FGL_ASSIGN_OR_RETURN(std::shared_ptr<nn::GnnModel> model,
                        nn::MakeModel(config.model_spec, config.num_features, config.num_classes));
-  return std::unique_ptr<ModelAverageServer>(new ModelAverageServer(std::move(model), type));
+  return std::unique_ptr<ModelAverageServer>(
+      new ModelAverageServer(std::move(model), config.shared_group, type));
 }
 
 NamedTensors ModelAverageServer::GlobalParameters() const {
+  if (!group_.empty()) return model_->named_group_parameters(group_);
   NamedTensors out;
   for (const auto& item : model_->named_parameters(true)) out.emplace_back(item.key(), item.value());
   return out;

@@ -1,5 +1,6 @@
-// The FedAvg server step as a reusable mechanic: keeps the global model, broadcasts all of its
-// parameters, and replaces them with the node-count-weighted mean of the replies.
+// The FedAvg server step as a reusable mechanic: keeps the global model (built from the server's
+// model spec), broadcasts its shared parameters (all, or config.shared_group), and replaces them
+// with the node-count-weighted mean of the replies.
 #ifndef FGL_FL_MODEL_AVERAGE_SERVER_H_
 #define FGL_FL_MODEL_AVERAGE_SERVER_H_
 
@@ -23,13 +24,15 @@ class ModelAverageServer : public ServerAlgorithm {
   absl::Status Accumulate(const proto::Message& reply) override;
   absl::Status FinishRound(const RoundInfo& round) override;
 
+  // The shared parameters of the global model.
   NamedTensors GlobalParameters() const;
 
  protected:
-  ModelAverageServer(std::shared_ptr<nn::GnnModel> model, std::string type);
+  ModelAverageServer(std::shared_ptr<nn::GnnModel> model, std::string group, std::string type);
 
  private:
   std::shared_ptr<nn::GnnModel> model_;
+  std::string group_;
   std::string type_;
   std::unique_ptr<WeightedMean> mean_;
 };

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "fl/algorithm.h"
 #include "fl/registry.h"
 #include "glog/logging.h"
@@ -112,7 +113,10 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
 
   FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(method));
   MethodConfig config;
-  config.model_spec = o.model;
+  const std::vector<std::string> specs = absl::StrSplit(o.model, ';', absl::SkipEmpty());
+  if (specs.empty()) return absl::InvalidArgumentError("empty model spec");
+  config.model_spec = specs[0];
+  config.shared_group = o.shared_group;
   config.num_features = data.num_features();
   config.num_classes = data.num_classes;
   config.local_epochs = o.local_epochs;
@@ -125,7 +129,9 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<ServerAlgorithm> server, factories.server(config));
   std::vector<std::unique_ptr<ClientAlgorithm>> algos;
   for (const auto& c : clients) {
-    FGL_ASSIGN_OR_RETURN(std::unique_ptr<ClientAlgorithm> a, factories.client(c, config));
+    MethodConfig client_config = config;
+    client_config.model_spec = specs[c->id % specs.size()];
+    FGL_ASSIGN_OR_RETURN(std::unique_ptr<ClientAlgorithm> a, factories.client(c, client_config));
     algos.push_back(std::move(a));
   }
 
@@ -214,7 +220,8 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
   result.reported_round = pick->round;
   result.test_acc = pick->test_acc;
   result.val_acc = pick->val_acc;
-  result.protocol = absl::StrCat(o.eval.Card(), " split=", o.split, " partition=",
+  result.protocol = absl::StrCat(o.eval.Card(), " shared=", o.shared_group.empty() ? "all" : o.shared_group,
+                                 " split=", o.split, " partition=",
                                  partitioner->Fingerprint(), " clients=", o.clients,
                                  " partition_seed=", o.partition_seed);
   result.wall_s = Seconds(start);

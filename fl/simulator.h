@@ -34,7 +34,10 @@ struct FederationOptions {
   uint64_t partition_seed = 2024;  // partition and splits: fixed across training seeds
   std::string split = "stratified:train=0.2,val=0.4";
   std::string method = "fedavg";  // a registered method, or "centralized"
+  // One spec for every client, or several separated by ';' (client k gets spec k mod n, as
+  // FedGKC assigns architectures); the server's model is the first.
   std::string model = "gcn:layers=2,hidden=64,dropout=0.5";
+  std::string shared_group;  // "" (whole model), "head" or "body": what averaging methods share
   std::map<std::string, double> method_params;
   int rounds = 100;
   int local_epochs = 3;

@@ -22,9 +22,9 @@ class FedAvgClient final : public fl::ClientAlgorithm {
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
-    FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->Parameters()));
+    FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
-    return fl::ModelReply(model_->Parameters(), data_->data.num_nodes(), data_->id, round, kType);
+    return fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
   }
 
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {

@@ -22,7 +22,7 @@ class FedProxClient final : public fl::ClientAlgorithm {
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
-    const fl::NamedTensors params = model_->Parameters();
+    const fl::NamedTensors params = model_->SharedParameters();
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, params));
     std::vector<torch::Tensor> anchor;
     for (const auto& [name, p] : params) anchor.push_back(p.detach().clone());
