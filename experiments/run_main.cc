@@ -51,6 +51,9 @@ ABSL_FLAG(std::string, device, "cpu", "cpu or cuda[:i].");
 ABSL_FLAG(int, threads, 1, "CPU threads (LibTorch and OpenBLAS).");
 ABSL_FLAG(bool, strict, false, "Abort when a client fails instead of leaving it out of the round.");
 ABSL_FLAG(std::string, out, "", "Directory for rounds.jsonl and result.json (created).");
+ABSL_FLAG(std::string, checkpoint_dir, "", "Directory for checkpoint.pb (must exist).");
+ABSL_FLAG(int, checkpoint_every, 0, "Write a checkpoint every this many rounds; 0 never.");
+ABSL_FLAG(bool, resume, false, "Continue from --checkpoint_dir/checkpoint.pb if it matches this run.");
 
 namespace fgl::experiments {
 namespace {
@@ -76,6 +79,9 @@ absl::StatusOr<fl::FederationOptions> OptionsFromFlags() {
   o.device = absl::GetFlag(FLAGS_device);
   o.threads = absl::GetFlag(FLAGS_threads);
   o.strict = absl::GetFlag(FLAGS_strict);
+  o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.resume = absl::GetFlag(FLAGS_resume);
   for (absl::string_view kv : absl::StrSplit(absl::GetFlag(FLAGS_method_params), ',', absl::SkipEmpty())) {
     std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
     double value;

@@ -61,6 +61,10 @@ class ClientAlgorithm {
   // Logits [num_nodes, num_classes] of the model this method scores on this client. `global` is
   // the server's latest broadcast (for methods scored on the global model) or nullptr.
   virtual absl::StatusOr<torch::Tensor> Predict(const proto::Message* global) = 0;
+  // Everything the client keeps between rounds (model, optimiser), for checkpoints; restored
+  // into a freshly created client it continues exactly as the original.
+  virtual absl::StatusOr<proto::Message> SaveState() const = 0;
+  virtual absl::Status RestoreState(const proto::Message& state) = 0;
 };
 
 class ServerAlgorithm {
@@ -72,6 +76,9 @@ class ServerAlgorithm {
   virtual absl::Status Accumulate(const proto::Message& reply) = 0;
   // Combines this round's replies (no reply at all keeps the previous state).
   virtual absl::Status FinishRound(const RoundInfo& round) = 0;
+  // The server's state between rounds, for checkpoints (see ClientAlgorithm::SaveState).
+  virtual absl::StatusOr<proto::Message> SaveState() const = 0;
+  virtual absl::Status RestoreState(const proto::Message& state) = 0;
 };
 
 }  // namespace fgl::fl

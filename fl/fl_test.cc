@@ -105,6 +105,32 @@ TEST(SimulatorTest, CentralizedAndClientFractionAndErrors) {
   EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kNotFound, HasSubstr("fedavgg")));
 }
 
+TEST(SimulatorTest, ResumedRunEqualsUninterruptedRun) {
+  for (const std::string method : {"fedavg", "fedprox", "local"}) {
+    FederationOptions o = Small(method);
+    o.eval.dropout_at_eval = true;  // the evaluation's randomness must resume too
+    ASSERT_OK_AND_ASSIGN(FederationResult whole, RunFederation(o));
+    const std::string dir = std::string(::testing::TempDir()) + "/ckpt_" + method;
+    ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+    o.checkpoint_dir = dir;
+    o.checkpoint_every = 3;
+    o.rounds = 5;  // "interrupted" after round 5; the last checkpoint is round 3
+    ASSERT_OK(RunFederation(o).status());
+    o.rounds = 8;
+    o.resume = true;
+    ASSERT_OK_AND_ASSIGN(FederationResult resumed, RunFederation(o));
+    ASSERT_EQ(resumed.rounds.size(), whole.rounds.size()) << method;
+    for (size_t i = 0; i < whole.rounds.size(); ++i) {
+      EXPECT_EQ(resumed.rounds[i].val_acc, whole.rounds[i].val_acc) << method << " round " << i + 1;
+      EXPECT_EQ(resumed.rounds[i].test_acc, whole.rounds[i].test_acc) << method << " round " << i + 1;
+      EXPECT_EQ(resumed.rounds[i].bytes_up, whole.rounds[i].bytes_up) << method;
+    }
+    // A checkpoint of a different run is refused.
+    o.lr = 0.02;
+    EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("different run")));
+  }
+}
+
 TEST(SimulatorTest, DifferentArchitecturesShareOnlyAHead) {
   FederationOptions o = Small("fedavg");
   o.clients = 2;
@@ -186,6 +212,8 @@ class NanClient final : public ClientAlgorithm {
   absl::StatusOr<torch::Tensor> Predict(const proto::Message* global) override {
     return model_->Predict(global);
   }
+  absl::StatusOr<proto::Message> SaveState() const override { return model_->SaveState(); }
+  absl::Status RestoreState(const proto::Message& s) override { return model_->RestoreState(s); }
 
  private:
   std::shared_ptr<const ClientData> data_;

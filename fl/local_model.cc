@@ -61,6 +61,47 @@ torch::Tensor LocalModel::Predict() {
   return logits;
 }
 
+proto::Message LocalModel::SaveState() const {
+  proto::Message m;
+  m.mutable_header()->set_type("local_model.state");
+  NamedTensors tensors = Parameters();
+  auto& state = optimizer_->state();
+  for (const auto& [name, p] : Parameters()) {
+    auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    if (it == state.end()) continue;  // not stepped yet
+    const auto& s = static_cast<const torch::optim::AdamParamState&>(*it->second);
+    tensors.emplace_back("adam.exp_avg." + name, s.exp_avg());
+    tensors.emplace_back("adam.exp_avg_sq." + name, s.exp_avg_sq());
+    (*m.mutable_scalars())["adam.step." + name] = static_cast<double>(s.step());
+  }
+  AddTensors(tensors, &m);
+  return m;
+}
+
+absl::Status LocalModel::RestoreState(const proto::Message& m) {
+  FGL_RETURN_IF_ERROR(LoadTensors(m, Parameters()));
+  FGL_ASSIGN_OR_RETURN(auto tensors, DecodeTensors(m));
+  auto& state = optimizer_->state();
+  state.clear();
+  for (const auto& [name, p] : Parameters()) {
+    auto step = m.scalars().find("adam.step." + name);
+    if (step == m.scalars().end()) continue;
+    auto avg = tensors.find("adam.exp_avg." + name);
+    auto sq = tensors.find("adam.exp_avg_sq." + name);
+    if (avg == tensors.end() || sq == tensors.end() || avg->second.sizes() != p.sizes() ||
+        sq->second.sizes() != p.sizes() || step->second < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("client ", data_->id,
+                                                     ": bad optimiser state for '", name, "'"));
+    }
+    auto s = std::make_unique<torch::optim::AdamParamState>();
+    s->step(static_cast<int64_t>(step->second));
+    s->exp_avg(avg->second.to(p.device()));
+    s->exp_avg_sq(sq->second.to(p.device()));
+    state[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(s);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<torch::Tensor> LocalModel::Predict(const proto::Message* global) {
   if (global != nullptr) FGL_RETURN_IF_ERROR(LoadTensors(*global, SharedParameters()));
   return Predict();

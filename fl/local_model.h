@@ -33,6 +33,11 @@ class LocalModel {
 
   // Logits on all local nodes; eval mode unless dropout_at_eval (then dropout stays on).
   torch::Tensor Predict();
+  // The model's parameters and the Adam state (step, first and second moments) as tensors.
+  proto::Message SaveState() const;
+  // Restores SaveState() output; names and shapes are checked.
+  absl::Status RestoreState(const proto::Message& state);
+
   // Loads `global` (the server's broadcast) first when it is given, then Predict(): how every
   // method scored on the global model evaluates.
   absl::StatusOr<torch::Tensor> Predict(const proto::Message* global);

@@ -80,6 +80,17 @@ absl::StatusOr<std::unique_ptr<ServerAlgorithm>> MakeModelAverageServer(const Me
   return std::unique_ptr<ServerAlgorithm>(std::move(server));
 }
 
+absl::StatusOr<proto::Message> ModelAverageServer::SaveState() const {
+  proto::Message m;
+  m.mutable_header()->set_type(type_ + ".state");
+  AddTensors(GlobalParameters(), &m);
+  return m;
+}
+
+absl::Status ModelAverageServer::RestoreState(const proto::Message& state) {
+  return LoadTensors(state, GlobalParameters());
+}
+
 proto::Message ModelReply(const NamedTensors& parameters, int64_t num_nodes, int client_id,
                           const RoundInfo& round, const std::string& type) {
   proto::Message m;

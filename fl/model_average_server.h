@@ -23,6 +23,8 @@ class ModelAverageServer : public ServerAlgorithm {
   absl::StatusOr<proto::Message> Broadcast(const RoundInfo& round) override;
   absl::Status Accumulate(const proto::Message& reply) override;
   absl::Status FinishRound(const RoundInfo& round) override;
+  absl::StatusOr<proto::Message> SaveState() const override;
+  absl::Status RestoreState(const proto::Message& state) override;
 
   // The shared parameters of the global model.
   NamedTensors GlobalParameters() const;

@@ -6,7 +6,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include <fstream>
+
 #include "fl/algorithm.h"
+#include "fl/proto/checkpoint.pb.h"
+#include "graph/io/file.h"
 #include "fl/registry.h"
 #include "glog/logging.h"
 #include "graph/datasets.h"
@@ -49,7 +53,61 @@ absl::StatusOr<proto::Message> Receive(const std::string& bytes, const std::stri
   return m;
 }
 
+constexpr uint32_t kCheckpointVersion = 1;
+
+absl::Status WriteCheckpoint(const std::string& dir, const proto::Checkpoint& ckpt) {
+  const std::string path = dir + "/checkpoint.pb";
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out || !ckpt.SerializeToOstream(&out)) {
+      return absl::UnavailableError(absl::StrCat("cannot write checkpoint ", tmp));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+RoundRecord FromProto(const proto::RoundRecord& p) {
+  RoundRecord r;
+  r.round = p.round();
+  r.val_acc = p.val_acc();
+  r.test_acc = p.test_acc();
+  r.participants = p.participants();
+  r.failed_clients = p.failed_clients();
+  r.bytes_up = p.bytes_up();
+  r.bytes_down = p.bytes_down();
+  r.seconds = p.seconds();
+  return r;
+}
+
+proto::RoundRecord ToProto(const RoundRecord& r) {
+  proto::RoundRecord p;
+  p.set_round(r.round);
+  p.set_val_acc(r.val_acc);
+  p.set_test_acc(r.test_acc);
+  p.set_participants(r.participants);
+  p.set_failed_clients(r.failed_clients);
+  p.set_bytes_up(r.bytes_up);
+  p.set_bytes_down(r.bytes_down);
+  p.set_seconds(r.seconds);
+  return p;
+}
+
 }  // namespace
+
+std::string FederationOptions::Fingerprint() const {
+  std::string params;
+  for (const auto& [k, v] : method_params) absl::StrAppend(&params, k, "=", v, ";");
+  return absl::StrCat("dataset=", dataset, "|partitioner=", partitioner, "|clients=", clients,
+                      "|partition_seed=", partition_seed, "|split=", split, "|method=", method,
+                      "|model=", model, "|shared=", shared_group, "|params=", params,
+                      "|local_epochs=", local_epochs, "|lr=", lr, "|wd=", weight_decay,
+                      "|fraction=", client_fraction, "|eval=", eval.Card(), "|seed=", seed,
+                      "|device=", device);
+}
 
 std::string EvalProtocol::Card() const {
   return absl::StrCat("model=", model == Model::kGlobal ? "global" : "local",
@@ -139,8 +197,32 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
   for (const auto& c : clients) result.client_sizes.push_back(c->data.num_nodes());
   const int k_total = static_cast<int>(clients.size());
   const int per_round = std::max(1, static_cast<int>(std::lround(o.client_fraction * k_total)));
+  int first_round = 1;
+  const std::string ckpt_path = o.checkpoint_dir + "/checkpoint.pb";
+  if (o.resume && !o.checkpoint_dir.empty() && graph::io::FileExists(ckpt_path)) {
+    FGL_ASSIGN_OR_RETURN(std::string bytes, graph::io::ReadFileBytes(ckpt_path));
+    proto::Checkpoint ckpt;
+    if (!ckpt.ParseFromString(bytes)) return absl::DataLossError(absl::StrCat(ckpt_path, ": corrupt checkpoint"));
+    if (ckpt.version() != kCheckpointVersion || ckpt.run_fingerprint() != o.Fingerprint()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          ckpt_path, ": checkpoint of a different run (", ckpt.run_fingerprint(), ")"));
+    }
+    if (ckpt.clients_size() != k_total || ckpt.round() < 1 || ckpt.round() > o.rounds ||
+        ckpt.records_size() != ckpt.round()) {
+      return absl::DataLossError(absl::StrCat(ckpt_path, ": inconsistent checkpoint"));
+    }
+    FGL_RETURN_IF_ERROR(server->RestoreState(ckpt.server()));
+    for (int k = 0; k < k_total; ++k) FGL_RETURN_IF_ERROR(algos[k]->RestoreState(ckpt.clients(k)));
+    for (const proto::RoundRecord& p : ckpt.records()) {
+      result.rounds.push_back(FromProto(p));
+      result.bytes_up += p.bytes_up();
+      result.bytes_down += p.bytes_down();
+    }
+    first_round = ckpt.round() + 1;
+    LOG(INFO) << "resumed from " << ckpt_path << " after round " << ckpt.round();
+  }
   const Clock::time_point train_start = Clock::now();
-  for (int r = 1; r <= o.rounds; ++r) {
+  for (int r = first_round; r <= o.rounds; ++r) {
     const Clock::time_point round_start = Clock::now();
     RoundRecord rec;
     rec.round = r;
@@ -177,7 +259,9 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     }
     FGL_RETURN_IF_ERROR(server->FinishRound(info));
 
-    // Evaluation: every client scores the protocol's model on its own val/test nodes.
+    // Evaluation: every client scores the protocol's model on its own val/test nodes. Seeded, so
+    // dropout at evaluation does not depend on what ran before (checkpoint/resume).
+    torch::manual_seed(graph::Rng::Derive(info.seed, "eval"));
     proto::Message global;
     if (o.eval.model == EvalProtocol::Model::kGlobal) {
       FGL_ASSIGN_OR_RETURN(global, server->Broadcast(info));
@@ -205,6 +289,18 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     result.rounds.push_back(rec);
     VLOG(1) << "round " << r << " val " << rec.val_acc << " test " << rec.test_acc;
     if (on_round) on_round(rec);
+    if (!o.checkpoint_dir.empty() && o.checkpoint_every > 0 && r % o.checkpoint_every == 0) {
+      proto::Checkpoint ckpt;
+      ckpt.set_version(kCheckpointVersion);
+      ckpt.set_run_fingerprint(o.Fingerprint());
+      ckpt.set_round(r);
+      for (const RoundRecord& done : result.rounds) *ckpt.add_records() = ToProto(done);
+      FGL_ASSIGN_OR_RETURN(*ckpt.mutable_server(), server->SaveState());
+      for (int k = 0; k < k_total; ++k) {
+        FGL_ASSIGN_OR_RETURN(*ckpt.add_clients(), algos[k]->SaveState());
+      }
+      FGL_RETURN_IF_ERROR(WriteCheckpoint(o.checkpoint_dir, ckpt));
+    }
   }
   result.train_s = Seconds(train_start);
 

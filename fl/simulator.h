@@ -50,6 +50,14 @@ struct FederationOptions {
   std::string device = "cpu";
   int threads = 1;
   bool strict = false;  // a failing client aborts the run instead of being left out
+  // Checkpoints: after every `checkpoint_every` rounds, DIR/checkpoint.pb holds the server's and
+  // every client's state. With `resume`, a run continues from that file when it matches.
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;
+  bool resume = false;
+
+  // Every option that affects results except `rounds` (a resumed run may run longer).
+  std::string Fingerprint() const;
 };
 
 struct RoundRecord {

@@ -38,6 +38,10 @@ class FedProxClient final : public fl::ClientAlgorithm {
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
     return model_->Predict(global);
   }
+  absl::StatusOr<fl::proto::Message> SaveState() const override { return model_->SaveState(); }
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    return model_->RestoreState(state);
+  }
 
  private:
   std::shared_ptr<const fl::ClientData> data_;

@@ -23,6 +23,10 @@ class LocalClient final : public fl::ClientAlgorithm {
   }
 
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message*) override { return model_->Predict(); }
+  absl::StatusOr<fl::proto::Message> SaveState() const override { return model_->SaveState(); }
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    return model_->RestoreState(state);
+  }
 
  private:
   std::shared_ptr<const fl::ClientData> data_;
@@ -40,6 +44,8 @@ class LocalServer final : public fl::ServerAlgorithm {
   }
   absl::Status Accumulate(const fl::proto::Message&) override { return absl::OkStatus(); }
   absl::Status FinishRound(const fl::RoundInfo&) override { return absl::OkStatus(); }
+  absl::StatusOr<fl::proto::Message> SaveState() const override { return fl::proto::Message(); }
+  absl::Status RestoreState(const fl::proto::Message&) override { return absl::OkStatus(); }
 };
 
 absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(
