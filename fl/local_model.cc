@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "nn/losses/losses.h"
+#include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::fl {
@@ -35,7 +36,7 @@ NamedTensors LocalModel::Parameters(const std::string& group) const {
 }
 
 absl::Status LocalModel::Train(int epochs, uint64_t seed, const std::function<torch::Tensor()>& extra_loss) {
-  torch::manual_seed(seed);
+  nn::DropoutSeedScope dropout_stream(seed);  // per client, whatever thread trains it
   model_->train();
   for (int e = 0; e < epochs; ++e) {
     optimizer_->zero_grad();

@@ -1,6 +1,8 @@
 #include "fl/simulator.h"
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <numeric>
 
 #include "absl/status/status.h"
@@ -19,6 +21,7 @@
 #include "graph/random.h"
 #include "graph/split.h"
 #include "nn/device.h"
+#include "nn/ops/dropout.h"
 #include "nn/threads.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -96,6 +99,23 @@ proto::RoundRecord ToProto(const RoundRecord& r) {
   return p;
 }
 
+// Runs fn(i) for i in [0, n) on `workers` threads (inline when 1). Each call writes only its own
+// slot, so results do not depend on the worker count.
+void ParallelFor(int n, int workers, const std::function<void(int)>& fn) {
+  if (workers <= 1 || n <= 1) {
+    for (int i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int w = 0; w < std::min(workers, n); ++w) {
+    pool.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) fn(i);
+    });
+  }
+  for (std::thread& t : pool) t.join();
+}
+
 }  // namespace
 
 std::string FederationOptions::Fingerprint() const {
@@ -122,7 +142,10 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
   if (o.rounds < 1 || o.local_epochs < 0 || !(o.client_fraction > 0) || o.client_fraction > 1) {
     return absl::InvalidArgumentError("need rounds >= 1, local_epochs >= 0, client_fraction in (0, 1]");
   }
-  nn::SetComputeThreads(o.threads);
+  // Clients train in parallel on `threads` workers, each with one intra-op thread, so the two
+  // levels never oversubscribe the cores.
+  const int workers = std::max(1, o.threads);
+  nn::SetComputeThreads(1);
   FGL_ASSIGN_OR_RETURN(torch::Device device, nn::ParseDevice(o.device));
   FGL_ASSIGN_OR_RETURN(graph::Dataset data,
                        graph::LoadDataset(o.dataset, graph::ResolveDataDir(o.data_dir), o.partition_seed));
@@ -237,16 +260,31 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     }
     FGL_ASSIGN_OR_RETURN(proto::Message broadcast, server->Broadcast(info));
     const std::string down = broadcast.SerializeAsString();
-    for (int k : sampled) {
-      FGL_ASSIGN_OR_RETURN(proto::Message received, Receive(down, "broadcast"));
-      rec.bytes_down += static_cast<int64_t>(down.size());
+    // Local training in parallel; each slot holds one client's serialised reply or error.
+    std::vector<absl::StatusOr<std::string>> replies(sampled.size(), absl::UnknownError("not run"));
+    ParallelFor(static_cast<int>(sampled.size()), workers, [&](int i) {
+      const int k = sampled[i];
+      absl::StatusOr<proto::Message> received = Receive(down, "broadcast");
+      if (!received.ok()) {
+        replies[i] = received.status();
+        return;
+      }
       RoundInfo client_info{r, graph::Rng::Derive(info.seed, absl::StrCat("client/", k))};
-      absl::StatusOr<proto::Message> reply = algos[k]->Train(received, client_info);
-      absl::Status accepted = reply.status();
+      absl::StatusOr<proto::Message> reply = algos[k]->Train(*received, client_info);
       if (reply.ok()) {
-        const std::string up = reply->SerializeAsString();
-        rec.bytes_up += static_cast<int64_t>(up.size());
-        FGL_ASSIGN_OR_RETURN(proto::Message at_server, Receive(up, "reply"));
+        replies[i] = reply->SerializeAsString();
+      } else {
+        replies[i] = reply.status();
+      }
+    });
+    // The server takes replies in client-id order: aggregation is deterministic.
+    for (size_t i = 0; i < sampled.size(); ++i) {
+      const int k = sampled[i];
+      rec.bytes_down += static_cast<int64_t>(down.size());
+      absl::Status accepted = replies[i].status();
+      if (replies[i].ok()) {
+        rec.bytes_up += static_cast<int64_t>(replies[i]->size());
+        FGL_ASSIGN_OR_RETURN(proto::Message at_server, Receive(*replies[i], "reply"));
         accepted = server->Accumulate(at_server);
       }
       if (!accepted.ok()) {
@@ -259,26 +297,40 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     }
     FGL_RETURN_IF_ERROR(server->FinishRound(info));
 
-    // Evaluation: every client scores the protocol's model on its own val/test nodes. Seeded, so
-    // dropout at evaluation does not depend on what ran before (checkpoint/resume).
-    torch::manual_seed(graph::Rng::Derive(info.seed, "eval"));
+    // Evaluation: every client scores the protocol's model on its own val/test nodes (in
+    // parallel). Seeded per client, so dropout at evaluation does not depend on what ran before
+    // (checkpoint/resume) or on the thread that runs it.
     proto::Message global;
     if (o.eval.model == EvalProtocol::Model::kGlobal) {
       FGL_ASSIGN_OR_RETURN(global, server->Broadcast(info));
     }
+    struct Counts {
+      absl::Status status;
+      int64_t val_correct = 0, val_n = 0, test_correct = 0, test_n = 0;
+    };
+    std::vector<Counts> counts(k_total);
+    ParallelFor(k_total, workers, [&](int k) {
+      nn::DropoutSeedScope eval_stream(graph::Rng::Derive(info.seed, absl::StrCat("eval/", k)));
+      absl::StatusOr<torch::Tensor> logits =
+          algos[k]->Predict(o.eval.model == EvalProtocol::Model::kGlobal ? &global : nullptr);
+      if (!logits.ok()) {
+        counts[k].status = logits.status();
+        return;
+      }
+      const ClientData& c = *clients[k];
+      torch::Tensor correct = logits->argmax(1) == c.labels;
+      counts[k].val_n = c.split.val.sum().item<int64_t>();
+      counts[k].val_correct = correct.logical_and(c.split.val).sum().item<int64_t>();
+      counts[k].test_n = c.split.test.sum().item<int64_t>();
+      counts[k].test_correct = correct.logical_and(c.split.test).sum().item<int64_t>();
+    });
     double val = 0, test = 0, weight = 0;
     for (int k = 0; k < k_total; ++k) {
-      FGL_ASSIGN_OR_RETURN(torch::Tensor logits,
-                           algos[k]->Predict(o.eval.model == EvalProtocol::Model::kGlobal ? &global : nullptr));
-      const ClientData& c = *clients[k];
-      torch::Tensor correct = logits.argmax(1) == c.labels;
-      auto acc = [&](const torch::Tensor& mask) {
-        const int64_t n = mask.sum().item<int64_t>();
-        return n == 0 ? 0.0 : static_cast<double>(correct.logical_and(mask).sum().item<int64_t>()) / n;
-      };
-      const double w = o.eval.node_weighted ? static_cast<double>(c.data.num_nodes()) : 1.0;
-      val += w * acc(c.split.val);
-      test += w * acc(c.split.test);
+      FGL_RETURN_IF_ERROR(counts[k].status);
+      auto acc = [](int64_t correct, int64_t n) { return n == 0 ? 0.0 : static_cast<double>(correct) / n; };
+      const double w = o.eval.node_weighted ? static_cast<double>(clients[k]->data.num_nodes()) : 1.0;
+      val += w * acc(counts[k].val_correct, counts[k].val_n);
+      test += w * acc(counts[k].test_correct, counts[k].test_n);
       weight += w;
     }
     rec.val_acc = 100.0 * val / weight;

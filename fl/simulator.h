@@ -48,7 +48,7 @@ struct FederationOptions {
   uint64_t seed = 2024;  // training: initialisation, dropout, client sampling
   std::string cache_dir;  // partition cache; empty: graph::DefaultPartitionCacheDir()
   std::string device = "cpu";
-  int threads = 1;
+  int threads = 1;  // clients trained and evaluated in parallel, one intra-op thread each
   bool strict = false;  // a failing client aborts the run instead of being left out
   // Checkpoints: after every `checkpoint_every` rounds, DIR/checkpoint.pb holds the server's and
   // every client's state. With `resume`, a run continues from that file when it matches.

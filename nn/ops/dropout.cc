@@ -5,12 +5,30 @@
 #include "graph/random.h"
 
 namespace fgl::nn {
+namespace {
+
+thread_local graph::Rng* current_stream = nullptr;
+
+}  // namespace
+
+DropoutSeedScope::DropoutSeedScope(uint64_t seed)
+    : previous_(current_stream), stream_(new graph::Rng(seed, "dropout")) {
+  current_stream = static_cast<graph::Rng*>(stream_);
+}
+
+DropoutSeedScope::~DropoutSeedScope() {
+  current_stream = static_cast<graph::Rng*>(previous_);
+  delete static_cast<graph::Rng*>(stream_);
+}
 
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p <= 0.0) return x;
   if (p >= 1.0) return x * 0.0;
-  const uint64_t seed = static_cast<uint64_t>(
-      torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
+  const uint64_t seed =
+      current_stream != nullptr
+          ? current_stream->NextU64()
+          : static_cast<uint64_t>(
+                torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
   graph::Rng rng(seed);
   const int64_t n = x.numel();
   torch::Tensor mask = torch::empty({n}, torch::kFloat32);

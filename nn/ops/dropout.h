@@ -13,6 +13,21 @@ namespace fgl::nn {
 // Differentiable in x (the gradient is the same mask). Any device: the mask is made on the CPU.
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool training);
 
+// While alive, Dropout on this thread draws its masks from a stream seeded with `seed` instead
+// of LibTorch's global generator, so clients trained on different threads are deterministic.
+// Scopes nest; the innermost wins.
+class DropoutSeedScope {
+ public:
+  explicit DropoutSeedScope(uint64_t seed);
+  ~DropoutSeedScope();
+  DropoutSeedScope(const DropoutSeedScope&) = delete;
+  DropoutSeedScope& operator=(const DropoutSeedScope&) = delete;
+
+ private:
+  void* previous_;
+  void* stream_;
+};
+
 }  // namespace fgl::nn
 
 #endif  // FGL_NN_OPS_DROPOUT_H_

@@ -1,5 +1,7 @@
 #include "nn/ops/dropout.h"
 
+#include <thread>
+
 #include "gtest/gtest.h"
 
 namespace fgl::nn {
@@ -18,6 +20,26 @@ TEST(DropoutTest, RateScaleSeedAndGradient) {
   y.sum().backward();
   EXPECT_TRUE(torch::equal(x.grad() != 0, y != 0));
   EXPECT_TRUE(torch::equal(Dropout(x, 0.3, false), x));
+}
+
+TEST(DropoutTest, SeedScopeIsPerThreadAndDeterministic) {
+  torch::Tensor x = torch::ones({64, 64});
+  torch::Tensor a, b, c;
+  {
+    DropoutSeedScope scope(11);
+    a = Dropout(x, 0.5, true);
+  }
+  std::thread t([&] {
+    DropoutSeedScope scope(11);
+    b = Dropout(x, 0.5, true);
+  });
+  t.join();
+  {
+    DropoutSeedScope scope(12);
+    c = Dropout(x, 0.5, true);
+  }
+  EXPECT_TRUE(torch::equal(a, b));
+  EXPECT_FALSE(torch::equal(a, c));
 }
 
 }  // namespace
