@@ -3,7 +3,12 @@
 //   bazel run //experiments:run -- --dataset=cora --partitioner=louvain --clients=10 \
 //       --method=fedavg --rounds=100 --seed=2024 --out=/tmp/run
 //
-// With --out, writes DIR/rounds.jsonl (one line per round) and DIR/result.json.
+// Or from a spec, for all its seeds (one JSON line per seed, then a summary line):
+//   bazel run //experiments:run -- --spec=experiments/fedtad/fedavg_cora10.textproto \
+//       --set="clients=5;eval.dropout_at_eval=true"
+//
+// With --out, writes DIR/rounds.jsonl (one line per round) and DIR/result.json (for one seed:
+// DIR/seed_<s>/...).
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -20,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "experiments/spec.h"
 #include "fl/simulator.h"
 #include "glog/logging.h"
 
@@ -51,6 +57,10 @@ ABSL_FLAG(std::string, device, "cpu", "cpu or cuda[:i].");
 ABSL_FLAG(int, threads, 1, "CPU threads (LibTorch and OpenBLAS).");
 ABSL_FLAG(bool, strict, false, "Abort when a client fails instead of leaving it out of the round.");
 ABSL_FLAG(std::string, out, "", "Directory for rounds.jsonl and result.json (created).");
+ABSL_FLAG(std::string, spec, "",
+          "Experiment textproto (experiments/proto/experiment.proto); replaces the experiment "
+          "flags above, except --data_dir, --cache_dir, --device, --threads, --out.");
+ABSL_FLAG(std::string, set, "", "With --spec: ';'-separated overrides, e.g. \"clients=5;seeds=7\".");
 ABSL_FLAG(std::string, checkpoint_dir, "", "Directory for checkpoint.pb (must exist).");
 ABSL_FLAG(int, checkpoint_every, 0, "Write a checkpoint every this many rounds; 0 never.");
 ABSL_FLAG(bool, resume, false, "Continue from --checkpoint_dir/checkpoint.pb if it matches this run.");
@@ -116,39 +126,92 @@ std::string RoundJson(const fl::RoundRecord& r) {
                       ",\"seconds\":", r.seconds, "}");
 }
 
-int Run() {
-  absl::StatusOr<fl::FederationOptions> o = OptionsFromFlags();
-  if (!o.ok()) {
-    LOG(ERROR) << o.status();
+// One run: writes DIR/rounds.jsonl and DIR/result.json when `out` is set; returns the JSON line.
+absl::StatusOr<std::string> RunOne(const fl::FederationOptions& o, const std::string& out);
+
+int RunSpec() {
+  absl::StatusOr<proto::Experiment> spec = LoadExperiment(absl::GetFlag(FLAGS_spec));
+  if (!spec.ok()) {
+    LOG(ERROR) << spec.status();
     return 1;
   }
-  const std::string out = absl::GetFlag(FLAGS_out);
+  for (absl::string_view a : absl::StrSplit(absl::GetFlag(FLAGS_set), ';', absl::SkipEmpty())) {
+    if (absl::Status s = ApplySet(std::string(a), &*spec); !s.ok()) {
+      LOG(ERROR) << s;
+      return 1;
+    }
+  }
+  if (!absl::GetFlag(FLAGS_data_dir).empty()) spec->set_data_dir(absl::GetFlag(FLAGS_data_dir));
+  absl::StatusOr<proto::Experiment> resolved = Resolve(*spec, absl::GetFlag(FLAGS_spec));
+  if (!resolved.ok()) {
+    LOG(ERROR) << resolved.status();
+    return 1;
+  }
+  if (GetMethodStatus(resolved->method()) != MethodStatus::kImplemented) {
+    LOG(ERROR) << absl::GetFlag(FLAGS_spec) << ": method '" << resolved->method() << "' is not implemented yet";
+    return 2;
+  }
+  std::vector<double> accs;
+  for (uint64_t seed : resolved->seeds()) {
+    absl::StatusOr<fl::FederationOptions> o = ToFederationOptions(*resolved, seed);
+    if (!o.ok()) {
+      LOG(ERROR) << o.status();
+      return 1;
+    }
+    o->cache_dir = absl::GetFlag(FLAGS_cache_dir);
+    o->device = absl::GetFlag(FLAGS_device);
+    o->threads = absl::GetFlag(FLAGS_threads);
+    o->strict = absl::GetFlag(FLAGS_strict);
+    const std::string out = absl::GetFlag(FLAGS_out);
+    absl::StatusOr<std::string> json =
+        RunOne(*o, out.empty() ? "" : absl::StrCat(out, "/seed_", seed));
+    if (!json.ok()) {
+      LOG(ERROR) << json.status();
+      return 1;
+    }
+    std::cout << *json << std::endl;
+  }
+  return 0;
+}
+
+absl::StatusOr<std::string> RunOne(const fl::FederationOptions& o, const std::string& out) {
   std::ofstream rounds_file;
   if (!out.empty()) {
     if (::mkdir(out.c_str(), 0755) != 0 && errno != EEXIST) {
-      LOG(ERROR) << "--out " << out << ": " << std::strerror(errno);
-      return 1;
+      return absl::UnavailableError(absl::StrCat("--out ", out, ": ", std::strerror(errno)));
     }
     rounds_file.open(out + "/rounds.jsonl", std::ios::trunc);
   }
-  absl::StatusOr<fl::FederationResult> r = fl::RunFederation(*o, [&](const fl::RoundRecord& rec) {
+  absl::StatusOr<fl::FederationResult> r = fl::RunFederation(o, [&](const fl::RoundRecord& rec) {
     if (rounds_file.is_open()) rounds_file << RoundJson(rec) << "\n" << std::flush;
   });
-  if (!r.ok()) {
-    LOG(ERROR) << r.status();
-    return 1;
-  }
+  if (!r.ok()) return r.status();
   const std::string json = absl::StrCat(
-      "{\"method\":\"", o->method, "\",\"dataset\":\"", o->dataset, "\",\"clients\":", o->clients,
-      ",\"partitioner\":\"", o->partitioner, "\",\"partition_seed\":", o->partition_seed,
-      ",\"seed\":", o->seed, ",\"model\":\"", o->model, "\",\"rounds\":", o->rounds,
-      ",\"local_epochs\":", o->local_epochs, ",\"test_acc\":", r->test_acc,
+      "{\"method\":\"", o.method, "\",\"dataset\":\"", o.dataset, "\",\"clients\":", o.clients,
+      ",\"partitioner\":\"", o.partitioner, "\",\"partition_seed\":", o.partition_seed,
+      ",\"seed\":", o.seed, ",\"model\":\"", o.model, "\",\"rounds\":", o.rounds,
+      ",\"local_epochs\":", o.local_epochs, ",\"test_acc\":", r->test_acc,
       ",\"val_acc\":", r->val_acc, ",\"best_round\":", r->reported_round,
       ",\"bytes_up\":", r->bytes_up, ",\"bytes_down\":", r->bytes_down, ",\"wall_s\":", r->wall_s,
       ",\"train_s\":", r->train_s, ",\"protocol\":\"", r->protocol, "\",\"client_sizes\":[",
       absl::StrJoin(r->client_sizes, ","), "]}");
   if (!out.empty()) std::ofstream(out + "/result.json", std::ios::trunc) << json << "\n";
-  std::cout << json << std::endl;
+  return json;
+}
+
+int Run() {
+  if (!absl::GetFlag(FLAGS_spec).empty()) return RunSpec();
+  absl::StatusOr<fl::FederationOptions> o = OptionsFromFlags();
+  if (!o.ok()) {
+    LOG(ERROR) << o.status();
+    return 1;
+  }
+  absl::StatusOr<std::string> json = RunOne(*o, absl::GetFlag(FLAGS_out));
+  if (!json.ok()) {
+    LOG(ERROR) << json.status();
+    return 1;
+  }
+  std::cout << *json << std::endl;
   return 0;
 }
 

@@ -1,0 +1,49 @@
+// Loading, resolving and validating experiment specs and tables (textprotos). Errors name the
+// file and line; unknown fields and unknown method names are rejected.
+#ifndef FGL_EXPERIMENTS_SPEC_H_
+#define FGL_EXPERIMENTS_SPEC_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "experiments/proto/experiment.pb.h"
+#include "experiments/proto/table.pb.h"
+#include "fl/simulator.h"
+
+namespace fgl::experiments {
+
+// Parses a textproto file into `message`; InvalidArgument "file:line:col: ..." on any error.
+absl::Status ParseTextProtoFile(const std::string& path, google::protobuf::Message* message);
+
+absl::StatusOr<proto::Experiment> LoadExperiment(const std::string& path);
+absl::StatusOr<proto::Table> LoadTable(const std::string& path);
+
+// Applies "--set key=value" overrides (a field of Experiment by name, in textproto syntax:
+// "clients=5", "eval.dropout_at_eval=true", "fedprox.mu=0.01").
+absl::Status ApplySet(const std::string& assignment, proto::Experiment* experiment);
+
+// Fills defaults (partition_seed 2024, rounds 100, local_epochs 3, lr 0.01, wd 5e-4, fraction
+// 1, split 20/40/40, seeds [2024, 1, 2], ...). `where` names the spec in errors.
+absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& experiment, const std::string& where);
+
+// Method status: implemented (registered), planned (a baseline of the papers not built yet),
+// or unknown (an error).
+enum class MethodStatus { kImplemented, kPlanned, kUnknown };
+MethodStatus GetMethodStatus(const std::string& method);
+
+// A resolved experiment as simulator options for one training seed.
+absl::StatusOr<fl::FederationOptions> ToFederationOptions(const proto::Experiment& resolved, uint64_t seed);
+
+// The experiment of one table cell: base, then row, column and cell overrides.
+absl::StatusOr<proto::Experiment> CellExperiment(const proto::Table& table, const proto::Cell& cell);
+
+// Checks a table: unique row/column keys, every cell's keys exist, no duplicate cells.
+absl::Status ValidateTable(const proto::Table& table, const std::string& where);
+
+// Canonical text of a resolved experiment (the cache key's input).
+std::string CanonicalText(const proto::Experiment& resolved);
+
+}  // namespace fgl::experiments
+
+#endif  // FGL_EXPERIMENTS_SPEC_H_

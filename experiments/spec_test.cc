@@ -1,0 +1,113 @@
+#include "experiments/spec.h"
+
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::experiments {
+namespace {
+
+using ::fgl::testing::StatusIs;
+using ::testing::HasSubstr;
+
+std::string Write(const std::string& name, const std::string& text) {
+  const std::string path = std::string(::testing::TempDir()) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(SpecTest, LoadsResolvesAndConverts) {
+  const std::string path = Write("ok.textproto", R"(
+    name: "fedprox cora 5"
+    dataset: "cora"
+    clients: 5
+    method: "fedprox"
+    fedprox { mu: 0.01 }
+    eval { dropout_at_eval: true }
+  )");
+  ASSERT_OK_AND_ASSIGN(proto::Experiment e, LoadExperiment(path));
+  ASSERT_OK_AND_ASSIGN(proto::Experiment r, Resolve(e, path));
+  EXPECT_EQ(r.rounds(), 100);
+  EXPECT_EQ(r.partition_seed(), 2024u);
+  EXPECT_EQ(r.seeds_size(), 3);
+  ASSERT_OK_AND_ASSIGN(fl::FederationOptions o, ToFederationOptions(r, 7));
+  EXPECT_EQ(o.method_params.at("mu"), 0.01);
+  EXPECT_TRUE(o.eval.dropout_at_eval);
+  EXPECT_EQ(o.seed, 7u);
+  EXPECT_EQ(o.clients, 5);
+}
+
+TEST(SpecTest, RejectsUnknownFieldsAndMethodsWithFileAndLine) {
+  const std::string typo = Write("typo.textproto", "dataset: \"cora\"\nmethod: \"fedavg\"\nclinets: 5\n");
+  EXPECT_THAT(LoadExperiment(typo), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             HasSubstr("typo.textproto:3:")));
+  EXPECT_THAT(LoadExperiment(typo), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clinets")));
+  proto::Experiment e;
+  e.set_dataset("cora");
+  e.set_method("fedavgg");
+  EXPECT_THAT(Resolve(e, "x.textproto"), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                  HasSubstr("x.textproto: unknown method 'fedavgg'")));
+  e.set_method("scaffold");  // a planned baseline: accepted, marked not implemented
+  EXPECT_OK(Resolve(e, "x").status());
+  EXPECT_EQ(GetMethodStatus("scaffold"), MethodStatus::kPlanned);
+  EXPECT_EQ(GetMethodStatus("fedavg"), MethodStatus::kImplemented);
+  e.set_method("fedavg");
+  e.set_client_fraction(1.5);
+  EXPECT_THAT(Resolve(e, "x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("client_fraction")));
+  EXPECT_THAT(LoadExperiment("/nonexistent.textproto"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nonexistent")));
+}
+
+TEST(SpecTest, SetOverridesAndCanonicalTextKeysTheCache) {
+  proto::Experiment e;
+  e.set_dataset("cora");
+  e.set_method("fedavg");
+  ASSERT_OK(ApplySet("clients=5", &e));
+  ASSERT_OK(ApplySet("eval.round=last", &e));
+  ASSERT_OK(ApplySet("split=stratified:train=0.6,val=0.2", &e));
+  EXPECT_EQ(e.clients(), 5);
+  EXPECT_EQ(e.eval().round(), "last");
+  EXPECT_EQ(e.split(), "stratified:train=0.6,val=0.2");
+  EXPECT_THAT(ApplySet("clinets=5", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clinets")));
+  EXPECT_THAT(ApplySet("clients=five", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clients")));
+  ASSERT_OK_AND_ASSIGN(proto::Experiment a, Resolve(e, "a"));
+  proto::Experiment changed = e;
+  changed.set_lr(0.02);
+  ASSERT_OK_AND_ASSIGN(proto::Experiment b, Resolve(changed, "b"));
+  EXPECT_NE(CanonicalText(a), CanonicalText(b));
+  ASSERT_OK_AND_ASSIGN(proto::Experiment a2, Resolve(e, "a"));
+  EXPECT_EQ(CanonicalText(a), CanonicalText(a2));
+}
+
+TEST(TableTest, CellsMergeBaseRowColumnAndRejectBadKeys) {
+  const std::string path = Write("t.textproto", R"(
+    id: "t" title: "T" metric: "acc"
+    base { partitioner: "louvain" rounds: 50 seeds: 1 seeds: 2 }
+    rows { key: "fedavg" label: "FedAvg" overrides { method: "fedavg" } }
+    rows { key: "fedprox" label: "FedProx" overrides { method: "fedprox" } }
+    columns { key: "cora_5" label: "Cora 5" overrides { dataset: "cora" clients: 5 } }
+    cells { row: "fedavg" column: "cora_5" paper { mean: 80.6 std: 0.3 present: true } }
+    cells { row: "fedprox" column: "cora_5" paper { mean: 80.9 std: 0.2 present: true }
+            overrides { seeds: 9 } }
+  )");
+  ASSERT_OK_AND_ASSIGN(proto::Table t, LoadTable(path));
+  ASSERT_OK_AND_ASSIGN(proto::Experiment a, CellExperiment(t, t.cells(0)));
+  EXPECT_EQ(a.method(), "fedavg");
+  EXPECT_EQ(a.clients(), 5);
+  EXPECT_EQ(a.rounds(), 50);
+  EXPECT_EQ(a.seeds_size(), 2);
+  ASSERT_OK_AND_ASSIGN(proto::Experiment b, CellExperiment(t, t.cells(1)));
+  ASSERT_EQ(b.seeds_size(), 1);  // the cell's list replaces, never appends
+  EXPECT_EQ(b.seeds(0), 9u);
+  const std::string bad = Write("bad.textproto", R"(
+    id: "t" rows { key: "a" } columns { key: "c" } cells { row: "b" column: "c" })");
+  EXPECT_THAT(LoadTable(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown row 'b'")));
+  const std::string twice = Write("twice.textproto", R"(
+    id: "t" rows { key: "a" } columns { key: "c" } cells { row: "a" column: "c" }
+    cells { row: "a" column: "c" })");
+  EXPECT_THAT(LoadTable(twice), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("twice")));
+}
+
+}  // namespace
+}  // namespace fgl::experiments
