@@ -1,0 +1,49 @@
+// Writing a table report: markdown and CSV with our numbers beside the paper's, and an SVG of
+// accuracy against round. Reports are built only from logged run results.
+#ifndef FGL_EXPERIMENTS_REPORT_H_
+#define FGL_EXPERIMENTS_REPORT_H_
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "experiments/proto/table.pb.h"
+
+namespace fgl::experiments {
+
+// What is known about one cell after the runs.
+struct CellResult {
+  enum class State { kDone, kNotImplemented, kDataNotPresent, kFailed, kNotPrinted };
+  State state = State::kNotPrinted;
+  std::vector<double> values;  // one per seed, percent
+  std::string detail;          // error text for kFailed, missing file for kDataNotPresent
+};
+
+// "ours 76.3 ± 0.2 (paper 73.6 ± 0.4, Δ +2.7)"; markers for the other states.
+std::string FormatCell(const CellResult& result, const proto::PublishedValue& paper);
+
+struct Provenance {
+  std::string date, commit, machine, protocol, seeds;
+  double wall_s = 0;
+  std::vector<std::pair<std::string, std::string>> spec_hashes;  // cell -> key
+};
+
+// Markdown: title, the table, the protocol card and notes, provenance; `svg_name` is linked if
+// non-empty.
+std::string MarkdownReport(const proto::Table& table,
+                           const std::map<std::pair<std::string, std::string>, CellResult>& cells,
+                           const Provenance& provenance, const std::string& svg_name);
+std::string CsvReport(const proto::Table& table,
+                      const std::map<std::pair<std::string, std::string>, CellResult>& cells);
+
+// Accuracy (%) against round, one polyline per series; a dependency-free SVG.
+struct Series {
+  std::string label;
+  std::vector<std::pair<int, double>> points;
+};
+std::string AccuracySvg(const std::string& title, const std::vector<Series>& series);
+
+}  // namespace fgl::experiments
+
+#endif  // FGL_EXPERIMENTS_REPORT_H_

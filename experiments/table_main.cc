@@ -1,0 +1,334 @@
+// Regenerates one paper table: runs every missing cell (all seeds) through //experiments:run in
+// parallel subprocesses, caches each run's result by a hash of its resolved spec, seed and result
+// version, and writes experiments/reports/<paper>/<table>.{md,csv,svg}.
+//
+//   bazel run //experiments:fedtad_table2 [-- --quick]
+#include <fcntl.h>
+#include <google/protobuf/text_format.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "experiments/report.h"
+#include "experiments/spec.h"
+#include "glog/logging.h"
+#include "graph/datasets.h"
+#include "graph/random.h"
+
+ABSL_FLAG(std::string, table, "", "Table textproto (experiments/<paper>/<table>.textproto).");
+ABSL_FLAG(bool, quick, false, "Smoke test: at most 3 rounds and the first seed of every cell.");
+ABSL_FLAG(int, jobs, 2, "Runs in parallel (each with one thread).");
+ABSL_FLAG(std::string, data_dir, "", "Dataset root; else $FGL_DATA_DIR, else ./data.");
+ABSL_FLAG(std::string, cache_dir, "",
+          "Result cache; default $FGL_CACHE_DIR/results or ~/.cache/fgl/results.");
+ABSL_FLAG(std::string, report_dir, "",
+          "Where reports go; default <workspace>/experiments/reports (quick: reports-quick).");
+ABSL_FLAG(std::string, run_binary, "experiments/run", "The //experiments:run binary.");
+
+extern char** environ;
+
+namespace fgl::experiments {
+namespace {
+
+// Bump when a change alters what a cached result means (e.g. a new evaluation rule).
+constexpr char kResultVersion[] = "results-v1";
+
+std::string Workspace() {
+  const char* w = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+  if (w && *w) return w;
+  char buf[4096];
+  return getcwd(buf, sizeof(buf)) ? buf : ".";
+}
+
+std::string Absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char buf[4096];
+  return absl::StrCat(getcwd(buf, sizeof(buf)) ? buf : ".", "/", path);
+}
+
+void MakeDirs(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i)
+    if (i == path.size() || path[i] == '/') ::mkdir(path.substr(0, i).c_str(), 0755);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string CommandOutput(const std::string& cmd) {
+  std::string out;
+  if (FILE* f = popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (fgets(buf, sizeof(buf), f)) out += buf;
+    pclose(f);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+bool ParseTestAcc(const std::string& json, double* acc) {
+  static const std::regex re("\"test_acc\":([-0-9.eE+]+)");
+  std::smatch m;
+  if (!std::regex_search(json, m, re)) return false;
+  *acc = std::stod(m[1]);
+  return true;
+}
+
+struct Job {
+  std::string cell_key, spec_path, out_dir, result_path, rounds_path, log_path;
+  pid_t pid = 0;
+};
+
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
+
+int Run() {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string table_path = absl::GetFlag(FLAGS_table);
+  absl::StatusOr<proto::Table> table = LoadTable(table_path);
+  if (!table.ok()) {
+    LOG(ERROR) << table.status();
+    return 1;
+  }
+  const bool quick = absl::GetFlag(FLAGS_quick);
+  const std::string data_dir = Absolute(graph::ResolveDataDir(absl::GetFlag(FLAGS_data_dir)));
+  std::string cache = absl::GetFlag(FLAGS_cache_dir);
+  if (cache.empty()) {
+    const char* c = std::getenv("FGL_CACHE_DIR");
+    const char* home = std::getenv("HOME");
+    cache = c && *c ? absl::StrCat(c, "/results") : absl::StrCat(home ? home : "/tmp", "/.cache/fgl/results");
+  }
+  MakeDirs(cache);
+  const std::string run_binary = Absolute(absl::GetFlag(FLAGS_run_binary));
+  // experiments/<paper>/<table>.textproto -> reports/<paper>/<table>.*
+  const size_t slash = table_path.find_last_of('/');
+  const std::string stem = table_path.substr(slash + 1, table_path.rfind('.') - slash - 1);
+  const std::string parent = table_path.substr(0, slash);
+  const std::string paper = parent.substr(parent.find_last_of('/') + 1);
+  std::string report_dir = absl::GetFlag(FLAGS_report_dir);
+  if (report_dir.empty()) {
+    report_dir = absl::StrCat(Workspace(), "/experiments/", quick ? "reports-quick" : "reports");
+  }
+  report_dir = absl::StrCat(report_dir, "/", paper);
+  MakeDirs(report_dir);
+
+  std::map<std::pair<std::string, std::string>, CellResult> results;
+  std::map<std::pair<std::string, std::string>, std::string> first_rounds;  // for the plot
+  std::vector<Job> pending;
+  std::map<std::string, std::pair<std::string, std::string>> job_cell;
+  Provenance prov;
+  std::set<std::string> seeds_used;
+  for (const proto::Cell& cell : table->cells()) {
+    const auto key = std::make_pair(cell.row(), cell.column());
+    CellResult& r = results[key];
+    absl::StatusOr<proto::Experiment> exp = CellExperiment(*table, cell);
+    if (!exp.ok()) {
+      LOG(ERROR) << exp.status();
+      return 1;
+    }
+    if (quick) {
+      exp->set_rounds(std::min(exp->rounds() == 0 ? 100 : exp->rounds(), 3));
+    }
+    exp->set_data_dir(data_dir);
+    const std::string where = absl::StrCat(table_path, " cell (", cell.row(), ", ", cell.column(), ")");
+    absl::StatusOr<proto::Experiment> resolved = Resolve(*exp, where);
+    if (!resolved.ok()) {
+      LOG(ERROR) << resolved.status();
+      return 1;
+    }
+    if (quick && resolved->seeds_size() > 1) resolved->mutable_seeds()->Truncate(1);
+    if (prov.protocol.empty()) {
+      prov.protocol = absl::StrCat("partitioner ", resolved->partitioner(), ", partition seed ",
+                                   resolved->partition_seed(), ", split ", resolved->split(),
+                                   ", evaluation model=", resolved->eval().model(), " weighting=",
+                                   resolved->eval().weighting(), " round=", resolved->eval().round(),
+                                   " dropout_at_eval=", resolved->eval().dropout_at_eval() ? "on" : "off",
+                                   ", ", resolved->rounds(), " rounds × ", resolved->local_epochs(),
+                                   " local epochs, model ", resolved->model(), ", lr ", resolved->lr(),
+                                   ", weight decay ", resolved->weight_decay(), ", client fraction ",
+                                   resolved->client_fraction(), quick ? " (QUICK: not a reproduction)" : "");
+    }
+    if (GetMethodStatus(resolved->method()) != MethodStatus::kImplemented) {
+      r.state = CellResult::State::kNotImplemented;
+      continue;
+    }
+    if (!graph::DatasetPresent(resolved->dataset(), data_dir)) {
+      r.state = CellResult::State::kDataNotPresent;
+      continue;
+    }
+    r.state = CellResult::State::kDone;
+    proto::Experiment keyed = *resolved;
+    keyed.clear_seeds();
+    keyed.clear_name();
+    keyed.clear_data_dir();
+    const std::string canonical = CanonicalText(keyed);
+    for (uint64_t seed : resolved->seeds()) {
+      seeds_used.insert(std::to_string(seed));
+      const std::string text = absl::StrCat(kResultVersion, "|", canonical, "|seed=", seed);
+      const std::string hash = absl::StrFormat("%016x", graph::Fnv1a64(text.data(), text.size()));
+      prov.spec_hashes.emplace_back(absl::StrCat(cell.row(), "/", cell.column(), "/seed ", seed), hash);
+      Job job;
+      job.cell_key = hash;
+      job.result_path = absl::StrCat(cache, "/", hash, ".json");
+      job.rounds_path = absl::StrCat(cache, "/", hash, ".rounds.jsonl");
+      double acc;
+      if (ParseTestAcc(Slurp(job.result_path), &acc)) {
+        r.values.push_back(acc);
+        if (!first_rounds.count(key)) first_rounds[key] = job.rounds_path;
+        continue;
+      }
+      proto::Experiment one = *resolved;
+      one.clear_seeds();
+      one.add_seeds(seed);
+      job.spec_path = absl::StrCat(cache, "/", hash, ".spec.textproto");
+      job.out_dir = absl::StrCat(cache, "/", hash, ".out");
+      job.log_path = absl::StrCat(cache, "/", hash, ".log");
+      std::string spec_text;
+      google::protobuf::TextFormat::PrintToString(one, &spec_text);
+      std::ofstream(job.spec_path) << spec_text;
+      job_cell[hash] = key;
+      pending.push_back(job);
+    }
+  }
+
+  // Run what is missing, `jobs` at a time, with a progress line and ETA on stderr.
+  const size_t total = pending.size();
+  size_t next = 0, done = 0;
+  int failed = 0;
+  std::map<pid_t, Job> running;
+  const int jobs = std::max(1, absl::GetFlag(FLAGS_jobs));
+  const auto runs_start = std::chrono::steady_clock::now();
+  while (next < total || !running.empty()) {
+    while (next < total && static_cast<int>(running.size()) < jobs) {
+      Job& j = pending[next++];
+      j.pid = Spawn({run_binary, "--spec=" + j.spec_path, "--threads=1", "--out=" + j.out_dir}, j.log_path);
+      if (j.pid <= 0) {
+        LOG(ERROR) << "cannot start " << run_binary;
+        return 1;
+      }
+      running[j.pid] = j;
+    }
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid <= 0) break;
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    Job j = it->second;
+    running.erase(it);
+    ++done;
+    CellResult& r = results[job_cell[j.cell_key]];
+    double acc;
+    std::string seed_dir;
+    // run --spec --out=DIR writes DIR/seed_<s>/result.json.
+    const std::string listing = CommandOutput("ls -d " + j.out_dir + "/seed_* 2>/dev/null | head -1");
+    const std::string json = Slurp(listing + "/result.json");
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && ParseTestAcc(json, &acc)) {
+      std::ofstream(j.result_path) << json;
+      std::ofstream(j.rounds_path) << Slurp(listing + "/rounds.jsonl");
+      r.values.push_back(acc);
+      if (!first_rounds.count(job_cell[j.cell_key])) first_rounds[job_cell[j.cell_key]] = j.rounds_path;
+    } else {
+      r.state = CellResult::State::kFailed;
+      r.detail = j.log_path;
+      ++failed;
+      LOG(ERROR) << "run failed for cell " << job_cell[j.cell_key].first << "/"
+                 << job_cell[j.cell_key].second << "; log: " << j.log_path;
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - runs_start).count();
+    const double eta = elapsed / done * (total - done);
+    std::cerr << absl::StrFormat("\r[%zu/%zu] %3.0f%%  elapsed %.0fs  ETA %.0fs   ", done, total,
+                                 100.0 * done / total, elapsed, eta) << std::flush;
+  }
+  if (total > 0) std::cerr << "\n";
+
+  // The plot: every row's first-seed curve on the first column with a finished cell.
+  std::vector<Series> series;
+  std::string plot_column;
+  for (const proto::Column& c : table->columns()) {
+    for (const proto::Row& row : table->rows()) {
+      auto it = first_rounds.find({row.key(), c.key()});
+      if (it == first_rounds.end()) continue;
+      plot_column = c.label().empty() ? c.key() : c.label();
+      Series s;
+      s.label = row.label().empty() ? row.key() : row.label();
+      static const std::regex re("\"round\":([0-9]+),\"val_acc\":[-0-9.eE+]+,\"test_acc\":([-0-9.eE+]+)");
+      std::istringstream lines(Slurp(it->second));
+      for (std::string line; std::getline(lines, line);) {
+        std::smatch m;
+        if (std::regex_search(line, m, re)) s.points.emplace_back(std::stoi(m[1]), std::stod(m[2]));
+      }
+      series.push_back(std::move(s));
+    }
+    if (!series.empty()) break;
+  }
+  std::string svg_name;
+  if (!series.empty()) {
+    svg_name = stem + ".svg";
+    std::ofstream(report_dir + "/" + svg_name)
+        << AccuracySvg(absl::StrCat(table->title(), " — test accuracy per round, ", plot_column,
+                                    " (first seed)"), series);
+  }
+  std::time_t now = std::time(nullptr);
+  char date[64];
+  std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  prov.date = date;
+  prov.commit = CommandOutput("git -C '" + Workspace() + "' rev-parse --short HEAD 2>/dev/null");
+  if (prov.commit.empty()) prov.commit = "unknown";
+  if (!CommandOutput("git -C '" + Workspace() + "' status --porcelain --untracked-files=no 2>/dev/null").empty()) {
+    prov.commit += " (with uncommitted changes)";
+  }
+  struct utsname u;
+  uname(&u);
+  prov.machine = absl::StrCat(u.machine, " ", std::thread::hardware_concurrency(), " cores, ", u.sysname, " ", u.release);
+  prov.seeds = absl::StrJoin(seeds_used, ", ");
+  prov.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::ofstream(report_dir + "/" + stem + ".md") << MarkdownReport(*table, results, prov, svg_name);
+  std::ofstream(report_dir + "/" + stem + ".csv") << CsvReport(*table, results);
+  std::cout << "wrote " << report_dir << "/" << stem << ".{md,csv" << (svg_name.empty() ? "" : ",svg") << "}"
+            << " (" << total << " runs, " << failed << " failed)" << std::endl;
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace fgl::experiments
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  return fgl::experiments::Run();
+}
