@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "fl/registry.h"
+#include "nn/models/gnn_model.h"
 #include "graph/io/file.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -41,7 +42,9 @@ const std::set<std::string>& PlannedMethods() {
       "fedmpae", "fedmlp", "locsage", "fedsage", "graphfl", "fedgcn", "d_fedgnn", "nfedgnn",
       "cnfgnn", "fedper", "ditto", "fedrep", "fedbn", "apfl", "fedamp", "pfedme", "fedgta_plus",
       "fedtad_plugin", "fedstar", "fedlit", "feddep", "fedegonl", "fedamp_gnn", "fedsage_plus_fedtad",
-      "gcfl_plus_fedtad", "fedpub_fedtad", "fedgta_fedtad"};
+      "gcfl_plus_fedtad", "fedpub_fedtad", "fedgta_fedtad", "fedtgp", "fgssl", "adafgl",
+      "fedgkc_base", "fedgkc_smkd", "fedgkc_kama", "locmpa", "fedego_no_pl", "fedego_lambda0p5",
+      "fedego_server"};
   return *planned;
 }
 
@@ -108,6 +111,14 @@ absl::Status ApplySet(const std::string& assignment, proto::Experiment* experime
   return absl::OkStatus();
 }
 
+bool ModelImplemented(const std::string& model_specs) {
+  for (absl::string_view spec : absl::StrSplit(model_specs, ';', absl::SkipEmpty())) {
+    auto m = nn::MakeModel(std::string(spec), 4, 2);
+    if (!m.ok() && m.status().code() == absl::StatusCode::kNotFound) return false;
+  }
+  return true;
+}
+
 MethodStatus GetMethodStatus(const std::string& method) {
   if (method == "centralized" || fl::FindMethod(method).ok()) return MethodStatus::kImplemented;
   if (PlannedMethods().count(method)) return MethodStatus::kPlanned;
@@ -132,7 +143,7 @@ absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& in, const std
   if (e.rounds() == 0) e.set_rounds(100);
   if (e.local_epochs() == 0) e.set_local_epochs(3);
   if (e.lr() == 0) e.set_lr(0.01);
-  if (e.weight_decay() == 0) e.set_weight_decay(5e-4);
+  if (!e.has_weight_decay()) e.set_weight_decay(5e-4);
   if (e.client_fraction() == 0) e.set_client_fraction(1.0);
   if (e.eval().model().empty()) e.mutable_eval()->set_model("global");
   if (e.eval().weighting().empty()) e.mutable_eval()->set_weighting("node");

@@ -32,6 +32,10 @@ absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& experiment, c
 enum class MethodStatus { kImplemented, kPlanned, kUnknown };
 MethodStatus GetMethodStatus(const std::string& method);
 
+// False when a model spec names an architecture nn does not have yet (e.g. FedEgo's ego-graph
+// SAGE): such cells are reported as not implemented rather than run with another model.
+bool ModelImplemented(const std::string& model_specs);
+
 // A resolved experiment as simulator options for one training seed.
 absl::StatusOr<fl::FederationOptions> ToFederationOptions(const proto::Experiment& resolved, uint64_t seed);
 

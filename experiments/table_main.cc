@@ -182,7 +182,8 @@ int Run() {
                                    ", weight decay ", resolved->weight_decay(), ", client fraction ",
                                    resolved->client_fraction(), quick ? " (QUICK: not a reproduction)" : "");
     }
-    if (GetMethodStatus(resolved->method()) != MethodStatus::kImplemented) {
+    if (GetMethodStatus(resolved->method()) != MethodStatus::kImplemented ||
+        !ModelImplemented(resolved->model())) {
       r.state = CellResult::State::kNotImplemented;
       continue;
     }
