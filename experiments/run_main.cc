@@ -177,8 +177,11 @@ int RunSpec() {
 absl::StatusOr<std::string> RunOne(const fl::FederationOptions& o, const std::string& out) {
   std::ofstream rounds_file;
   if (!out.empty()) {
-    if (::mkdir(out.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::UnavailableError(absl::StrCat("--out ", out, ": ", std::strerror(errno)));
+    for (size_t i = 1; i <= out.size(); ++i) {  // mkdir -p
+      if (i < out.size() && out[i] != '/') continue;
+      if (::mkdir(out.substr(0, i).c_str(), 0755) != 0 && errno != EEXIST) {
+        return absl::UnavailableError(absl::StrCat("--out ", out, ": ", std::strerror(errno)));
+      }
     }
     rounds_file.open(out + "/rounds.jsonl", std::ios::trunc);
   }
