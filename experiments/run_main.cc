@@ -28,6 +28,7 @@
 #include "experiments/spec.h"
 #include "fl/simulator.h"
 #include "glog/logging.h"
+#include "third_party/absl_ext/status_macros.h"
 
 ABSL_FLAG(std::string, dataset, "cora", "Dataset name or spec (graph/datasets.h).");
 ABSL_FLAG(std::string, data_dir, "", "Dataset root; else $FGL_DATA_DIR, else ./data.");
@@ -68,23 +69,8 @@ ABSL_FLAG(bool, resume, false, "Continue from --checkpoint_dir/checkpoint.pb if 
 namespace fgl::experiments {
 namespace {
 
-absl::StatusOr<fl::FederationOptions> OptionsFromFlags() {
-  fl::FederationOptions o;
-  o.dataset = absl::GetFlag(FLAGS_dataset);
-  o.data_dir = absl::GetFlag(FLAGS_data_dir);
-  o.partitioner = absl::GetFlag(FLAGS_partitioner);
-  o.clients = absl::GetFlag(FLAGS_clients);
-  o.partition_seed = absl::GetFlag(FLAGS_partition_seed);
-  o.split = absl::GetFlag(FLAGS_split);
-  o.method = absl::GetFlag(FLAGS_method);
-  o.model = absl::GetFlag(FLAGS_model);
-  o.shared_group = absl::GetFlag(FLAGS_shared_group);
-  o.rounds = absl::GetFlag(FLAGS_rounds);
-  o.local_epochs = absl::GetFlag(FLAGS_local_epochs);
-  o.lr = absl::GetFlag(FLAGS_lr);
-  o.weight_decay = absl::GetFlag(FLAGS_weight_decay);
-  o.client_fraction = absl::GetFlag(FLAGS_client_fraction);
-  o.seed = absl::GetFlag(FLAGS_seed);
+// Flags that shape how a run executes, not what it computes.
+void ApplyRuntimeFlags(fl::FederationOptions& o) {
   o.cache_dir = absl::GetFlag(FLAGS_cache_dir);
   o.device = absl::GetFlag(FLAGS_device);
   o.threads = absl::GetFlag(FLAGS_threads);
@@ -92,30 +78,43 @@ absl::StatusOr<fl::FederationOptions> OptionsFromFlags() {
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   o.resume = absl::GetFlag(FLAGS_resume);
+}
+
+// The experiment flags as an Experiment spec, resolved and validated like a spec file.
+absl::StatusOr<fl::FederationOptions> OptionsFromFlags() {
+  proto::Experiment e;
+  e.set_dataset(absl::GetFlag(FLAGS_dataset));
+  e.set_data_dir(absl::GetFlag(FLAGS_data_dir));
+  e.set_partitioner(absl::GetFlag(FLAGS_partitioner));
+  e.set_clients(absl::GetFlag(FLAGS_clients));
+  e.set_partition_seed(absl::GetFlag(FLAGS_partition_seed));
+  e.set_split(absl::GetFlag(FLAGS_split));
+  e.set_method(absl::GetFlag(FLAGS_method));
+  e.set_model(absl::GetFlag(FLAGS_model));
+  e.set_shared_group(absl::GetFlag(FLAGS_shared_group));
+  e.set_rounds(absl::GetFlag(FLAGS_rounds));
+  e.set_local_epochs(absl::GetFlag(FLAGS_local_epochs));
+  e.set_lr(absl::GetFlag(FLAGS_lr));
+  e.set_weight_decay(absl::GetFlag(FLAGS_weight_decay));
+  e.set_client_fraction(absl::GetFlag(FLAGS_client_fraction));
+  e.mutable_eval()->set_model(absl::GetFlag(FLAGS_eval_model));
+  e.mutable_eval()->set_weighting(absl::GetFlag(FLAGS_eval_weighting));
+  e.mutable_eval()->set_round(absl::GetFlag(FLAGS_eval_round));
+  e.mutable_eval()->set_dropout_at_eval(absl::GetFlag(FLAGS_dropout_at_eval));
   for (absl::string_view kv : absl::StrSplit(absl::GetFlag(FLAGS_method_params), ',', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
-    double value;
-    if (p.first.empty() || !absl::SimpleAtod(p.second, &value)) {
-      return absl::InvalidArgumentError(absl::StrCat("--method_params: '", kv, "' is not key=number"));
+    // "mu=0.01" is fedprox.mu when the method is fedprox: typed, as in spec files.
+    if (absl::Status s = ApplySet(absl::StrCat(e.method(), ".", kv), &e); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--method_params: ", s.message()));
     }
-    o.method_params[p.first] = value;
   }
-  const std::string model = absl::GetFlag(FLAGS_eval_model);
-  const std::string weighting = absl::GetFlag(FLAGS_eval_weighting);
-  const std::string round = absl::GetFlag(FLAGS_eval_round);
-  if (model != "global" && model != "local") return absl::InvalidArgumentError("--eval_model: global or local");
-  if (weighting != "node" && weighting != "unweighted") return absl::InvalidArgumentError("--eval_weighting: node or unweighted");
-  if (round != "best_val" && round != "last" && round != "best_test") {
-    return absl::InvalidArgumentError("--eval_round: best_val, last or best_test");
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  e.add_seeds(seed);
+  FGL_ASSIGN_OR_RETURN(proto::Experiment resolved, Resolve(e, "flags"));
+  if (GetMethodStatus(resolved.method()) != MethodStatus::kImplemented) {
+    return absl::UnimplementedError(absl::StrCat("method '", resolved.method(), "' is not implemented yet"));
   }
-  o.eval.model = model == "global" ? fl::EvalProtocol::Model::kGlobal : fl::EvalProtocol::Model::kLocal;
-  o.eval.node_weighted = weighting == "node";
-  o.eval.round = round == "best_val" ? fl::EvalProtocol::Round::kBestVal
-                 : round == "last"   ? fl::EvalProtocol::Round::kLast
-                                     : fl::EvalProtocol::Round::kBestTest;
-  o.eval.dropout_at_eval = absl::GetFlag(FLAGS_dropout_at_eval);
-  // The methods scored on their own models are scored locally whatever the flag says.
-  if (o.method == "local") o.eval.model = fl::EvalProtocol::Model::kLocal;
+  FGL_ASSIGN_OR_RETURN(fl::FederationOptions o, ToFederationOptions(resolved, seed));
+  ApplyRuntimeFlags(o);
   return o;
 }
 
@@ -158,10 +157,7 @@ int RunSpec() {
       LOG(ERROR) << o.status();
       return 1;
     }
-    o->cache_dir = absl::GetFlag(FLAGS_cache_dir);
-    o->device = absl::GetFlag(FLAGS_device);
-    o->threads = absl::GetFlag(FLAGS_threads);
-    o->strict = absl::GetFlag(FLAGS_strict);
+    ApplyRuntimeFlags(*o);
     const std::string out = absl::GetFlag(FLAGS_out);
     absl::StatusOr<std::string> json =
         RunOne(*o, out.empty() ? "" : absl::StrCat(out, "/seed_", seed));
