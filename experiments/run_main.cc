@@ -9,7 +9,11 @@
 //
 // With --out, writes DIR/rounds.jsonl (one line per round) and DIR/result.json (for one seed:
 // DIR/seed_<s>/...).
+#include <unistd.h>
+
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -23,6 +27,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "experiments/spec.h"
@@ -48,7 +53,8 @@ ABSL_FLAG(int, local_epochs, 3, "Local epochs per round.");
 ABSL_FLAG(double, lr, 0.01, "Adam learning rate (clients).");
 ABSL_FLAG(double, weight_decay, 5e-4, "Adam weight decay (clients).");
 ABSL_FLAG(double, client_fraction, 1.0, "Fraction of clients sampled per round, in (0, 1].");
-ABSL_FLAG(std::string, eval_model, "global", "Model scored on each client: global or local.");
+ABSL_FLAG(std::string, eval_model, "global",
+          "Model scored on each client: global, local or personalized.");
 ABSL_FLAG(std::string, eval_weighting, "node", "Client averaging: node (by node count) or unweighted.");
 ABSL_FLAG(std::string, eval_round, "best_val", "Reported round: best_val, last or best_test (optimistic).");
 ABSL_FLAG(bool, dropout_at_eval, false, "Keep dropout on when evaluating (FedTAD's official code).");
@@ -119,10 +125,18 @@ absl::StatusOr<fl::FederationOptions> OptionsFromFlags() {
 }
 
 std::string RoundJson(const fl::RoundRecord& r) {
+  std::vector<std::string> clients;
+  for (const fl::ClientRecord& c : r.clients) {
+    clients.push_back(absl::StrCat(
+        "{\"id\":", c.id, ",\"participated\":", c.participated ? "true" : "false",
+        ",\"train_loss\":", std::isfinite(c.train_loss) ? absl::StrCat(c.train_loss) : "null",
+        ",\"val_acc\":", c.val_acc, ",\"test_acc\":", c.test_acc, ",\"bytes_up\":", c.bytes_up,
+        ",\"bytes_down\":", c.bytes_down, ",\"seconds\":", c.seconds, "}"));
+  }
   return absl::StrCat("{\"round\":", r.round, ",\"val_acc\":", r.val_acc, ",\"test_acc\":", r.test_acc,
                       ",\"participants\":", r.participants, ",\"failed_clients\":", r.failed_clients,
                       ",\"bytes_up\":", r.bytes_up, ",\"bytes_down\":", r.bytes_down,
-                      ",\"seconds\":", r.seconds, "}");
+                      ",\"seconds\":", r.seconds, ",\"clients\":[", absl::StrJoin(clients, ","), "]}");
 }
 
 // One run: writes DIR/rounds.jsonl and DIR/result.json when `out` is set; returns the JSON line.
@@ -172,6 +186,8 @@ int RunSpec() {
 
 absl::StatusOr<std::string> RunOne(const fl::FederationOptions& o, const std::string& out) {
   std::ofstream rounds_file;
+  const bool terminal = isatty(2);
+  const auto start = std::chrono::steady_clock::now();
   if (!out.empty()) {
     for (size_t i = 1; i <= out.size(); ++i) {  // mkdir -p
       if (i < out.size() && out[i] != '/') continue;
@@ -180,9 +196,19 @@ absl::StatusOr<std::string> RunOne(const fl::FederationOptions& o, const std::st
       }
     }
     rounds_file.open(out + "/rounds.jsonl", std::ios::trunc);
+    // The resolved configuration, as the simulator received it.
+    std::ofstream(out + "/config.txt", std::ios::trunc) << o.Fingerprint() << "\nrounds=" << o.rounds
+                                                        << "\nthreads=" << o.threads << "\n";
   }
   absl::StatusOr<fl::FederationResult> r = fl::RunFederation(o, [&](const fl::RoundRecord& rec) {
     if (rounds_file.is_open()) rounds_file << RoundJson(rec) << "\n" << std::flush;
+    if (terminal) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::cerr << absl::StrFormat("\rround %d/%d  val %.2f  test %.2f  ETA %.0fs   ", rec.round,
+                                   o.rounds, rec.val_acc, rec.test_acc,
+                                   elapsed / rec.round * (o.rounds - rec.round))
+                << (rec.round == o.rounds ? "\n" : "") << std::flush;
+    }
   });
   if (!r.ok()) return r.status();
   const std::string json = absl::StrCat(

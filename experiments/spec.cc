@@ -159,7 +159,7 @@ absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& in, const std
   if (e.client_fraction() <= 0 || e.client_fraction() > 1) {
     return bad(absl::StrCat("client_fraction = ", e.client_fraction(), " outside (0, 1]"));
   }
-  const std::set<std::string> models = {"global", "local"}, weightings = {"node", "unweighted"},
+  const std::set<std::string> models = {"global", "local", "personalized"}, weightings = {"node", "unweighted"},
                               rounds = {"best_val", "last", "best_test"};
   if (!models.count(e.eval().model())) return bad("eval.model = " + e.eval().model());
   if (!weightings.count(e.eval().weighting())) return bad("eval.weighting = " + e.eval().weighting());
@@ -184,7 +184,9 @@ absl::StatusOr<fl::FederationOptions> ToFederationOptions(const proto::Experimen
   o.lr = e.lr();
   o.weight_decay = e.weight_decay();
   o.client_fraction = e.client_fraction();
-  o.eval.model = e.eval().model() == "local" ? fl::EvalProtocol::Model::kLocal : fl::EvalProtocol::Model::kGlobal;
+  o.eval.model = e.eval().model() == "local"          ? fl::EvalProtocol::Model::kLocal
+                 : e.eval().model() == "personalized" ? fl::EvalProtocol::Model::kPersonalized
+                                                      : fl::EvalProtocol::Model::kGlobal;
   o.eval.node_weighted = e.eval().weighting() == "node";
   o.eval.round = e.eval().round() == "last"        ? fl::EvalProtocol::Round::kLast
                  : e.eval().round() == "best_test" ? fl::EvalProtocol::Round::kBestTest

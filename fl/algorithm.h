@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -55,6 +56,8 @@ struct MethodConfig {
 class ClientAlgorithm {
  public:
   virtual ~ClientAlgorithm() = default;
+  // Once, before round 1 (e.g. FedTAD's one-off reliability upload). nullopt: nothing is sent.
+  virtual absl::StatusOr<std::optional<proto::Message>> Prepare() { return std::nullopt; }
   // One round of local work: read the server's message, train, and reply.
   virtual absl::StatusOr<proto::Message> Train(const proto::Message& from_server,
                                                const RoundInfo& round) = 0;
@@ -70,6 +73,13 @@ class ClientAlgorithm {
 class ServerAlgorithm {
  public:
   virtual ~ServerAlgorithm() = default;
+  // Each client's Prepare() message, before round 1, in client-id order.
+  virtual absl::Status AcceptPreparation(const proto::Message& message) {
+    return absl::FailedPreconditionError("this method's server expects no preparation message");
+  }
+  // Once, after every preparation message arrived and before round 1 (e.g. a generator's
+  // training on the uploads).
+  virtual absl::Status FinishPreparation() { return absl::OkStatus(); }
   // The message every sampled client receives at the start of `round`.
   virtual absl::StatusOr<proto::Message> Broadcast(const RoundInfo& round) = 0;
   // One client's reply; checks names and shapes before using anything.

@@ -230,6 +230,83 @@ FGL_REGISTER_METHOD(
     },
     [](const MethodConfig& config) { return MakeModelAverageServer(config, "nan.weights"); });
 
+// FedAvg whose clients upload their node count once before round 1; the server refuses to start
+// unless all four arrived.
+class PreparingClient final : public ClientAlgorithm {
+ public:
+  PreparingClient(std::shared_ptr<const ClientData> data, std::unique_ptr<ClientAlgorithm> inner)
+      : data_(std::move(data)), inner_(std::move(inner)) {}
+  absl::StatusOr<std::optional<proto::Message>> Prepare() override {
+    proto::Message m;
+    m.mutable_header()->set_sender(data_->id);
+    (*m.mutable_scalars())["num_nodes"] = static_cast<double>(data_->data.num_nodes());
+    return m;
+  }
+  absl::StatusOr<proto::Message> Train(const proto::Message& g, const RoundInfo& r) override { return inner_->Train(g, r); }
+  absl::StatusOr<torch::Tensor> Predict(const proto::Message* g) override { return inner_->Predict(g); }
+  absl::StatusOr<proto::Message> SaveState() const override { return inner_->SaveState(); }
+  absl::Status RestoreState(const proto::Message& s) override { return inner_->RestoreState(s); }
+
+ private:
+  std::shared_ptr<const ClientData> data_;
+  std::unique_ptr<ClientAlgorithm> inner_;
+};
+
+class PreparedServer final : public ServerAlgorithm {
+ public:
+  explicit PreparedServer(std::unique_ptr<ServerAlgorithm> inner) : inner_(std::move(inner)) {}
+  absl::Status AcceptPreparation(const proto::Message& m) override {
+    total_ += m.scalars().at("num_nodes");
+    ++count_;
+    return absl::OkStatus();
+  }
+  absl::Status FinishPreparation() override {
+    if (count_ != 4 || total_ != 600) return absl::FailedPreconditionError("missing preparation");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<proto::Message> Broadcast(const RoundInfo& r) override { return inner_->Broadcast(r); }
+  absl::Status Accumulate(const proto::Message& m) override { return inner_->Accumulate(m); }
+  absl::Status FinishRound(const RoundInfo& r) override {
+    if (count_ != 4) return absl::FailedPreconditionError("round before preparation");
+    return inner_->FinishRound(r);
+  }
+  absl::StatusOr<proto::Message> SaveState() const override { return inner_->SaveState(); }
+  absl::Status RestoreState(const proto::Message& s) override { return inner_->RestoreState(s); }
+
+ private:
+  std::unique_ptr<ServerAlgorithm> inner_;
+  int count_ = 0;
+  double total_ = 0;
+};
+
+FGL_REGISTER_METHOD(
+    "test_prepare",
+    [](std::shared_ptr<const ClientData> data, const MethodConfig& config)
+        -> absl::StatusOr<std::unique_ptr<ClientAlgorithm>> {
+      auto inner = FindMethod("fedavg")->client(data, config);
+      if (!inner.ok()) return inner.status();
+      return std::unique_ptr<ClientAlgorithm>(new PreparingClient(data, *std::move(inner)));
+    },
+    [](const MethodConfig& config) -> absl::StatusOr<std::unique_ptr<ServerAlgorithm>> {
+      auto inner = FindMethod("fedavg")->server(config);
+      if (!inner.ok()) return inner.status();
+      return std::unique_ptr<ServerAlgorithm>(new PreparedServer(*std::move(inner)));
+    });
+
+TEST(SimulatorTest, PreparationHookRunsOnceBeforeRoundOneAndPerClientRecords) {
+  ASSERT_OK_AND_ASSIGN(FederationResult r, RunFederation(Small("test_prepare")));
+  EXPECT_GT(r.preparation_bytes_up, 0);
+  ASSERT_EQ(r.rounds[0].clients.size(), 4u);
+  for (const ClientRecord& c : r.rounds[0].clients) {
+    EXPECT_TRUE(c.participated);
+    EXPECT_TRUE(std::isfinite(c.train_loss));
+    EXPECT_GT(c.bytes_up, 5392);
+  }
+  // Methods without a preparation step send nothing before round 1.
+  ASSERT_OK_AND_ASSIGN(FederationResult plain, RunFederation(Small("fedavg")));
+  EXPECT_EQ(plain.preparation_bytes_up, 0);
+}
+
 TEST(SimulatorTest, NanClientIsLeftOutAndStrictMakesItFatal) {
   FederationOptions o = Small("test_nan");
   ASSERT_OK_AND_ASSIGN(FederationResult r, RunFederation(o));

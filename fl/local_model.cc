@@ -44,6 +44,7 @@ absl::Status LocalModel::Train(int epochs, uint64_t seed, const std::function<to
                                                 data_->labels, data_->split.train);
     if (extra_loss) loss = loss + extra_loss();
     const double value = loss.item<double>();
+    last_loss_ = value;
     if (!std::isfinite(value)) {
       return absl::InvalidArgumentError(
           absl::StrCat("client ", data_->id, ": local loss is ", value, " at epoch ", e + 1));

@@ -4,6 +4,7 @@
 #define FGL_FL_LOCAL_MODEL_H_
 
 #include <functional>
+#include <limits>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -31,6 +32,9 @@ class LocalModel {
   // InvalidArgument if the loss becomes NaN/Inf (the caller leaves this client out).
   absl::Status Train(int epochs, uint64_t seed, const std::function<torch::Tensor()>& extra_loss = {});
 
+  // The training loss of the last epoch Train() ran (NaN before any).
+  double last_loss() const { return last_loss_; }
+
   // Logits on all local nodes; eval mode unless dropout_at_eval (then dropout stays on).
   torch::Tensor Predict();
   // The model's parameters and the Adam state (step, first and second moments) as tensors.
@@ -49,6 +53,7 @@ class LocalModel {
   MethodConfig config_;
   std::shared_ptr<nn::GnnModel> model_;
   std::unique_ptr<torch::optim::Adam> optimizer_;
+  double last_loss_ = std::numeric_limits<double>::quiet_NaN();
 };
 
 }  // namespace fgl::fl

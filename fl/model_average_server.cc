@@ -1,5 +1,7 @@
 #include "fl/model_average_server.h"
 
+#include <cmath>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -101,6 +103,10 @@ proto::Message ModelReply(const NamedTensors& parameters, int64_t num_nodes, int
   AddTensors(parameters, &m);
   (*m.mutable_scalars())["num_nodes"] = static_cast<double>(num_nodes);
   return m;
+}
+
+void AddTrainLoss(double loss, proto::Message* reply) {
+  if (std::isfinite(loss)) (*reply->mutable_scalars())["train_loss"] = loss;
 }
 
 }  // namespace fgl::fl

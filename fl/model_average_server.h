@@ -47,6 +47,9 @@ absl::StatusOr<std::unique_ptr<ServerAlgorithm>> MakeModelAverageServer(const Me
 proto::Message ModelReply(const NamedTensors& parameters, int64_t num_nodes, int client_id,
                           const RoundInfo& round, const std::string& type);
 
+// Reports the client's last local loss as the scalar "train_loss" (a metric for the run log).
+void AddTrainLoss(double loss, proto::Message* reply);
+
 }  // namespace fgl::fl
 
 #endif  // FGL_FL_MODEL_AVERAGE_SERVER_H_

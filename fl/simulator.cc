@@ -130,7 +130,8 @@ std::string FederationOptions::Fingerprint() const {
 }
 
 std::string EvalProtocol::Card() const {
-  return absl::StrCat("model=", model == Model::kGlobal ? "global" : "local",
+  return absl::StrCat("model=",
+                      model == Model::kGlobal ? "global" : model == Model::kLocal ? "local" : "personalized",
                       " weighting=", node_weighted ? "node" : "unweighted", " round=",
                       round == Round::kBestVal ? "best_val" : round == Round::kLast ? "last" : "best_test(optimistic)",
                       " dropout_at_eval=", dropout_at_eval ? "on" : "off");
@@ -245,6 +246,18 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     LOG(INFO) << "resumed from " << ckpt_path << " after round " << ckpt.round();
   }
   const Clock::time_point train_start = Clock::now();
+  if (first_round == 1) {
+    // The one-off exchange before round 1, counted like any other traffic.
+    for (int k = 0; k < k_total; ++k) {
+      FGL_ASSIGN_OR_RETURN(std::optional<proto::Message> prepared, algos[k]->Prepare());
+      if (!prepared.has_value()) continue;
+      const std::string up = prepared->SerializeAsString();
+      result.preparation_bytes_up += static_cast<int64_t>(up.size());
+      FGL_ASSIGN_OR_RETURN(proto::Message at_server, Receive(up, "preparation"));
+      FGL_RETURN_IF_ERROR(server->AcceptPreparation(at_server));
+    }
+    FGL_RETURN_IF_ERROR(server->FinishPreparation());
+  }
   for (int r = first_round; r <= o.rounds; ++r) {
     const Clock::time_point round_start = Clock::now();
     RoundRecord rec;
@@ -262,8 +275,12 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     const std::string down = broadcast.SerializeAsString();
     // Local training in parallel; each slot holds one client's serialised reply or error.
     std::vector<absl::StatusOr<std::string>> replies(sampled.size(), absl::UnknownError("not run"));
+    std::vector<double> train_seconds(sampled.size(), 0.0);
+    rec.clients.resize(k_total);
+    for (int k = 0; k < k_total; ++k) rec.clients[k].id = k;
     ParallelFor(static_cast<int>(sampled.size()), workers, [&](int i) {
       const int k = sampled[i];
+      const Clock::time_point client_start = Clock::now();
       absl::StatusOr<proto::Message> received = Receive(down, "broadcast");
       if (!received.ok()) {
         replies[i] = received.status();
@@ -276,15 +293,23 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
       } else {
         replies[i] = reply.status();
       }
+      train_seconds[i] = Seconds(client_start);
     });
     // The server takes replies in client-id order: aggregation is deterministic.
     for (size_t i = 0; i < sampled.size(); ++i) {
       const int k = sampled[i];
-      rec.bytes_down += static_cast<int64_t>(down.size());
+      ClientRecord& cr = rec.clients[k];
+      cr.seconds = train_seconds[i];
+      cr.bytes_down = static_cast<int64_t>(down.size());
+      rec.bytes_down += cr.bytes_down;
       absl::Status accepted = replies[i].status();
       if (replies[i].ok()) {
-        rec.bytes_up += static_cast<int64_t>(replies[i]->size());
+        cr.bytes_up = static_cast<int64_t>(replies[i]->size());
+        rec.bytes_up += cr.bytes_up;
         FGL_ASSIGN_OR_RETURN(proto::Message at_server, Receive(*replies[i], "reply"));
+        if (auto loss = at_server.scalars().find("train_loss"); loss != at_server.scalars().end()) {
+          cr.train_loss = loss->second;
+        }
         accepted = server->Accumulate(at_server);
       }
       if (!accepted.ok()) {
@@ -294,6 +319,7 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
         continue;
       }
       ++rec.participants;
+      cr.participated = true;
     }
     FGL_RETURN_IF_ERROR(server->FinishRound(info));
 
@@ -329,6 +355,8 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
       FGL_RETURN_IF_ERROR(counts[k].status);
       auto acc = [](int64_t correct, int64_t n) { return n == 0 ? 0.0 : static_cast<double>(correct) / n; };
       const double w = o.eval.node_weighted ? static_cast<double>(clients[k]->data.num_nodes()) : 1.0;
+      rec.clients[k].val_acc = 100.0 * acc(counts[k].val_correct, counts[k].val_n);
+      rec.clients[k].test_acc = 100.0 * acc(counts[k].test_correct, counts[k].test_n);
       val += w * acc(counts[k].val_correct, counts[k].val_n);
       test += w * acc(counts[k].test_correct, counts[k].test_n);
       weight += w;

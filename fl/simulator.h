@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,7 +17,9 @@ namespace fgl::fl {
 
 // How a result is scored; recorded with every result.
 struct EvalProtocol {
-  enum class Model { kGlobal, kLocal };
+  // global: the server's model; local: each client's own; personalized: each client's own model
+  // for methods whose client model is a personalisation of the global one (same code path).
+  enum class Model { kGlobal, kLocal, kPersonalized };
   enum class Round { kBestVal, kLast, kBestTest };
   Model model = Model::kGlobal;  // global: clients score the server's model; local: their own
   bool node_weighted = true;     // client accuracies weighted by node count (FedTAD, OpenFGL)
@@ -60,12 +63,23 @@ struct FederationOptions {
   std::string Fingerprint() const;
 };
 
+// One client's view of one round.
+struct ClientRecord {
+  int id = 0;
+  bool participated = false;
+  double train_loss = std::numeric_limits<double>::quiet_NaN();  // as the client reported it
+  double val_acc = 0, test_acc = 0;  // percent, of the protocol's model on this client
+  int64_t bytes_up = 0, bytes_down = 0;
+  double seconds = 0;  // local training
+};
+
 struct RoundRecord {
   int round = 0;
   double val_acc = 0, test_acc = 0;  // percent, weighted per the protocol
   int participants = 0, failed_clients = 0;
   int64_t bytes_up = 0, bytes_down = 0;  // this round
   double seconds = 0;
+  std::vector<ClientRecord> clients;  // every client, in id order (not kept in checkpoints)
 };
 
 struct FederationResult {
@@ -73,6 +87,7 @@ struct FederationResult {
   int reported_round = 0;
   double test_acc = 0, val_acc = 0;  // at the reported round
   int64_t bytes_up = 0, bytes_down = 0;
+  int64_t preparation_bytes_up = 0;  // the one-off uploads before round 1
   double wall_s = 0, train_s = 0;  // whole run; rounds only (no loading/partitioning)
   std::string protocol;            // EvalProtocol::Card() plus split and partition description
   std::vector<int64_t> client_sizes;

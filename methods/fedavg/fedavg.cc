@@ -24,7 +24,10 @@ class FedAvgClient final : public fl::ClientAlgorithm {
                                            const fl::RoundInfo& round) override {
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
-    return fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
+    fl::proto::Message reply =
+        fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
+    fl::AddTrainLoss(model_->last_loss(), &reply);
+    return reply;
   }
 
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {

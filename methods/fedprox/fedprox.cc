@@ -32,7 +32,9 @@ class FedProxClient final : public fl::ClientAlgorithm {
       return 0.5 * mu_ * sum;
     };
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, proximal));
-    return fl::ModelReply(params, data_->data.num_nodes(), data_->id, round, kType);
+    fl::proto::Message reply = fl::ModelReply(params, data_->data.num_nodes(), data_->id, round, kType);
+    fl::AddTrainLoss(model_->last_loss(), &reply);
+    return reply;
   }
 
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {

@@ -1,6 +1,7 @@
 // Local training: every client trains its own model on its own data and never communicates.
 // The lower reference of every table; each client's local model is scored.
 #include "fl/local_model.h"
+#include "fl/model_average_server.h"
 #include "fl/registry.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -19,6 +20,7 @@ class LocalClient final : public fl::ClientAlgorithm {
     ack.mutable_header()->set_sender(data_->id);
     ack.mutable_header()->set_round(round.round);
     ack.mutable_header()->set_type("local.none");
+    fl::AddTrainLoss(model_->last_loss(), &ack);
     return ack;
   }
 
