@@ -7,11 +7,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "fl/registry.h"
 #include "nn/models/gnn_model.h"
 #include "graph/io/file.h"
+#include "graph/random.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::experiments {
@@ -246,6 +248,15 @@ std::string CanonicalText(const proto::Experiment& resolved) {
   printer.SetSingleLineMode(true);
   printer.PrintToString(resolved, &out);
   return out;
+}
+
+std::string ResultCacheKey(const proto::Experiment& resolved, uint64_t seed, const std::string& version) {
+  proto::Experiment keyed = resolved;
+  keyed.clear_seeds();
+  keyed.clear_name();
+  keyed.clear_data_dir();
+  const std::string text = absl::StrCat(version, "|", CanonicalText(keyed), "|seed=", seed);
+  return absl::StrFormat("%016x", graph::Fnv1a64(text.data(), text.size()));
 }
 
 }  // namespace fgl::experiments

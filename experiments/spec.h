@@ -48,6 +48,10 @@ absl::Status ValidateTable(const proto::Table& table, const std::string& where);
 // Canonical text of a resolved experiment (the cache key's input).
 std::string CanonicalText(const proto::Experiment& resolved);
 
+// The result-cache key of one run: a hash of `version`, the resolved experiment without its name,
+// seed list and data root, and `seed`. Any hyperparameter, the seed or the version changes it.
+std::string ResultCacheKey(const proto::Experiment& resolved, uint64_t seed, const std::string& version);
+
 }  // namespace fgl::experiments
 
 #endif  // FGL_EXPERIMENTS_SPEC_H_

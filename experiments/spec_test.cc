@@ -78,6 +78,15 @@ TEST(SpecTest, SetOverridesAndCanonicalTextKeysTheCache) {
   EXPECT_NE(CanonicalText(a), CanonicalText(b));
   ASSERT_OK_AND_ASSIGN(proto::Experiment a2, Resolve(e, "a"));
   EXPECT_EQ(CanonicalText(a), CanonicalText(a2));
+  // The cache key: stable, and different for another hyperparameter, seed or result version;
+  // the name and seed list do not matter (each run is one seed).
+  EXPECT_EQ(ResultCacheKey(a, 1, "v1"), ResultCacheKey(a2, 1, "v1"));
+  EXPECT_NE(ResultCacheKey(a, 1, "v1"), ResultCacheKey(b, 1, "v1"));
+  EXPECT_NE(ResultCacheKey(a, 1, "v1"), ResultCacheKey(a, 2, "v1"));
+  EXPECT_NE(ResultCacheKey(a, 1, "v1"), ResultCacheKey(a, 1, "v2"));
+  a2.set_name("renamed");
+  a2.add_seeds(99);
+  EXPECT_EQ(ResultCacheKey(a, 1, "v1"), ResultCacheKey(a2, 1, "v1"));
 }
 
 TEST(TableTest, CellsMergeBaseRowColumnAndRejectBadKeys) {

@@ -37,7 +37,7 @@
 
 ABSL_FLAG(std::string, table, "", "Table textproto (experiments/<paper>/<table>.textproto).");
 ABSL_FLAG(bool, quick, false, "Smoke test: at most 3 rounds and the first seed of every cell.");
-ABSL_FLAG(int, jobs, 2, "Runs in parallel (each with one thread).");
+ABSL_FLAG(int, jobs, 0, "Runs in parallel (each with one thread); 0 = the core count.");
 ABSL_FLAG(std::string, data_dir, "", "Dataset root; else $FGL_DATA_DIR, else ./data.");
 ABSL_FLAG(std::string, cache_dir, "",
           "Result cache; default $FGL_CACHE_DIR/results or ~/.cache/fgl/results.");
@@ -192,15 +192,9 @@ int Run() {
       continue;
     }
     r.state = CellResult::State::kDone;
-    proto::Experiment keyed = *resolved;
-    keyed.clear_seeds();
-    keyed.clear_name();
-    keyed.clear_data_dir();
-    const std::string canonical = CanonicalText(keyed);
     for (uint64_t seed : resolved->seeds()) {
       seeds_used.insert(std::to_string(seed));
-      const std::string text = absl::StrCat(kResultVersion, "|", canonical, "|seed=", seed);
-      const std::string hash = absl::StrFormat("%016x", graph::Fnv1a64(text.data(), text.size()));
+      const std::string hash = ResultCacheKey(*resolved, seed, kResultVersion);
       prov.spec_hashes.emplace_back(absl::StrCat(cell.row(), "/", cell.column(), "/seed ", seed), hash);
       Job job;
       job.cell_key = hash;
@@ -231,7 +225,9 @@ int Run() {
   size_t next = 0, done = 0;
   int failed = 0;
   std::map<pid_t, Job> running;
-  const int jobs = std::max(1, absl::GetFlag(FLAGS_jobs));
+  const int jobs = absl::GetFlag(FLAGS_jobs) > 0
+                       ? absl::GetFlag(FLAGS_jobs)
+                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const auto runs_start = std::chrono::steady_clock::now();
   while (next < total || !running.empty()) {
     while (next < total && static_cast<int>(running.size()) < jobs) {
