@@ -56,6 +56,36 @@ class LocalModel {
   double last_loss_ = std::numeric_limits<double>::quiet_NaN();
 };
 
+// A client whose state is one LocalModel: scoring (the global broadcast loaded first when given),
+// checkpoints and construction are shared; a method implements only Train().
+class ModelClient : public ClientAlgorithm {
+ public:
+  // Builds the client with its model initialised from config.seed (every client starts from the
+  // global initialisation).
+  template <typename Client>
+  static absl::StatusOr<std::unique_ptr<ClientAlgorithm>> Make(std::shared_ptr<const ClientData> data,
+                                                               const MethodConfig& config) {
+    auto model = LocalModel::Create(data, config, config.seed);
+    if (!model.ok()) return model.status();
+    return std::unique_ptr<ClientAlgorithm>(new Client(std::move(data), config, *std::move(model)));
+  }
+
+  absl::StatusOr<torch::Tensor> Predict(const proto::Message* global) override {
+    return model_->Predict(global);
+  }
+  absl::StatusOr<proto::Message> SaveState() const override { return model_->SaveState(); }
+  absl::Status RestoreState(const proto::Message& state) override { return model_->RestoreState(state); }
+
+ protected:
+  ModelClient(std::shared_ptr<const ClientData> data, const MethodConfig& config,
+              std::unique_ptr<LocalModel> model)
+      : data_(std::move(data)), config_(config), model_(std::move(model)) {}
+
+  std::shared_ptr<const ClientData> data_;
+  MethodConfig config_;
+  std::unique_ptr<LocalModel> model_;
+};
+
 }  // namespace fgl::fl
 
 #endif  // FGL_FL_LOCAL_MODEL_H_

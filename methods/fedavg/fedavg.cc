@@ -14,11 +14,9 @@ namespace {
 
 constexpr char kType[] = "fedavg.weights";
 
-class FedAvgClient final : public fl::ClientAlgorithm {
+class FedAvgClient final : public fl::ModelClient {
  public:
-  FedAvgClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
-               std::unique_ptr<fl::LocalModel> model)
-      : data_(std::move(data)), config_(config), model_(std::move(model)) {}
+  using ModelClient::ModelClient;
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
@@ -29,34 +27,11 @@ class FedAvgClient final : public fl::ClientAlgorithm {
     fl::AddTrainLoss(model_->last_loss(), &reply);
     return reply;
   }
-
-  absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
-    return model_->Predict(global);
-  }
-  absl::StatusOr<fl::proto::Message> SaveState() const override { return model_->SaveState(); }
-  absl::Status RestoreState(const fl::proto::Message& state) override {
-    return model_->RestoreState(state);
-  }
-
- private:
-  std::shared_ptr<const fl::ClientData> data_;
-  fl::MethodConfig config_;
-  std::unique_ptr<fl::LocalModel> model_;
 };
-
-absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(
-    std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config) {
-  FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::LocalModel> model,
-                       fl::LocalModel::Create(data, config, config.seed));
-  return std::unique_ptr<fl::ClientAlgorithm>(new FedAvgClient(data, config, std::move(model)));
-}
-
-absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
-  return fl::MakeModelAverageServer(config, kType);
-}
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedavg", MakeClient, MakeServer);
+FGL_REGISTER_METHOD("fedavg", fl::ModelClient::Make<FedAvgClient>,
+                    [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); });
 
 }  // namespace fgl::methods::fedavg

@@ -13,15 +13,13 @@ namespace {
 
 constexpr char kType[] = "fedprox.weights";
 
-class FedProxClient final : public fl::ClientAlgorithm {
+class FedProxClient final : public fl::ModelClient {
  public:
-  FedProxClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
-                std::unique_ptr<fl::LocalModel> model)
-      : data_(std::move(data)), config_(config), mu_(config.Param("mu", 1e-3)),
-        model_(std::move(model)) {}
+  using ModelClient::ModelClient;
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
+    const double mu = config_.Param("mu", 1e-3);
     const fl::NamedTensors params = model_->SharedParameters();
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, params));
     std::vector<torch::Tensor> anchor;
@@ -29,42 +27,18 @@ class FedProxClient final : public fl::ClientAlgorithm {
     auto proximal = [&] {
       torch::Tensor sum = torch::zeros({}, params.front().second.options());
       for (size_t i = 0; i < params.size(); ++i) sum = sum + (params[i].second - anchor[i]).pow(2).sum();
-      return 0.5 * mu_ * sum;
+      return 0.5 * mu * sum;
     };
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, proximal));
     fl::proto::Message reply = fl::ModelReply(params, data_->data.num_nodes(), data_->id, round, kType);
     fl::AddTrainLoss(model_->last_loss(), &reply);
     return reply;
   }
-
-  absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
-    return model_->Predict(global);
-  }
-  absl::StatusOr<fl::proto::Message> SaveState() const override { return model_->SaveState(); }
-  absl::Status RestoreState(const fl::proto::Message& state) override {
-    return model_->RestoreState(state);
-  }
-
- private:
-  std::shared_ptr<const fl::ClientData> data_;
-  fl::MethodConfig config_;
-  double mu_;
-  std::unique_ptr<fl::LocalModel> model_;
 };
-
-absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(
-    std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config) {
-  FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::LocalModel> model,
-                       fl::LocalModel::Create(data, config, config.seed));
-  return std::unique_ptr<fl::ClientAlgorithm>(new FedProxClient(data, config, std::move(model)));
-}
-
-absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
-  return fl::MakeModelAverageServer(config, kType);
-}
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedprox", MakeClient, MakeServer);
+FGL_REGISTER_METHOD("fedprox", fl::ModelClient::Make<FedProxClient>,
+                    [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); });
 
 }  // namespace fgl::methods::fedprox

@@ -8,15 +8,13 @@
 namespace fgl::methods::local {
 namespace {
 
-class LocalClient final : public fl::ClientAlgorithm {
+class LocalClient final : public fl::ModelClient {
  public:
-  LocalClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
-              std::unique_ptr<fl::LocalModel> model)
-      : data_(std::move(data)), config_(config), model_(std::move(model)) {}
+  using ModelClient::ModelClient;
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message&, const fl::RoundInfo& round) override {
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
-    fl::proto::Message ack;  // an empty reply: nothing leaves the client
+    fl::proto::Message ack;  // an empty reply: nothing but the loss metric leaves the client
     ack.mutable_header()->set_sender(data_->id);
     ack.mutable_header()->set_round(round.round);
     ack.mutable_header()->set_type("local.none");
@@ -24,16 +22,8 @@ class LocalClient final : public fl::ClientAlgorithm {
     return ack;
   }
 
+  // Always its own model, whatever the server broadcast.
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message*) override { return model_->Predict(); }
-  absl::StatusOr<fl::proto::Message> SaveState() const override { return model_->SaveState(); }
-  absl::Status RestoreState(const fl::proto::Message& state) override {
-    return model_->RestoreState(state);
-  }
-
- private:
-  std::shared_ptr<const fl::ClientData> data_;
-  fl::MethodConfig config_;
-  std::unique_ptr<fl::LocalModel> model_;
 };
 
 class LocalServer final : public fl::ServerAlgorithm {
@@ -50,20 +40,13 @@ class LocalServer final : public fl::ServerAlgorithm {
   absl::Status RestoreState(const fl::proto::Message&) override { return absl::OkStatus(); }
 };
 
-absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(
-    std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config) {
-  // Clients start from the same initialisation as FedAvg's, so the two compare fairly.
-  FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::LocalModel> model,
-                       fl::LocalModel::Create(data, config, config.seed));
-  return std::unique_ptr<fl::ClientAlgorithm>(new LocalClient(data, config, std::move(model)));
-}
-
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig&) {
   return std::unique_ptr<fl::ServerAlgorithm>(new LocalServer);
 }
 
 }  // namespace
 
-FGL_REGISTER_METHOD("local", MakeClient, MakeServer);
+// Clients start from the same initialisation as FedAvg's, so the two compare fairly.
+FGL_REGISTER_METHOD("local", fl::ModelClient::Make<LocalClient>, MakeServer);
 
 }  // namespace fgl::methods::local
