@@ -1,10 +1,10 @@
 // Runs one federated experiment and prints one JSON object as the last stdout line.
 //
-//   bazel run //experiments:run -- --dataset=cora --partitioner=louvain --clients=10 \
+//   bazel run //experiments:run -- --dataset=cora --partitioner=louvain --clients=10
 //       --method=fedavg --rounds=100 --seed=2024 --out=/tmp/run
 //
-// Or from a spec, for all its seeds (one JSON line per seed, then a summary line):
-//   bazel run //experiments:run -- --spec=experiments/fedtad/fedavg_cora10.textproto \
+// Or from an Experiment textproto, for all its seeds (one JSON line per seed):
+//   bazel run //experiments:run -- --spec=my_experiment.textproto
 //       --set="clients=5;eval.dropout_at_eval=true"
 //
 // With --out, writes DIR/rounds.jsonl (one line per round) and DIR/result.json (for one seed:

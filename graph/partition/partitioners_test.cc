@@ -162,7 +162,9 @@ TEST(PartitionersTest, NodeLevelAndFedEgo) {
     EXPECT_GT(c.size(), 50u);
     for (size_t i = 0; i < c.size(); ++i) {
       const bool is_test = i + 50 >= c.size();
-      if (is_test) EXPECT_TRUE(test_nodes.insert(c[i]).second) << "test node reused " << c[i];
+      if (is_test) {
+        EXPECT_TRUE(test_nodes.insert(c[i]).second) << "test node reused " << c[i];
+      }
     }
   }
   // Global test nodes never appear in a client.
