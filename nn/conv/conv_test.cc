@@ -34,6 +34,27 @@ TEST(GCNConvTest, HandComputedOnPath) {
   EXPECT_NEAR(out[2][0].item<float>(), 2 / s6 + 1.5, 1e-5);
 }
 
+TEST(GCNConvTest, HandComputedOnFourNodeStar) {
+  // Centre 0 joined to leaves 1, 2, 3; x = [1, 2, 3, 4], W = 1. A + I degrees: centre 4,
+  // leaves 2, so w(0,0) = 1/4, w(0,j) = 1/sqrt(8), w(j,j) = 1/2.
+  // out0 = 1/4 + (2 + 3 + 4)/sqrt(8); out_j = x_j/2 + 1/sqrt(8).
+  std::vector<int64_t> src = {0, 0, 0}, dst = {1, 2, 3};
+  GraphView star = *GraphView::Create(*graph::CsrFromEdges(4, src, dst));
+  GCNConv conv(GCNConvOptions(1, 1));
+  Set(conv->weight, {1});
+  torch::Tensor out = conv->forward(torch::tensor({1.0f, 2.0f, 3.0f, 4.0f}).unsqueeze(1), star);
+  const double s8 = std::sqrt(8.0);
+  EXPECT_NEAR(out[0][0].item<float>(), 0.25 + 9 / s8, 1e-5);
+  for (int j = 1; j <= 3; ++j) EXPECT_NEAR(out[j][0].item<float>(), (j + 1) / 2.0 + 1 / s8, 1e-5);
+  // SAGE with W_l = 1, W_r = 0, no bias: the mean of the neighbours (centre: 3; leaves: 1).
+  SAGEConv sage(SAGEConvOptions(1, 1));
+  Set(sage->lin_l->weight, {1});
+  Set(sage->lin_l->bias, {0});
+  Set(sage->lin_r->weight, {0});
+  torch::Tensor mean = sage->forward(torch::tensor({1.0f, 2.0f, 3.0f, 4.0f}).unsqueeze(1), star);
+  EXPECT_TRUE(torch::allclose(mean.squeeze(1), torch::tensor({3.0f, 1.0f, 1.0f, 1.0f})));
+}
+
 TEST(GCNConvTest, CachedNormalisationEqualsDense) {
   const graph::CsrGraph g = graph::testing::TwoTrianglesJoinedByOneEdge();
   ASSERT_OK_AND_ASSIGN(GraphView view, GraphView::Create(g));
