@@ -103,7 +103,8 @@ absl::Status ApplySet(const std::string& assignment, proto::Experiment* experime
   }
   std::string text = absl::StrCat(path.back(), ": ", value);
   for (size_t i = path.size() - 1; i > 0; --i) text = absl::StrCat(path[i - 1], " { ", text, " }");
-  if (field->is_repeated()) experiment->GetReflection()->ClearField(experiment, d->FindFieldByName(path.back()));
+  // A --set replaces a list rather than appending to it (only top-level lists exist).
+  if (field->is_repeated() && path.size() == 1) experiment->GetReflection()->ClearField(experiment, field);
   proto::Experiment patch;
   Collector errors("--set " + assignment);
   google::protobuf::TextFormat::Parser parser;

@@ -69,6 +69,11 @@ TEST(SpecTest, SetOverridesAndCanonicalTextKeysTheCache) {
   EXPECT_EQ(e.clients(), 5);
   EXPECT_EQ(e.eval().round(), "last");
   EXPECT_EQ(e.split(), "stratified:train=0.6,val=0.2");
+  ASSERT_OK(ApplySet("seeds=7", &e));
+  ASSERT_OK(ApplySet("seeds=8", &e));  // replaces, never appends
+  ASSERT_EQ(e.seeds_size(), 1);
+  EXPECT_EQ(e.seeds(0), 8u);
+  e.clear_seeds();
   EXPECT_THAT(ApplySet("clinets=5", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clinets")));
   EXPECT_THAT(ApplySet("clients=five", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clients")));
   ASSERT_OK_AND_ASSIGN(proto::Experiment a, Resolve(e, "a"));
