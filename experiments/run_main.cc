@@ -32,6 +32,7 @@
 #include "absl/strings/str_split.h"
 #include "experiments/spec.h"
 #include "fl/simulator.h"
+#include "graph/io/file.h"
 #include "glog/logging.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -189,12 +190,7 @@ absl::StatusOr<std::string> RunOne(const fl::FederationOptions& o, const std::st
   const bool terminal = isatty(2);
   const auto start = std::chrono::steady_clock::now();
   if (!out.empty()) {
-    for (size_t i = 1; i <= out.size(); ++i) {  // mkdir -p
-      if (i < out.size() && out[i] != '/') continue;
-      if (::mkdir(out.substr(0, i).c_str(), 0755) != 0 && errno != EEXIST) {
-        return absl::UnavailableError(absl::StrCat("--out ", out, ": ", std::strerror(errno)));
-      }
-    }
+    FGL_RETURN_IF_ERROR(graph::io::MakeDirs(out));
     rounds_file.open(out + "/rounds.jsonl", std::ios::trunc);
     // The resolved configuration, as the simulator received it.
     std::ofstream(out + "/config.txt", std::ios::trunc) << o.Fingerprint() << "\nrounds=" << o.rounds

@@ -33,6 +33,7 @@
 #include "experiments/spec.h"
 #include "glog/logging.h"
 #include "graph/datasets.h"
+#include "graph/io/file.h"
 #include "graph/random.h"
 
 ABSL_FLAG(std::string, table, "", "Table textproto (experiments/<paper>/<table>.textproto).");
@@ -64,11 +65,6 @@ std::string Absolute(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
   char buf[4096];
   return absl::StrCat(getcwd(buf, sizeof(buf)) ? buf : ".", "/", path);
-}
-
-void MakeDirs(const std::string& path) {
-  for (size_t i = 1; i <= path.size(); ++i)
-    if (i == path.size() || path[i] == '/') ::mkdir(path.substr(0, i).c_str(), 0755);
 }
 
 std::string Slurp(const std::string& path) {
@@ -132,7 +128,10 @@ int Run() {
     const char* home = std::getenv("HOME");
     cache = c && *c ? absl::StrCat(c, "/results") : absl::StrCat(home ? home : "/tmp", "/.cache/fgl/results");
   }
-  MakeDirs(cache);
+  if (absl::Status s = graph::io::MakeDirs(cache); !s.ok()) {
+    LOG(ERROR) << s;
+    return 1;
+  }
   const std::string run_binary = Absolute(absl::GetFlag(FLAGS_run_binary));
   // experiments/<paper>/<table>.textproto -> reports/<paper>/<table>.*
   const size_t slash = table_path.find_last_of('/');
@@ -144,7 +143,10 @@ int Run() {
     report_dir = absl::StrCat(Workspace(), "/experiments/", quick ? "reports-quick" : "reports");
   }
   report_dir = absl::StrCat(report_dir, "/", paper);
-  MakeDirs(report_dir);
+  if (absl::Status s = graph::io::MakeDirs(report_dir); !s.ok()) {
+    LOG(ERROR) << s;
+    return 1;
+  }
 
   std::map<std::pair<std::string, std::string>, CellResult> results;
   std::map<std::pair<std::string, std::string>, std::string> first_rounds;  // for the plot

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "graph/testing/tensor_values.h"
 #include "graph/testing/tiny_graphs.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
@@ -14,9 +15,7 @@ using ::fgl::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::vector<int64_t> Vec(const torch::Tensor& t) {
-  return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
-}
+std::vector<int64_t> Vec(const torch::Tensor& t) { return testing::Vec<int64_t>(t); }
 
 TEST(CsrFromEdgesTest, SymmetrisesMergesAndDropsSelfLoops) {
   // edges (0,1), (1,0), (2,2), (1,2): A = [[0,1,0],[1,0,1],[0,1,0]].

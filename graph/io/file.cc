@@ -49,6 +49,17 @@ absl::StatusOr<std::string> ReadFileBytes(const std::string& path, const std::st
   return bytes;
 }
 
+absl::Status MakeDirs(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i < path.size() && path[i] != '/') continue;
+    const std::string prefix = path.substr(0, i);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::UnavailableError(absl::StrCat("mkdir ", prefix, ": ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ReadMaybeGzip(const std::string& path, const std::string& dataset,
                                           size_t max_bytes) {
   if (!absl::EndsWith(path, ".gz")) return ReadFileBytes(path, dataset, max_bytes);

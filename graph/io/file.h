@@ -20,6 +20,9 @@ absl::Status MissingDatasetFile(const std::string& path, const std::string& data
 // True if `path` names an existing regular file.
 bool FileExists(const std::string& path);
 
+// mkdir -p: creates `path` and its missing parents; Unavailable naming the directory on failure.
+absl::Status MakeDirs(const std::string& path);
+
 // Reads a whole .gz file (gzip, via zlib) or a plain file if it does not end in ".gz".
 absl::StatusOr<std::string> ReadMaybeGzip(const std::string& path, const std::string& dataset = "",
                                           size_t max_bytes = size_t{8} << 30);

@@ -16,6 +16,7 @@
 #include "graph/io/heterophilous.h"
 #include "graph/io/npy.h"
 #include "graph/io/npz_writer.h"
+#include "graph/testing/tensor_values.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
 
@@ -28,11 +29,7 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using testing::NpyFromValues;
 
-template <typename T>
-std::vector<T> Vec(const torch::Tensor& t) {
-  torch::Tensor c = t.contiguous();
-  return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
-}
+using ::fgl::graph::testing::Vec;
 
 void WriteText(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;

@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "graph/io/npy.h"
 #include "graph/io/npz_writer.h"
+#include "graph/testing/tensor_values.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
 
@@ -23,11 +24,7 @@ using testing::NpyBytes;
 using testing::NpyFromValues;
 using testing::NpzMember;
 
-template <typename T>
-std::vector<T> Vec(const torch::Tensor& t) {
-  torch::Tensor c = t.contiguous();
-  return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
-}
+using ::fgl::graph::testing::Vec;
 
 // A 4-node file shaped like the real ones, with the quirks they may have:
 //   stored adjacency (not symmetric, one duplicate, one self-loop, node 3 isolated)

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "graph/io/npy.h"
 #include "graph/io/npz_writer.h"
+#include "graph/testing/tensor_values.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
 
@@ -25,11 +26,7 @@ using testing::NpyBytes;
 using testing::NpyFromValues;
 using testing::NpzMember;
 
-template <typename T>
-std::vector<T> Vec(const torch::Tensor& t) {
-  torch::Tensor c = t.contiguous();
-  return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
-}
+using ::fgl::graph::testing::Vec;
 
 // 4 nodes, edges (0,1) (1,0) (2,2) (1,2) (0,1): a reverse duplicate, a repeat and a self-loop
 // -> undirected 0-1, 1-2: row_ptr [0, 1, 3, 4, 4], col [1, 0, 2, 1].

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "graph/io/npz_writer.h"
+#include "graph/testing/tensor_values.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
 
@@ -19,10 +20,7 @@ using testing::NpyBytesWithDict;
 using testing::NpyFromValues;
 using testing::NpzBytes;
 
-template <typename T>
-std::vector<T> Vec(const torch::Tensor& t) {
-  return std::vector<T>(t.data_ptr<T>(), t.data_ptr<T>() + t.numel());
-}
+using ::fgl::graph::testing::Vec;
 
 TEST(NpyHeaderTest, ParsesVersionsOneTwoAndThree) {
   for (int v : {1, 2, 3}) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "graph/testing/tensor_values.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
 
@@ -20,11 +21,7 @@ using ::fgl::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-template <typename T>
-std::vector<T> Vec(const torch::Tensor& t) {
-  torch::Tensor c = t.contiguous();
-  return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
-}
+using ::fgl::graph::testing::Vec;
 
 void WriteGzip(const std::string& path, const std::string& text) {
   gzFile f = gzopen(path.c_str(), "wb");

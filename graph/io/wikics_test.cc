@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "graph/io/npz_writer.h"
+#include "graph/testing/tensor_values.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
 
@@ -25,11 +26,7 @@ using ::fgl::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-template <typename T>
-std::vector<T> Vec(const torch::Tensor& t) {
-  torch::Tensor c = t.contiguous();
-  return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
-}
+using ::fgl::graph::testing::Vec;
 
 // The top-level members of a data.json as raw JSON text, in file order.
 using Members = std::vector<std::pair<std::string, std::string>>;

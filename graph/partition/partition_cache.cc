@@ -50,19 +50,6 @@ void PutList(std::string& out, const std::vector<int64_t>& v) {
   for (int64_t x : v) PutU64(out, static_cast<uint64_t>(x));
 }
 
-absl::Status MakeDirs(const std::string& path) {
-  std::string prefix;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      prefix = path.substr(0, i);
-      if (!prefix.empty() && ::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-        return absl::UnavailableError(absl::StrCat("mkdir ", prefix, ": ", std::strerror(errno)));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 uint64_t DatasetContentHash(const Dataset& d) {
@@ -170,7 +157,7 @@ absl::StatusOr<Partition> CachedPartition(const Partitioner& partitioner, const 
   }
   auto p = partitioner.Run(dataset, num_clients, seed);
   if (!p.ok()) return p;
-  if (auto s = MakeDirs(cache_dir); !s.ok()) {
+  if (auto s = io::MakeDirs(cache_dir); !s.ok()) {
     LOG(WARNING) << "partition cache disabled: " << s;
     return p;
   }
