@@ -9,9 +9,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "fl/proto/message.pb.h"
+#include "fl/tensor_codec.h"
 #include "graph/dataset.h"
 #include "nn/graph_view.h"
 
@@ -70,6 +72,13 @@ class ClientAlgorithm {
   virtual absl::Status RestoreState(const proto::Message& state) = 0;
 };
 
+// A model the server produced in the last FinishRound() and the clients whose replies formed it.
+// `parameters` are the server's live tensors: a post-processor may refine them in place.
+struct ServerAggregate {
+  NamedTensors parameters;
+  std::vector<int> clients;  // ascending client ids
+};
+
 class ServerAlgorithm {
  public:
   virtual ~ServerAlgorithm() = default;
@@ -89,6 +98,10 @@ class ServerAlgorithm {
   // The server's state between rounds, for checkpoints (see ClientAlgorithm::SaveState).
   virtual absl::StatusOr<proto::Message> SaveState() const = 0;
   virtual absl::Status RestoreState(const proto::Message& state) = 0;
+  // The models the last FinishRound() produced: one global model, or one per cluster/client for
+  // personalised methods. Empty when the method exposes none (then no server-side plug-in such
+  // as FedTAD's distillation can run after it).
+  virtual std::vector<ServerAggregate> Aggregates() { return {}; }
 };
 
 }  // namespace fgl::fl

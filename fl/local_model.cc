@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "fl/optimizer_state.h"
 #include "nn/losses/losses.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -35,14 +36,14 @@ NamedTensors LocalModel::Parameters(const std::string& group) const {
   return out;
 }
 
-absl::Status LocalModel::Train(int epochs, uint64_t seed, const std::function<torch::Tensor()>& extra_loss) {
+absl::Status LocalModel::Train(int epochs, uint64_t seed, const Hooks& hooks) {
   nn::DropoutSeedScope dropout_stream(seed);  // per client, whatever thread trains it
   model_->train();
   for (int e = 0; e < epochs; ++e) {
     optimizer_->zero_grad();
-    torch::Tensor loss = nn::MaskedCrossEntropy(model_->forward(*data_->features, *data_->view).logits,
-                                                data_->labels, data_->split.train);
-    if (extra_loss) loss = loss + extra_loss();
+    const nn::ModelOutput out = model_->forward(*data_->features, *data_->view);
+    torch::Tensor loss = nn::MaskedCrossEntropy(out.logits, data_->labels, data_->split.train);
+    if (hooks.extra_loss) loss = loss + hooks.extra_loss(out);
     const double value = loss.item<double>();
     last_loss_ = value;
     if (!std::isfinite(value)) {
@@ -50,6 +51,7 @@ absl::Status LocalModel::Train(int epochs, uint64_t seed, const std::function<to
           absl::StrCat("client ", data_->id, ": local loss is ", value, " at epoch ", e + 1));
     }
     loss.backward();
+    if (hooks.after_backward) hooks.after_backward();
     optimizer_->step();
   }
   return absl::OkStatus();
@@ -66,42 +68,16 @@ torch::Tensor LocalModel::Predict() {
 proto::Message LocalModel::SaveState() const {
   proto::Message m;
   m.mutable_header()->set_type("local_model.state");
-  NamedTensors tensors = Parameters();
-  auto& state = optimizer_->state();
-  for (const auto& [name, p] : Parameters()) {
-    auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
-    if (it == state.end()) continue;  // not stepped yet
-    const auto& s = static_cast<const torch::optim::AdamParamState&>(*it->second);
-    tensors.emplace_back("adam.exp_avg." + name, s.exp_avg());
-    tensors.emplace_back("adam.exp_avg_sq." + name, s.exp_avg_sq());
-    (*m.mutable_scalars())["adam.step." + name] = static_cast<double>(s.step());
-  }
-  AddTensors(tensors, &m);
+  AddTensors(Parameters(), &m);
+  SaveAdamState(*optimizer_, Parameters(), "adam.", &m);
   return m;
 }
 
 absl::Status LocalModel::RestoreState(const proto::Message& m) {
   FGL_RETURN_IF_ERROR(LoadTensors(m, Parameters()));
   FGL_ASSIGN_OR_RETURN(auto tensors, DecodeTensors(m));
-  auto& state = optimizer_->state();
-  state.clear();
-  for (const auto& [name, p] : Parameters()) {
-    auto step = m.scalars().find("adam.step." + name);
-    if (step == m.scalars().end()) continue;
-    auto avg = tensors.find("adam.exp_avg." + name);
-    auto sq = tensors.find("adam.exp_avg_sq." + name);
-    if (avg == tensors.end() || sq == tensors.end() || avg->second.sizes() != p.sizes() ||
-        sq->second.sizes() != p.sizes() || step->second < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("client ", data_->id,
-                                                     ": bad optimiser state for '", name, "'"));
-    }
-    auto s = std::make_unique<torch::optim::AdamParamState>();
-    s->step(static_cast<int64_t>(step->second));
-    s->exp_avg(avg->second.to(p.device()));
-    s->exp_avg_sq(sq->second.to(p.device()));
-    state[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(s);
-  }
-  return absl::OkStatus();
+  return RestoreAdamState(m, tensors, Parameters(), "adam.", absl::StrCat("client ", data_->id),
+                          optimizer_.get());
 }
 
 absl::StatusOr<torch::Tensor> LocalModel::Predict(const proto::Message* global) {

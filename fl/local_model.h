@@ -27,10 +27,19 @@ class LocalModel {
   // The parameters the method exchanges: Parameters(config.shared_group).
   NamedTensors SharedParameters() const;
 
-  // `epochs` full-batch steps of masked cross-entropy on the client's training nodes, plus
-  // `extra_loss()` when given (e.g. FedProx's proximal term). Dropout draws from `seed`.
-  // InvalidArgument if the loss becomes NaN/Inf (the caller leaves this client out).
-  absl::Status Train(int epochs, uint64_t seed, const std::function<torch::Tensor()>& extra_loss = {});
+  // What a method adds to plain local training; every member is optional.
+  struct Hooks {
+    // A term added to the cross-entropy, given this epoch's forward pass (FedProx's proximal
+    // term, MOON's contrastive term).
+    std::function<torch::Tensor(const nn::ModelOutput&)> extra_loss;
+    // Runs after backward, before the optimiser step: gradient corrections (SCAFFOLD, FedDC).
+    std::function<void()> after_backward;
+  };
+
+  // `epochs` full-batch steps of masked cross-entropy on the client's training nodes, plus the
+  // hooks. Dropout draws from `seed`. InvalidArgument if the loss becomes NaN/Inf (the caller
+  // leaves this client out).
+  absl::Status Train(int epochs, uint64_t seed, const Hooks& hooks = {});
 
   // The training loss of the last epoch Train() ran (NaN before any).
   double last_loss() const { return last_loss_; }

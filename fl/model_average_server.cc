@@ -1,6 +1,8 @@
 #include "fl/model_average_server.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -64,11 +66,19 @@ absl::Status ModelAverageServer::Accumulate(const proto::Message& reply) {
                                                      ": missing or misshapen tensor '", name, "'"));
     }
   }
-  return mean_->Accumulate(tensors, weight->second);
+  FGL_RETURN_IF_ERROR(mean_->Accumulate(tensors, weight->second));
+  accumulated_.push_back(reply.header().sender());
+  return absl::OkStatus();
+}
+
+std::vector<ServerAggregate> ModelAverageServer::Aggregates() {
+  return {ServerAggregate{GlobalParameters(), last_round_clients_}};
 }
 
 absl::Status ModelAverageServer::FinishRound(const RoundInfo& round) {
   std::unique_ptr<WeightedMean> mean = std::exchange(mean_, std::make_unique<WeightedMean>());
+  last_round_clients_ = std::exchange(accumulated_, {});
+  std::sort(last_round_clients_.begin(), last_round_clients_.end());
   if (!mean->CanReport()) return absl::OkStatus();  // nobody replied: keep the global model
   FGL_ASSIGN_OR_RETURN(auto averaged, std::move(*mean).Report());
   torch::NoGradGuard no_grad;
@@ -91,6 +101,76 @@ absl::StatusOr<proto::Message> ModelAverageServer::SaveState() const {
 
 absl::Status ModelAverageServer::RestoreState(const proto::Message& state) {
   return LoadTensors(state, GlobalParameters());
+}
+
+absl::StatusOr<std::unique_ptr<ModelAndMeanServer>> ModelAndMeanServer::Create(
+    const MethodConfig& config, const std::string& type, const std::string& prefix) {
+  FGL_ASSIGN_OR_RETURN(std::unique_ptr<ModelAverageServer> model, ModelAverageServer::Create(config, type));
+  NamedTensors side;
+  for (const auto& [name, p] : model->GlobalParameters()) side.emplace_back(name, torch::zeros_like(p));
+  return std::unique_ptr<ModelAndMeanServer>(new ModelAndMeanServer(std::move(model), prefix, std::move(side)));
+}
+
+absl::StatusOr<proto::Message> ModelAndMeanServer::Broadcast(const RoundInfo& round) {
+  FGL_ASSIGN_OR_RETURN(proto::Message m, model_->Broadcast(round));
+  AddTensors(WithPrefix(prefix_, side_), &m);
+  return m;
+}
+
+absl::Status ModelAndMeanServer::Accumulate(const proto::Message& reply) {
+  proto::Message model_part = reply;
+  FGL_ASSIGN_OR_RETURN(auto side, TakeTensors(prefix_, &model_part));
+  for (const auto& [name, t] : side_) {
+    auto it = side.find(name);
+    if (it == side.end() || it->second.sizes() != t.sizes()) {
+      return absl::InvalidArgumentError(absl::StrCat("reply from client ", reply.header().sender(),
+                                                     ": missing or misshapen tensor '", prefix_, name, "'"));
+    }
+  }
+  if (side.size() != side_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("reply from client ", reply.header().sender(), " has ",
+                                                   side.size(), " '", prefix_, "' tensors, expected ", side_.size()));
+  }
+  // Both parts are checked before either is used: a bad reply leaves no trace.
+  for (const auto& [name, t] : side) {
+    if (!torch::isfinite(t).all().item<bool>()) {
+      return absl::InvalidArgumentError(absl::StrCat("reply from client ", reply.header().sender(), ": '",
+                                                     prefix_, name, "' is not finite"));
+    }
+  }
+  FGL_RETURN_IF_ERROR(model_->Accumulate(model_part));
+  return side_mean_->Accumulate(side, 1.0);
+}
+
+absl::Status ModelAndMeanServer::FinishRound(const RoundInfo& round) {
+  FGL_RETURN_IF_ERROR(model_->FinishRound(round));
+  std::unique_ptr<WeightedMean> mean = std::exchange(side_mean_, std::make_unique<WeightedMean>());
+  if (!mean->CanReport()) return absl::OkStatus();
+  FGL_ASSIGN_OR_RETURN(auto averaged, std::move(*mean).Report());
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : side_) t.copy_(averaged.at(name));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<proto::Message> ModelAndMeanServer::SaveState() const {
+  FGL_ASSIGN_OR_RETURN(proto::Message m, model_->SaveState());
+  AddTensors(WithPrefix(prefix_, side_), &m);
+  return m;
+}
+
+absl::Status ModelAndMeanServer::RestoreState(const proto::Message& state) {
+  proto::Message model_part = state;
+  FGL_ASSIGN_OR_RETURN(auto side, TakeTensors(prefix_, &model_part));
+  FGL_RETURN_IF_ERROR(model_->RestoreState(model_part));
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : side_) {
+    auto it = side.find(name);
+    if (it == side.end() || it->second.sizes() != t.sizes()) {
+      return absl::InvalidArgumentError(absl::StrCat("server state lacks '", prefix_, name, "'"));
+    }
+    t.copy_(it->second);
+  }
+  return absl::OkStatus();
 }
 
 proto::Message ModelReply(const NamedTensors& parameters, int64_t num_nodes, int client_id,

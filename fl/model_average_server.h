@@ -25,6 +25,8 @@ class ModelAverageServer : public ServerAlgorithm {
   absl::Status FinishRound(const RoundInfo& round) override;
   absl::StatusOr<proto::Message> SaveState() const override;
   absl::Status RestoreState(const proto::Message& state) override;
+  // The global model and the clients averaged into it in the last round.
+  std::vector<ServerAggregate> Aggregates() override;
 
   // The shared parameters of the global model.
   NamedTensors GlobalParameters() const;
@@ -37,6 +39,32 @@ class ModelAverageServer : public ServerAlgorithm {
   std::string group_;
   std::string type_;
   std::unique_ptr<WeightedMean> mean_;
+  std::vector<int> accumulated_, last_round_clients_;
+};
+
+// The FedAvg server plus a second state that travels beside the model: tensors named
+// "<prefix><parameter name>", shaped like the shared parameters and starting at zero, broadcast
+// with the model and replaced each round by the plain (unweighted) mean of the sampled clients'
+// uploads under the same prefix. SCAFFOLD's server control variate, FedDC's mean update.
+class ModelAndMeanServer : public ServerAlgorithm {
+ public:
+  static absl::StatusOr<std::unique_ptr<ModelAndMeanServer>> Create(const MethodConfig& config,
+                                                                     const std::string& type,
+                                                                     const std::string& prefix);
+  absl::StatusOr<proto::Message> Broadcast(const RoundInfo& round) override;
+  absl::Status Accumulate(const proto::Message& reply) override;
+  absl::Status FinishRound(const RoundInfo& round) override;
+  absl::StatusOr<proto::Message> SaveState() const override;
+  absl::Status RestoreState(const proto::Message& state) override;
+  std::vector<ServerAggregate> Aggregates() override { return model_->Aggregates(); }
+
+ private:
+  ModelAndMeanServer(std::unique_ptr<ModelAverageServer> model, std::string prefix, NamedTensors side)
+      : model_(std::move(model)), prefix_(std::move(prefix)), side_(std::move(side)) {}
+  std::unique_ptr<ModelAverageServer> model_;
+  std::string prefix_;
+  NamedTensors side_;
+  std::unique_ptr<WeightedMean> side_mean_ = std::make_unique<WeightedMean>();
 };
 
 // Create() as a ServerAlgorithm, for method registrations.

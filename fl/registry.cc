@@ -14,6 +14,7 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::map<std::string, MethodFactories> methods;
+  std::map<std::string, PluginFactories> plugins;
 };
 
 Registry& Get() {
@@ -34,7 +35,44 @@ void RegisterMethod(const std::string& name, MethodFactories factories) {
   CHECK(r.methods.emplace(name, std::move(factories)).second) << "method '" << name << "' registered twice";
 }
 
+void RegisterPlugin(const std::string& name, PluginFactories factories) {
+  Registry& r = Get();
+  std::lock_guard<std::mutex> lock(r.mu);
+  CHECK(r.plugins.emplace(name, std::move(factories)).second) << "plug-in '" << name << "' registered twice";
+}
+
+MethodFactories Compose(MethodFactories base, PluginFactories plugin) {
+  MethodFactories out;
+  out.client = [base, plugin](std::shared_ptr<const ClientData> data, const MethodConfig& config)
+      -> absl::StatusOr<std::unique_ptr<ClientAlgorithm>> {
+    auto inner = base.client(data, config);
+    if (!inner.ok()) return inner.status();
+    return plugin.client(*std::move(inner), std::move(data), config);
+  };
+  out.server = [base, plugin](const MethodConfig& config) -> absl::StatusOr<std::unique_ptr<ServerAlgorithm>> {
+    auto inner = base.server(config);
+    if (!inner.ok()) return inner.status();
+    return plugin.server(*std::move(inner), config);
+  };
+  return out;
+}
+
 absl::StatusOr<MethodFactories> FindMethod(const std::string& name) {
+  if (const size_t plus = name.rfind('+'); plus != std::string::npos) {
+    absl::StatusOr<MethodFactories> base = FindMethod(name.substr(0, plus));
+    if (!base.ok()) return base.status();
+    const std::string plugin = name.substr(plus + 1);
+    Registry& r = Get();
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto it = r.plugins.find(plugin);
+    if (it == r.plugins.end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, f] : r.plugins) names.push_back(n);
+      return absl::NotFoundError(absl::StrCat("unknown plug-in '", plugin, "' in method '", name,
+                                              "'; registered plug-ins: ", absl::StrJoin(names, ", ")));
+    }
+    return Compose(*std::move(base), it->second);
+  }
   Registry& r = Get();
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.methods.find(name);
@@ -52,6 +90,14 @@ std::vector<std::string> MethodNames() {
   std::lock_guard<std::mutex> lock(r.mu);
   std::vector<std::string> names;
   for (const auto& [n, f] : r.methods) names.push_back(n);
+  return names;
+}
+
+std::vector<std::string> PluginNames() {
+  Registry& r = Get();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> names;
+  for (const auto& [n, f] : r.plugins) names.push_back(n);
   return names;
 }
 

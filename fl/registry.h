@@ -23,13 +23,37 @@ struct MethodFactories {
   ServerFactory server;
 };
 
+// A server-side plug-in wraps any method's client and server: "fedprox+fedtad" is FedProx with
+// FedTAD's distillation after each aggregation. The wrappers get the base method's algorithms.
+using ClientWrapper = std::function<absl::StatusOr<std::unique_ptr<ClientAlgorithm>>(
+    std::unique_ptr<ClientAlgorithm> base, std::shared_ptr<const ClientData> data,
+    const MethodConfig& config)>;
+using ServerWrapper = std::function<absl::StatusOr<std::unique_ptr<ServerAlgorithm>>(
+    std::unique_ptr<ServerAlgorithm> base, const MethodConfig& config)>;
+
+struct PluginFactories {
+  ClientWrapper client;
+  ServerWrapper server;
+};
+
 void RegisterMethod(const std::string& name, MethodFactories factories);
+void RegisterPlugin(const std::string& name, PluginFactories factories);
+// "method" or "method+plugin[+plugin...]"; NotFound names the unknown part.
 absl::StatusOr<MethodFactories> FindMethod(const std::string& name);
 std::vector<std::string> MethodNames();
+std::vector<std::string> PluginNames();
+// The method `base` with `plugin` wrapped around its client and server.
+MethodFactories Compose(MethodFactories base, PluginFactories plugin);
 
 struct MethodRegistrar {
   MethodRegistrar(const std::string& name, MethodFactories factories) {
     RegisterMethod(name, std::move(factories));
+  }
+};
+
+struct PluginRegistrar {
+  PluginRegistrar(const std::string& name, PluginFactories factories) {
+    RegisterPlugin(name, std::move(factories));
   }
 };
 
@@ -41,5 +65,10 @@ struct MethodRegistrar {
 #define FGL_REGISTER_METHOD(name, client, server)                                     \
   static ::fgl::fl::MethodRegistrar FGL_REGISTRY_CONCAT_(fgl_method_registrar_, __LINE__)( \
       name, ::fgl::fl::MethodFactories{client, server})
+
+// FGL_REGISTER_PLUGIN("fedtad", ClientWrapper, ServerWrapper).
+#define FGL_REGISTER_PLUGIN(name, client, server)                                     \
+  static ::fgl::fl::PluginRegistrar FGL_REGISTRY_CONCAT_(fgl_plugin_registrar_, __LINE__)( \
+      name, ::fgl::fl::PluginFactories{client, server})
 
 #endif  // FGL_FL_REGISTRY_H_

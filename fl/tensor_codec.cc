@@ -97,4 +97,28 @@ absl::Status LoadTensors(const proto::Message& message, const NamedTensors& targ
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::map<std::string, torch::Tensor>> TakeTensors(const std::string& prefix,
+                                                                  proto::Message* message) {
+  proto::Message taken;
+  auto* tensors = message->mutable_tensors();
+  for (int i = 0; i < tensors->size();) {
+    if (tensors->Get(i).name().rfind(prefix, 0) == 0) {
+      *taken.add_tensors() = tensors->Get(i);
+      tensors->DeleteSubrange(i, 1);
+    } else {
+      ++i;
+    }
+  }
+  FGL_ASSIGN_OR_RETURN(auto decoded, DecodeTensors(taken));
+  std::map<std::string, torch::Tensor> out;
+  for (auto& [name, t] : decoded) out.emplace(name.substr(prefix.size()), std::move(t));
+  return out;
+}
+
+NamedTensors WithPrefix(const std::string& prefix, const NamedTensors& tensors) {
+  NamedTensors out;
+  for (const auto& [name, t] : tensors) out.emplace_back(prefix + name, t);
+  return out;
+}
+
 }  // namespace fgl::fl

@@ -35,6 +35,15 @@ absl::StatusOr<std::map<std::string, torch::Tensor>> DecodeTensors(const proto::
 // be present). Used to load received weights into a model without touching autograd.
 absl::Status LoadTensors(const proto::Message& message, const NamedTensors& targets);
 
+// Removes the tensors named "<prefix><name>" from `message` and returns them decoded, keyed by
+// <name>: how a method carries a second set of tensors (SCAFFOLD's control variates) beside
+// the model in one message.
+absl::StatusOr<std::map<std::string, torch::Tensor>> TakeTensors(const std::string& prefix,
+                                                                  proto::Message* message);
+
+// The same tensors named "<prefix><name>".
+NamedTensors WithPrefix(const std::string& prefix, const NamedTensors& tensors);
+
 }  // namespace fgl::fl
 
 #endif  // FGL_FL_TENSOR_CODEC_H_

@@ -24,12 +24,13 @@ class FedProxClient final : public fl::ModelClient {
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, params));
     std::vector<torch::Tensor> anchor;
     for (const auto& [name, p] : params) anchor.push_back(p.detach().clone());
-    auto proximal = [&] {
+    fl::LocalModel::Hooks hooks;
+    hooks.extra_loss = [&](const nn::ModelOutput&) {
       torch::Tensor sum = torch::zeros({}, params.front().second.options());
       for (size_t i = 0; i < params.size(); ++i) sum = sum + (params[i].second - anchor[i]).pow(2).sum();
       return 0.5 * mu * sum;
     };
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, proximal));
+    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
     fl::proto::Message reply = fl::ModelReply(params, data_->data.num_nodes(), data_->id, round, kType);
     fl::AddTrainLoss(model_->last_loss(), &reply);
     return reply;

@@ -1,5 +1,8 @@
 #include "nn/losses/losses.h"
 
+#include <cmath>
+
+#include "nn/ops/pairwise_abs_diff.h"
 #include "nn/ops/spmm.h"
 
 namespace fgl::nn {
@@ -81,6 +84,28 @@ torch::Tensor InfoNce(const torch::Tensor& anchor, const torch::Tensor& positive
   }
   torch::Tensor target = torch::arange(a.size(0), torch::TensorOptions(torch::kInt64).device(a.device()));
   return torch::nn::functional::cross_entropy(logits, target);
+}
+
+torch::Tensor GeneratorDiversity(const torch::Tensor& noise, const torch::Tensor& x) {
+  TORCH_CHECK(noise.dim() == 2 && x.dim() == 2 && noise.size(0) == x.size(0),
+              "GeneratorDiversity: noise and x need the same rows");
+  const torch::Tensor z = noise.detach();
+  const torch::Tensor noise_dist = torch::cdist(z, z, 2.0).pow(2) / static_cast<double>(z.size(1));
+  const torch::Tensor x_dist = x.device().is_cpu() && x.scalar_type() == torch::kFloat
+                                   ? PairwiseMeanAbsDiff(x)
+                                   : torch::cdist(x, x, 1.0) / static_cast<double>(x.size(1));
+  return torch::exp(torch::mean(-noise_dist * x_dist));
+}
+
+torch::Tensor ModelContrastive(const torch::Tensor& z, const torch::Tensor& positive,
+                               const torch::Tensor& negative, double tau, const torch::Tensor& mask) {
+  namespace F = torch::nn::functional;
+  const auto cos = F::CosineSimilarityFuncOptions().dim(1);
+  const torch::Tensor pos = F::cosine_similarity(z, positive.detach(), cos);
+  const torch::Tensor neg = F::cosine_similarity(z, negative.detach(), cos);
+  const torch::Tensor logits = torch::stack({pos, neg}, 1) / tau;
+  const torch::Tensor zeros = torch::zeros({z.size(0)}, z.options().dtype(torch::kLong));
+  return MaskedCrossEntropy(logits, zeros, mask);
 }
 
 }  // namespace fgl::nn

@@ -42,6 +42,19 @@ torch::Tensor CosineDistance(const torch::Tensor& a, const torch::Tensor& b,
 torch::Tensor InfoNce(const torch::Tensor& anchor, const torch::Tensor& positive, double tau,
                       const torch::Tensor& negatives = {});
 
+// FedGen's diversity term for a conditional generator: exp(-mean_{i,j} d_z(i,j) * d_x(i,j)) with
+// d_z the mean squared difference of noise rows and d_x the mean absolute difference of output
+// rows. Small when different noise gives different outputs. Pairwise L1 through cdist, so the
+// [B, B, F] difference tensor is never materialised. Gradient flows to `x` only.
+torch::Tensor GeneratorDiversity(const torch::Tensor& noise, const torch::Tensor& x);
+
+// MOON's model-contrastive term (Li et al. 2021): per row, cross-entropy of
+// [cos(z, positive), cos(z, negative)] / tau against the positive, averaged over the rows of
+// `mask` (undefined = all). `positive` and `negative` are constants.
+torch::Tensor ModelContrastive(const torch::Tensor& z, const torch::Tensor& positive,
+                               const torch::Tensor& negative, double tau,
+                               const torch::Tensor& mask = {});
+
 }  // namespace fgl::nn
 
 #endif  // FGL_NN_LOSSES_LOSSES_H_

@@ -1,3 +1,4 @@
+#include <cmath>
 #include "nn/losses/losses.h"
 
 #include "graph/testing/tiny_graphs.h"
@@ -60,6 +61,30 @@ TEST(LossesTest, MseCosineInfoNce) {
   torch::Tensor e = torch::eye(2);
   const double tau = 0.5;
   EXPECT_NEAR(InfoNce(e, e, tau).item<float>(), -std::log(std::exp(2.0) / (std::exp(2.0) + 1)), 1e-5);
+}
+
+TEST(LossesTest, GeneratorDiversityMatchesTheFormulaAndCdistGradient) {
+  torch::manual_seed(2);
+  const torch::Tensor z = torch::randn({7, 4});
+  const torch::Tensor x = torch::randn({7, 5}, torch::requires_grad());
+  // Naive: exp(-mean_ij mean_d (z_i - z_j)^2 * mean_d |x_i - x_j|).
+  const torch::Tensor dz = (z.unsqueeze(1) - z.unsqueeze(0)).pow(2).mean(2);
+  const torch::Tensor dx = (x.unsqueeze(1) - x.unsqueeze(0)).abs().mean(2);
+  const torch::Tensor want = torch::exp(-(dz * dx).mean());
+  const torch::Tensor got = GeneratorDiversity(z, x);
+  EXPECT_NEAR(got.item<float>(), want.item<float>(), 1e-5);
+  const torch::Tensor g_got = torch::autograd::grad({got}, {x})[0];
+  const torch::Tensor g_want = torch::autograd::grad({want}, {x})[0];
+  EXPECT_TRUE(torch::allclose(g_got, g_want, 1e-4, 1e-6));
+}
+
+TEST(LossesTest, ModelContrastivePrefersThePositive) {
+  const torch::Tensor z = torch::tensor({{1.f, 0.f}, {0.f, 1.f}});
+  const torch::Tensor near = torch::tensor({{2.f, 0.f}, {0.f, 3.f}});
+  const torch::Tensor far = torch::tensor({{-1.f, 0.f}, {0.f, -1.f}});
+  // cos = 1 with the positive and -1 with the negative: CE of [1, -1] / 0.5 against class 0.
+  EXPECT_NEAR(ModelContrastive(z, near, far, 0.5).item<float>(), std::log(1 + std::exp(-4.0)), 1e-5);
+  EXPECT_GT(ModelContrastive(z, far, near, 0.5).item<float>(), 3.9);
 }
 
 }  // namespace

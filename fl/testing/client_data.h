@@ -1,0 +1,17 @@
+// One client's data on a small csbm graph, for method unit tests.
+#ifndef FGL_FL_TESTING_CLIENT_DATA_H_
+#define FGL_FL_TESTING_CLIENT_DATA_H_
+
+#include <memory>
+
+#include "fl/algorithm.h"
+
+namespace fgl::fl::testing {
+
+// A csbm graph (homophily 0.85) with a 20/40/40 stratified split, on the CPU.
+std::shared_ptr<ClientData> CsbmClient(int64_t num_nodes, int64_t num_features, int64_t num_classes,
+                                       uint64_t seed, int id = 0);
+
+}  // namespace fgl::fl::testing
+
+#endif  // FGL_FL_TESTING_CLIENT_DATA_H_

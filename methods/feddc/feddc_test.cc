@@ -1,0 +1,57 @@
+// FedDC: the server averages theta + h, the drift lags one round (OpenFGL), and the penalty starts
+// in round 2.
+#include "fl/registry.h"
+#include "fl/testing/client_data.h"
+#include "gtest/gtest.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::methods::feddc {
+namespace {
+
+std::map<std::string, torch::Tensor> Take(const std::string& prefix, fl::proto::Message* m) {
+  auto t = fl::TakeTensors(prefix, m);
+  CHECK(t.ok()) << t.status();
+  return *t;
+}
+
+TEST(FedDcTest, DriftLagsAndServerAveragesDriftCorrectedModels) {
+  fl::MethodConfig config;
+  config.num_features = 8;
+  config.num_classes = 3;
+  config.seed = 4;
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("feddc"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  ASSERT_OK_AND_ASSIGN(auto client, f.client(fl::testing::CsbmClient(200, 8, 3, 10), config));
+  std::map<std::string, torch::Tensor> first_update;
+  for (int round = 1; round <= 2; ++round) {
+    const fl::RoundInfo info{round, static_cast<uint64_t>(round)};
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast(info));
+    fl::proto::Message g = global;
+    Take("update.", &g);
+    const auto w = *fl::DecodeTensors(g);
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, client->Train(global, info));
+    fl::proto::Message r = reply;
+    const auto drift = Take("drift.", &r);
+    const auto update = Take("update.", &r);
+    const auto theta = *fl::DecodeTensors(r);
+    for (const auto& [name, t] : theta) {
+      EXPECT_TRUE(torch::allclose(update.at(name), t - w.at(name), 1e-5, 1e-6)) << name;
+      // h lags: 0 after round 1, the round-1 update after round 2.
+      const torch::Tensor want = round == 1 ? torch::zeros_like(t) : first_update.at(name);
+      EXPECT_TRUE(torch::allclose(drift.at(name), want, 1e-5, 1e-6)) << name;
+    }
+    if (round == 1) first_update = update;
+    ASSERT_OK(server->Accumulate(reply));
+    ASSERT_OK(server->FinishRound(info));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message next, server->Broadcast(info));
+    const auto mean_update = Take("update.", &next);
+    const auto averaged = *fl::DecodeTensors(next);
+    for (const auto& [name, t] : theta) {
+      EXPECT_TRUE(torch::allclose(averaged.at(name), t + drift.at(name), 1e-5, 1e-6)) << name;
+      EXPECT_TRUE(torch::allclose(mean_update.at(name), update.at(name), 1e-5, 1e-6)) << name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fgl::methods::feddc

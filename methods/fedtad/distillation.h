@@ -1,0 +1,99 @@
+// FedTAD's server loop (Alg. 1, B.1.3 d of the note): data-free distillation of the local models'
+// reliable class-wise knowledge into an aggregated model, on generated pseudo graphs.
+#ifndef FGL_METHODS_FEDTAD_DISTILLATION_H_
+#define FGL_METHODS_FEDTAD_DISTILLATION_H_
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fl/proto/message.pb.h"
+#include "fl/tensor_codec.h"
+#include "methods/fedtad/generator.h"
+#include "nn/models/gnn_model.h"
+
+namespace fgl::methods::fedtad {
+
+// Which form of L_sem, L_div and L_diverg (B.1.5). kCode: the official code (class-mean CE,
+// FedGen diversity per teacher, L1 on logits); kPaper: Eqs. 8-10 (sums over nodes, mean pairwise
+// cosine, KL(global || local)).
+enum class LossForm { kCode = 0, kPaper = 1 };
+
+struct DistillationOptions {
+  int iterations = 5;       // I
+  int generator_steps = 1;  // I_g
+  int distill_steps = 5;    // I_d
+  int64_t num_pseudo = 100;  // B
+  int64_t noise_dim = 32;
+  int64_t knn = 5;
+  float self_loop_weight = 2.0f;
+  double generator_lr = 1e-3, generator_weight_decay = 5e-4;
+  double distill_lr = 1e-3, distill_weight_decay = 5e-4;
+  double lambda_sem = 1.0, lambda_div = 1.0;
+  // Fig. 4(b): each term of the generator's objective can be removed.
+  bool use_sem = true, use_div = true, use_diverg = true;
+  LossForm loss_form = LossForm::kCode;
+  // Frozen models (teachers, and the global model in the generator step) keep dropout on, as the
+  // official code's always-on dropout does.
+  bool dropout_at_eval = false;
+};
+
+// One local model and its per-class weight [C] (reliability normalised across the teachers).
+struct Teacher {
+  fl::NamedTensors parameters;
+  torch::Tensor weight;
+};
+
+// phi [K, C] -> phi[k, c] / sum_k phi[k, c] (0 where a class has no reliability anywhere): the
+// paper's normalisation across clients.
+torch::Tensor NormalizeAcrossClients(const torch::Tensor& phi);
+
+class DataFreeDistiller {
+ public:
+  // Models are `model_spec` (the clients' architecture); the generator is initialised from `seed`.
+  static absl::StatusOr<std::unique_ptr<DataFreeDistiller>> Create(
+      const std::string& model_spec, int64_t num_features, int64_t num_classes,
+      const DistillationOptions& options, uint64_t seed, torch::Device device);
+
+  // Refines `student` (live tensors, e.g. the server's global model) in place. `slot` selects
+  // the persistent optimiser of this aggregate (one per cluster for personalised bases). The
+  // generator and both optimisers persist across calls, as in the official code.
+  absl::Status Distill(const fl::NamedTensors& student, const std::vector<Teacher>& teachers,
+                       int slot, uint64_t seed);
+
+  // Generator and optimiser states under "fedtad." names, for checkpoints.
+  void SaveState(fl::proto::Message* message) const;
+  absl::Status RestoreState(const fl::proto::Message& message);
+
+  const DistillationOptions& options() const { return options_; }
+
+ private:
+  struct Student {
+    std::shared_ptr<nn::GnnModel> model;
+    std::unique_ptr<torch::optim::Adam> optimizer;
+  };
+  DataFreeDistiller(std::string model_spec, int64_t num_features, int64_t num_classes,
+                    DistillationOptions options, torch::Device device);
+  absl::StatusOr<Student*> GetStudent(int slot);
+  absl::Status LoadTeachers(const std::vector<Teacher>& teachers);
+  torch::Tensor TeacherLoss(const torch::Tensor& student_logits, const torch::Tensor& teacher_logits,
+                            const torch::Tensor& node_weight) const;
+
+  std::string model_spec_;
+  int64_t num_features_, num_classes_;
+  DistillationOptions options_;
+  torch::Device device_;
+  ConditionalGenerator generator_{nullptr};
+  std::unique_ptr<torch::optim::Adam> generator_optimizer_;
+  torch::Tensor labels_;       // pseudo labels [B]
+  torch::Tensor class_size_;   // pseudo nodes per class [C]
+  std::vector<std::shared_ptr<nn::GnnModel>> teacher_models_;
+  std::vector<Student> students_;
+};
+
+}  // namespace fgl::methods::fedtad
+
+#endif  // FGL_METHODS_FEDTAD_DISTILLATION_H_

@@ -1,0 +1,252 @@
+// FedTAD (Zhu et al., IJCAI 2024) as a server-side plug-in: clients upload their class-wise
+// knowledge reliability once (Prepare), train exactly as the base method does, and after the
+// base method's aggregation the server distils the reliable knowledge of this round's local models
+// into every aggregate it produced. "fedtad" is FedAvg with the plug-in; "<base>+fedtad" any
+// other method whose server exposes its aggregates.
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "fl/registry.h"
+#include "graph/random.h"
+#include "methods/fedtad/distillation.h"
+#include "methods/fedtad/reliability.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::methods::fedtad {
+namespace {
+
+constexpr char kReliability[] = "fedtad.reliability";
+constexpr char kBasePrepared[] = "fedtad.base_prepared";
+
+DistillationOptions OptionsFrom(const fl::MethodConfig& c) {
+  DistillationOptions o;
+  o.iterations = static_cast<int>(c.Param("iterations", o.iterations));
+  o.generator_steps = static_cast<int>(c.Param("generator_steps", o.generator_steps));
+  o.distill_steps = static_cast<int>(c.Param("distill_steps", o.distill_steps));
+  o.num_pseudo = static_cast<int64_t>(c.Param("num_pseudo", o.num_pseudo));
+  o.noise_dim = static_cast<int64_t>(c.Param("noise_dim", o.noise_dim));
+  o.knn = static_cast<int64_t>(c.Param("knn", o.knn));
+  o.self_loop_weight = static_cast<float>(c.Param("self_loop_weight", o.self_loop_weight));
+  o.generator_lr = c.Param("generator_lr", o.generator_lr);
+  o.distill_lr = c.Param("distill_lr", o.distill_lr);
+  o.lambda_sem = c.Param("lambda_sem", o.lambda_sem);
+  o.lambda_div = c.Param("lambda_div", o.lambda_div);
+  o.use_sem = c.Param("use_sem", 1) != 0;
+  o.use_div = c.Param("use_div", 1) != 0;
+  o.use_diverg = c.Param("use_diverg", 1) != 0;
+  o.loss_form = c.Param("loss_form", 0) != 0 ? LossForm::kPaper : LossForm::kCode;
+  o.dropout_at_eval = c.dropout_at_eval;
+  return o;
+}
+
+// The base client plus the one-off reliability upload.
+class FedTadClient final : public fl::ClientAlgorithm {
+ public:
+  FedTadClient(std::unique_ptr<fl::ClientAlgorithm> base, std::shared_ptr<const fl::ClientData> data,
+               const fl::MethodConfig& config)
+      : base_(std::move(base)), data_(std::move(data)), config_(config) {}
+
+  absl::StatusOr<std::optional<fl::proto::Message>> Prepare() override {
+    FGL_ASSIGN_OR_RETURN(std::optional<fl::proto::Message> base, base_->Prepare());
+    fl::proto::Message m = base.has_value() ? *std::move(base) : fl::proto::Message();
+    if (!base.has_value()) {
+      m.mutable_header()->set_type("fedtad.reliability");
+      m.mutable_header()->set_sender(data_->id);
+    }
+    (*m.mutable_scalars())[kBasePrepared] = base.has_value() ? 1 : 0;
+    const int kind = static_cast<int>(config_.Param("reliability", 0));
+    if (kind < 0 || kind > 2) return absl::InvalidArgumentError(absl::StrCat("fedtad: reliability kind ", kind));
+    FGL_ASSIGN_OR_RETURN(torch::Tensor phi,
+                         ClassReliability(data_->data.graph, data_->data.features, data_->data.labels,
+                                          data_->split.train, config_.num_classes,
+                                          static_cast<ReliabilityKind>(kind),
+                                          static_cast<int>(config_.Param("walk_length", 5))));
+    // The privacy variant perturbs what leaves the client, with the client's own randomness.
+    if (const double sigma = config_.Param("reliability_noise", 0); sigma > 0) {
+      phi = PerturbReliability(phi, sigma, graph::Rng::Derive(config_.seed, absl::StrCat("client/", data_->id)));
+    }
+    fl::AddTensors({{kReliability, phi}}, &m);
+    return m;
+  }
+  absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server,
+                                           const fl::RoundInfo& round) override {
+    return base_->Train(from_server, round);
+  }
+  absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
+    return base_->Predict(global);
+  }
+  absl::StatusOr<fl::proto::Message> SaveState() const override { return base_->SaveState(); }
+  absl::Status RestoreState(const fl::proto::Message& state) override { return base_->RestoreState(state); }
+
+ private:
+  std::unique_ptr<fl::ClientAlgorithm> base_;
+  std::shared_ptr<const fl::ClientData> data_;
+  fl::MethodConfig config_;
+};
+
+// The base server; after each of its rounds, distillation into each of its aggregates.
+class FedTadServer final : public fl::ServerAlgorithm {
+ public:
+  FedTadServer(std::unique_ptr<fl::ServerAlgorithm> base, std::unique_ptr<DataFreeDistiller> distiller,
+               int64_t num_classes)
+      : base_(std::move(base)), distiller_(std::move(distiller)), num_classes_(num_classes) {}
+
+  absl::Status AcceptPreparation(const fl::proto::Message& message) override {
+    const int sender = message.header().sender();
+    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(message));
+    auto phi = tensors.find(kReliability);
+    if (phi == tensors.end() || phi->second.numel() != num_classes_ || phi->second.dim() != 1 ||
+        !torch::isfinite(phi->second).all().item<bool>() || (phi->second < 0).any().item<bool>()) {
+      return absl::InvalidArgumentError(absl::StrCat("fedtad: client ", sender, " sent no valid '",
+                                                     kReliability, "' [", num_classes_, "] (finite, >= 0)"));
+    }
+    if (reliability_.count(sender)) {
+      return absl::InvalidArgumentError(absl::StrCat("fedtad: client ", sender, " prepared twice"));
+    }
+    reliability_[sender] = phi->second.to(torch::kFloat);
+    auto base_prepared = message.scalars().find(kBasePrepared);
+    if (base_prepared != message.scalars().end() && base_prepared->second != 0) {
+      fl::proto::Message inner = message;
+      inner.mutable_scalars()->erase(kBasePrepared);
+      for (int i = inner.tensors_size() - 1; i >= 0; --i) {
+        if (inner.tensors(i).name() == kReliability) inner.mutable_tensors()->DeleteSubrange(i, 1);
+      }
+      return base_->AcceptPreparation(inner);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status FinishPreparation() override { return base_->FinishPreparation(); }
+  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
+    return base_->Broadcast(round);
+  }
+
+  absl::Status Accumulate(const fl::proto::Message& reply) override {
+    FGL_RETURN_IF_ERROR(base_->Accumulate(reply));
+    // The base method checked the reply; its tensors are this client's local model.
+    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
+    local_models_[reply.header().sender()] = std::move(tensors);
+    return absl::OkStatus();
+  }
+
+  absl::Status FinishRound(const fl::RoundInfo& round) override {
+    FGL_RETURN_IF_ERROR(base_->FinishRound(round));
+    std::map<int, std::map<std::string, torch::Tensor>> locals = std::exchange(local_models_, {});
+    if (locals.empty()) return absl::OkStatus();
+    const std::vector<fl::ServerAggregate> aggregates = base_->Aggregates();
+    if (aggregates.empty()) {
+      return absl::FailedPreconditionError("fedtad: the base method exposes no aggregated model to distil into");
+    }
+    for (size_t a = 0; a < aggregates.size(); ++a) {
+      const fl::ServerAggregate& aggregate = aggregates[a];
+      std::vector<int> ids;
+      std::vector<torch::Tensor> phi;
+      std::vector<Teacher> teachers;
+      for (int id : aggregate.clients) {
+        auto local = locals.find(id);
+        auto rel = reliability_.find(id);
+        if (local == locals.end()) continue;
+        if (rel == reliability_.end()) {
+          return absl::FailedPreconditionError(absl::StrCat("fedtad: no reliability from client ", id));
+        }
+        Teacher t;
+        for (const auto& [name, global] : aggregate.parameters) {
+          auto it = local->second.find(name);
+          if (it == local->second.end() || it->second.sizes() != global.sizes()) {
+            return absl::InvalidArgumentError(absl::StrCat("fedtad: client ", id, "'s model lacks '", name, "'"));
+          }
+          t.parameters.emplace_back(name, it->second.to(global.device()));
+        }
+        teachers.push_back(std::move(t));
+        phi.push_back(rel->second);
+      }
+      if (teachers.empty()) continue;
+      const torch::Tensor weights = NormalizeAcrossClients(torch::stack(phi));
+      for (size_t k = 0; k < teachers.size(); ++k) teachers[k].weight = weights[k];
+      FGL_RETURN_IF_ERROR(distiller_->Distill(aggregate.parameters, teachers, static_cast<int>(a),
+                                              graph::Rng::Derive(round.seed, absl::StrCat("fedtad/", a))));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<fl::proto::Message> SaveState() const override {
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message m, base_->SaveState());
+    distiller_->SaveState(&m);
+    fl::NamedTensors phi;
+    for (const auto& [id, t] : reliability_) phi.emplace_back(absl::StrCat("fedtad.reliability.", id), t);
+    fl::AddTensors(phi, &m);
+    return m;
+  }
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    fl::proto::Message base = state;
+    base.mutable_tensors()->Clear();
+    for (const auto& t : state.tensors()) {
+      if (t.name().rfind("fedtad.", 0) != 0) *base.add_tensors() = t;
+    }
+    for (auto it = base.mutable_scalars()->begin(); it != base.mutable_scalars()->end();) {
+      it = it->first.rfind("fedtad.", 0) == 0 ? base.mutable_scalars()->erase(it) : std::next(it);
+    }
+    FGL_RETURN_IF_ERROR(base_->RestoreState(base));
+    FGL_RETURN_IF_ERROR(distiller_->RestoreState(state));
+    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
+    reliability_.clear();
+    const std::string prefix = "fedtad.reliability.";
+    for (const auto& [name, t] : tensors) {
+      if (name.rfind(prefix, 0) != 0) continue;
+      int id = 0;
+      if (!absl::SimpleAtoi(name.substr(prefix.size()), &id) || t.numel() != num_classes_) {
+        return absl::InvalidArgumentError(absl::StrCat("fedtad state: bad tensor '", name, "'"));
+      }
+      reliability_[id] = t;
+    }
+    return absl::OkStatus();
+  }
+  std::vector<fl::ServerAggregate> Aggregates() override { return base_->Aggregates(); }
+
+ private:
+  std::unique_ptr<fl::ServerAlgorithm> base_;
+  std::unique_ptr<DataFreeDistiller> distiller_;
+  int64_t num_classes_;
+  std::map<int, torch::Tensor> reliability_;
+  std::map<int, std::map<std::string, torch::Tensor>> local_models_;
+};
+
+absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> WrapClient(std::unique_ptr<fl::ClientAlgorithm> base,
+                                                                 std::shared_ptr<const fl::ClientData> data,
+                                                                 const fl::MethodConfig& config) {
+  return std::unique_ptr<fl::ClientAlgorithm>(new FedTadClient(std::move(base), std::move(data), config));
+}
+
+absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> WrapServer(std::unique_ptr<fl::ServerAlgorithm> base,
+                                                                 const fl::MethodConfig& config) {
+  FGL_ASSIGN_OR_RETURN(std::unique_ptr<DataFreeDistiller> distiller,
+                       DataFreeDistiller::Create(config.model_spec, config.num_features, config.num_classes,
+                                                 OptionsFrom(config), config.seed, config.device));
+  return std::unique_ptr<fl::ServerAlgorithm>(
+      new FedTadServer(std::move(base), std::move(distiller), config.num_classes));
+}
+
+}  // namespace
+
+FGL_REGISTER_PLUGIN("fedtad", WrapClient, WrapServer);
+
+// FedTAD as the paper runs it: FedAvg plus the plug-in (resolved when used, so registration
+// order does not matter).
+FGL_REGISTER_METHOD(
+    "fedtad",
+    [](std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config)
+        -> absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> {
+      FGL_ASSIGN_OR_RETURN(fl::MethodFactories f, fl::FindMethod("fedavg+fedtad"));
+      return f.client(std::move(data), config);
+    },
+    [](const fl::MethodConfig& config) -> absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> {
+      FGL_ASSIGN_OR_RETURN(fl::MethodFactories f, fl::FindMethod("fedavg+fedtad"));
+      return f.server(config);
+    });
+
+}  // namespace fgl::methods::fedtad

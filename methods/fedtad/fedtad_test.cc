@@ -1,0 +1,199 @@
+// FedTAD: reliability on a hand-made graph, generator and pseudo-graph shapes, distillation that
+// moves the student towards its teachers, and the plug-in's contract with its base method.
+#include <cstdlib>
+
+#include "fl/simulator.h"
+#include "gmock/gmock.h"
+#include "graph/csr_graph.h"
+#include "gtest/gtest.h"
+#include "methods/fedtad/distillation.h"
+#include "methods/fedtad/generator.h"
+#include "methods/fedtad/reliability.h"
+#include "nn/graph_view.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::methods::fedtad {
+namespace {
+
+using ::fgl::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// A triangle 0-1-2 and an isolated node 3.
+graph::CsrGraph TriangleAndIsolated() {
+  auto g = graph::CsrFromEdges(4, {0, 1, 2}, {1, 2, 0});
+  CHECK(g.ok());
+  return *g;
+}
+
+TEST(ReliabilityTest, MatchesHandComputedValues) {
+  const graph::CsrGraph g = TriangleAndIsolated();
+  // x0 = x1 = e1, x2 = e2, x3 = e1. With self-loops every triangle node has (T^k)_ii = 1/3 and the
+  // isolated node 1, so h_0 = h_1 = [1, 0, 1/3 x5], h_2 = [0, 1, 1/3 x5]:
+  // cos(h0, h1) = 1, cos(h0, h2) = (5/9) / (14/9) = 5/14.
+  const torch::Tensor x = torch::tensor({{1.f, 0.f}, {1.f, 0.f}, {0.f, 1.f}, {1.f, 0.f}});
+  const torch::Tensor y = torch::tensor({0, 0, 1, 1}, torch::kLong);
+  const torch::Tensor train = torch::tensor({true, true, true, false});
+  ASSERT_OK_AND_ASSIGN(torch::Tensor phi, ClassReliability(g, x, y, train, 3, ReliabilityKind::kTopology));
+  // Class 0: nodes 0 and 1, each (1 + 1 + 5/14) / 3. Class 1: node 2, (1 + 5/14 + 5/14) / 3.
+  // Class 2 has no labelled node. Node 3 is not a training node.
+  EXPECT_NEAR(phi[0].item<float>(), 2 * (2 + 5.0 / 14) / 3, 1e-5);
+  EXPECT_NEAR(phi[1].item<float>(), (1 + 10.0 / 14) / 3, 1e-5);
+  EXPECT_EQ(phi[2].item<float>(), 0.f);
+
+  // The isolated node counts only itself: (1 + 0) / 1.
+  ASSERT_OK_AND_ASSIGN(phi, ClassReliability(g, x, y, torch::tensor({false, false, false, true}), 3,
+                                             ReliabilityKind::kTopology));
+  EXPECT_NEAR(phi[1].item<float>(), 1.0, 1e-6);
+
+  ASSERT_OK_AND_ASSIGN(phi, ClassReliability(g, x, y, train, 3, ReliabilityKind::kNodeCount));
+  EXPECT_TRUE(torch::equal(phi, torch::tensor({2.f, 1.f, 0.f})));
+  ASSERT_OK_AND_ASSIGN(phi, ClassReliability(g, x, y, train, 3, ReliabilityKind::kEqual));
+  EXPECT_TRUE(torch::equal(phi, torch::tensor({1.f, 1.f, 1.f})));
+
+  EXPECT_THAT(ClassReliability(g, x, torch::tensor({0, 0, 5, 1}, torch::kLong), train, 3,
+                               ReliabilityKind::kTopology),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("label 5 of node 2")));
+  EXPECT_THAT(ClassReliability(g, x.slice(0, 0, 3), y, train, 3, ReliabilityKind::kTopology),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("")));
+}
+
+TEST(ReliabilityTest, NoiseIsSeededAndNonNegativeAndNormalisationIsPerClass) {
+  const torch::Tensor phi = torch::tensor({1.f, 2.f, 0.f, 4.f});
+  const torch::Tensor a = PerturbReliability(phi, 0.1, 5), b = PerturbReliability(phi, 0.1, 5);
+  EXPECT_TRUE(torch::equal(a, b));
+  EXPECT_FALSE(torch::equal(a, phi));
+  EXPECT_TRUE((a >= 0).all().item<bool>());
+  EXPECT_EQ(a[2].item<float>(), 0.f);
+  EXPECT_LT((a - phi).abs().max().item<float>(), 4 * 0.1 * 6);  // |eps| < 6: a 1e-9 event
+
+  const torch::Tensor w = NormalizeAcrossClients(torch::tensor({{1.f, 0.f, 2.f}, {3.f, 0.f, 2.f}}));
+  EXPECT_TRUE(torch::allclose(w, torch::tensor({{0.25f, 0.f, 0.5f}, {0.75f, 0.f, 0.5f}})));
+}
+
+TEST(GeneratorTest, ShapesParameterCountAndPseudoLabels) {
+  ConditionalGenerator g(32, 7, 1433);
+  int64_t count = 0;
+  for (const auto& p : g->parameters()) count += p.numel();
+  EXPECT_EQ(count, 412234);  // the note's count for Cora
+  const torch::Tensor y = PseudoLabels(100, 7);
+  const torch::Tensor sizes = torch::bincount(y);
+  EXPECT_TRUE(torch::equal(sizes, torch::tensor({14, 14, 14, 14, 14, 14, 16}, torch::kLong)));
+  EXPECT_EQ(g->forward(torch::randn({100, 32}), y).sizes(), (std::vector<int64_t>{100, 1433}));
+}
+
+TEST(GeneratorTest, KnnPseudoGraphIsSymmetricWithWeightedSelfLoops) {
+  torch::manual_seed(3);
+  const torch::Tensor x = torch::randn({12, 6});
+  ASSERT_OK_AND_ASSIGN(graph::CsrGraph g, KnnPseudoGraph(x, 5, 2.0f));
+  EXPECT_EQ(g.num_nodes(), 12);
+  EXPECT_TRUE(g.IsSymmetric());
+  EXPECT_EQ(g.CountSelfLoops(), 12);
+  const float* w = g.edge_weight().data_ptr<float>();
+  for (int64_t i = 0; i < 12; ++i) {
+    EXPECT_GE(g.degree(i), 5) << i;  // itself and its 4 nearest others, at least
+    for (int64_t e = g.row_ptr_data()[i]; e < g.row_ptr_data()[i + 1]; ++e) {
+      EXPECT_EQ(w[e], g.col_data()[e] == i ? 2.0f : 1.0f);
+    }
+  }
+  // Node 1 is a scaled copy of node 0: cosine 1, so they are each other's neighbours.
+  torch::Tensor y = x.clone();
+  y[1] = 3 * y[0];
+  ASSERT_OK_AND_ASSIGN(g, KnnPseudoGraph(y, 2, 1.0f));
+  EXPECT_THAT(std::vector<int64_t>(g.neighbors(0).begin(), g.neighbors(0).end()), ::testing::Contains(1));
+  EXPECT_THAT(KnnPseudoGraph(torch::randn({3}), 5, 1.0f), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("")));
+}
+
+fl::NamedTensors Params(nn::GnnModel& m) {
+  fl::NamedTensors out;
+  for (const auto& item : m.named_parameters(true)) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+TEST(DistillerTest, StudentMovesTowardsTheTeachers) {
+  const std::string spec = "gcn:layers=2,hidden=16,dropout=0.5";
+  torch::manual_seed(1);
+  ASSERT_OK_AND_ASSIGN(auto student, nn::MakeModel(spec, 8, 3));
+  ASSERT_OK_AND_ASSIGN(auto teacher, nn::MakeModel(spec, 8, 3));
+  DistillationOptions o;
+  o.num_pseudo = 30;
+  o.distill_lr = 1e-2;
+  ASSERT_OK_AND_ASSIGN(auto distiller, DataFreeDistiller::Create(spec, 8, 3, o, 11, torch::kCPU));
+  // Distance between the two models' logits on a fixed probe graph.
+  const torch::Tensor probe = torch::randn({40, 8});
+  ASSERT_OK_AND_ASSIGN(graph::CsrGraph pg, KnnPseudoGraph(probe, 5, 1.0f));
+  ASSERT_OK_AND_ASSIGN(nn::GraphView view, nn::GraphView::Create(pg));
+  auto gap = [&] {
+    torch::NoGradGuard no_grad;
+    student->eval();
+    teacher->eval();
+    return (student->forward(probe, view).logits - teacher->forward(probe, view).logits).abs().mean().item<double>();
+  };
+  const double before = gap();
+  const fl::NamedTensors live = Params(*student);
+  for (int round = 0; round < 8; ++round) {
+    ASSERT_OK(distiller->Distill(live, {Teacher{Params(*teacher), torch::ones({3})}}, 0, round));
+  }
+  EXPECT_LT(gap(), 0.7 * before);
+  EXPECT_THAT(distiller->Distill(live, {Teacher{Params(*teacher), torch::ones({2})}}, 0, 1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("class weights")));
+}
+
+fl::FederationOptions Small(const std::string& method) {
+  fl::FederationOptions o;
+  o.dataset = "csbm:num_nodes=600,num_classes=4,num_features=16,homophily=0.85";
+  o.clients = 4;
+  o.method = method;
+  o.rounds = 6;
+  o.local_epochs = 2;
+  o.cache_dir = "none";
+  o.seed = 7;
+  return o;
+}
+
+TEST(PluginTest, ZeroIterationsLeaveTheBaseMethodUntouched) {
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult base, fl::RunFederation(Small("fedprox")));
+  fl::FederationOptions o = Small("fedprox+fedtad");
+  o.method_params["iterations"] = 0;
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult plugged, fl::RunFederation(o));
+  ASSERT_EQ(base.rounds.size(), plugged.rounds.size());
+  for (size_t r = 0; r < base.rounds.size(); ++r) {
+    EXPECT_EQ(base.rounds[r].val_acc, plugged.rounds[r].val_acc) << r;
+    EXPECT_EQ(base.rounds[r].test_acc, plugged.rounds[r].test_acc) << r;
+    EXPECT_EQ(base.rounds[r].bytes_up, plugged.rounds[r].bytes_up) << r;
+  }
+  // Only the one-off reliability upload is extra: 4 classes as float32 per client, plus headers.
+  EXPECT_GE(plugged.preparation_bytes_up, 4 * 16);
+  EXPECT_LT(plugged.preparation_bytes_up, 4 * 128);
+  // With its default iterations the plug-in does change the global model.
+  o.method_params.erase("iterations");
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult distilled, fl::RunFederation(o));
+  bool differs = false;
+  for (size_t r = 0; r < base.rounds.size(); ++r) differs |= base.rounds[r].val_acc != distilled.rounds[r].val_acc;
+  EXPECT_TRUE(differs);
+  o.method = "fedprox+nosuchplugin";
+  EXPECT_THAT(fl::RunFederation(o), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nosuchplugin")));
+}
+
+TEST(PluginTest, FedTadResumesExactly) {
+  fl::FederationOptions o = Small("fedtad");
+  o.method_params["reliability_noise"] = 0.1;
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult whole, fl::RunFederation(o));
+  EXPECT_GT(whole.test_acc, 60.0);
+  const std::string dir = std::string(::testing::TempDir()) + "/ckpt_fedtad";
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  o.checkpoint_dir = dir;
+  o.checkpoint_every = 2;
+  o.rounds = 3;
+  ASSERT_OK(fl::RunFederation(o).status());
+  o.rounds = 6;
+  o.resume = true;
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult resumed, fl::RunFederation(o));
+  ASSERT_EQ(resumed.rounds.size(), whole.rounds.size());
+  for (size_t r = 0; r < whole.rounds.size(); ++r) {
+    EXPECT_EQ(resumed.rounds[r].val_acc, whole.rounds[r].val_acc) << r;
+    EXPECT_EQ(resumed.rounds[r].test_acc, whole.rounds[r].test_acc) << r;
+  }
+}
+
+}  // namespace
+}  // namespace fgl::methods::fedtad

@@ -1,0 +1,79 @@
+// SCAFFOLD's control variates: the client update c_k <- c_k - c + (w - w_k) / (E lr) and the
+// server's plain mean, checked on two rounds of two clients.
+#include "fl/registry.h"
+#include "fl/testing/client_data.h"
+#include "gtest/gtest.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::methods::scaffold {
+namespace {
+
+std::map<std::string, torch::Tensor> Take(const std::string& prefix, fl::proto::Message m) {
+  auto t = fl::TakeTensors(prefix, &m);
+  CHECK(t.ok()) << t.status();
+  return *t;
+}
+
+std::map<std::string, torch::Tensor> Model(const fl::proto::Message& m) {
+  fl::proto::Message copy = m;
+  CHECK(fl::TakeTensors("control.", &copy).ok());
+  return *fl::DecodeTensors(copy);
+}
+
+TEST(ScaffoldTest, ControlVariateUpdateAndServerMean) {
+  fl::MethodConfig config;
+  config.num_features = 8;
+  config.num_classes = 3;
+  config.local_epochs = 3;
+  config.lr = 0.01;
+  config.seed = 4;
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("scaffold"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  std::vector<std::unique_ptr<fl::ClientAlgorithm>> clients;
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_OK_AND_ASSIGN(auto c, f.client(fl::testing::CsbmClient(200, 8, 3, 10 + k, k), config));
+    clients.push_back(std::move(c));
+  }
+  const double scale = 1.0 / (3 * 0.01);
+  std::vector<std::map<std::string, torch::Tensor>> control(2);
+  for (int round = 1; round <= 2; ++round) {
+    const fl::RoundInfo info{round, static_cast<uint64_t>(round)};
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast(info));
+    const auto w = Model(global);
+    const auto c = Take("control.", global);
+    ASSERT_EQ(c.size(), w.size());
+    if (round == 1) {
+      for (const auto& [name, t] : c) EXPECT_EQ(t.abs().max().item<float>(), 0.f) << name;
+    }
+    std::vector<std::map<std::string, torch::Tensor>> uploaded;
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, clients[k]->Train(global, info));
+      const auto wk = Model(reply);
+      const auto ck = Take("control.", reply);
+      for (const auto& [name, t] : w) {
+        const torch::Tensor previous = round == 1 ? torch::zeros_like(t) : control[k].at(name);
+        const torch::Tensor want = previous - c.at(name) + (t - wk.at(name)) * scale;
+        EXPECT_TRUE(torch::allclose(ck.at(name), want, 1e-4, 1e-5)) << "round " << round << " " << name;
+        EXPECT_GT((t - wk.at(name)).abs().max().item<float>(), 0.f);  // the client did train
+      }
+      control[k] = ck;
+      uploaded.push_back(ck);
+      ASSERT_OK(server->Accumulate(reply));
+    }
+    ASSERT_OK(server->FinishRound(info));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message next, server->Broadcast(info));
+    const auto c_next = Take("control.", next);
+    for (const auto& [name, t] : c_next) {
+      EXPECT_TRUE(torch::allclose(t, (uploaded[0].at(name) + uploaded[1].at(name)) / 2, 1e-5, 1e-6)) << name;
+    }
+  }
+  // A reply without its control variates is refused.
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({3, 3}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, clients[0]->Train(global, {3, 3}));
+  fl::proto::Message stripped = reply;
+  ASSERT_OK(fl::TakeTensors("control.", &stripped).status());
+  EXPECT_FALSE(server->Accumulate(stripped).ok());
+}
+
+}  // namespace
+}  // namespace fgl::methods::scaffold
