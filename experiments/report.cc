@@ -50,6 +50,8 @@ std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper) 
       return absl::StrCat("RUN FAILED (", published, ")");
     case CellResult::State::kNotPrinted:
       return "–";
+    case CellResult::State::kNotRun:
+      return absl::StrCat("not run in this report (", published, ")");
     case CellResult::State::kDone:
       break;
   }
@@ -101,7 +103,8 @@ std::string CsvReport(const proto::Table& t,
                         : r.state == CellResult::State::kNotImplemented ? "not_implemented"
                         : r.state == CellResult::State::kDataNotPresent ? "data_not_present"
                         : r.state == CellResult::State::kFailed         ? "failed"
-                                                                        : "not_run";
+                        : r.state == CellResult::State::kNotRun         ? "not_run"
+                                                                        : "not_printed";
     std::string mean, std;
     if (r.state == CellResult::State::kDone) {
       auto [m, s] = MeanStd(r.values);

@@ -14,7 +14,8 @@ namespace fgl::experiments {
 
 // What is known about one cell after the runs.
 struct CellResult {
-  enum class State { kDone, kNotImplemented, kDataNotPresent, kFailed, kNotPrinted };
+  // kNotRun: left out of this report (--only_columns/--only_rows), e.g. for the compute budget.
+  enum class State { kDone, kNotImplemented, kDataNotPresent, kFailed, kNotPrinted, kNotRun };
   State state = State::kNotPrinted;
   std::vector<double> values;  // one per seed, percent
   std::string detail;          // error text for kFailed, missing file for kDataNotPresent

@@ -49,9 +49,19 @@ TEST(SpecTest, RejectsUnknownFieldsAndMethodsWithFileAndLine) {
   e.set_method("fedavgg");
   EXPECT_THAT(Resolve(e, "x.textproto"), StatusIs(absl::StatusCode::kInvalidArgument,
                                                   HasSubstr("x.textproto: unknown method 'fedavgg'")));
-  e.set_method("scaffold");  // a planned baseline: accepted, marked not implemented
+  e.set_method("gcfl_plus");  // a planned baseline: accepted, marked not implemented
   EXPECT_OK(Resolve(e, "x").status());
-  EXPECT_EQ(GetMethodStatus("scaffold"), MethodStatus::kPlanned);
+  EXPECT_EQ(GetMethodStatus("gcfl_plus"), MethodStatus::kPlanned);
+  // A plug-in composes with built methods, and with planned ones as planned.
+  EXPECT_EQ(GetMethodStatus("fedprox+fedtad"), MethodStatus::kImplemented);
+  EXPECT_EQ(GetMethodStatus("gcfl_plus+fedtad"), MethodStatus::kPlanned);
+  EXPECT_EQ(GetMethodStatus("fedprox+nosuchplugin"), MethodStatus::kUnknown);
+  e.set_method("fedavg");
+  e.mutable_fedtad()->set_iterations(2);  // plug-in options only with the plug-in
+  EXPECT_THAT(Resolve(e, "x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fedtad params")));
+  e.set_method("fedprox+fedtad");
+  EXPECT_OK(Resolve(e, "x").status());
+  e.clear_fedtad();
   EXPECT_EQ(GetMethodStatus("fedavg"), MethodStatus::kImplemented);
   e.set_method("fedavg");
   e.set_client_fraction(1.5);

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -38,6 +39,9 @@
 
 ABSL_FLAG(std::string, table, "", "Table textproto (experiments/<paper>/<table>.textproto).");
 ABSL_FLAG(bool, quick, false, "Smoke test: at most 3 rounds and the first seed of every cell.");
+ABSL_FLAG(std::vector<std::string>, only_columns, {},
+          "Run only these column keys; other cells are reported as 'not run in this report'.");
+ABSL_FLAG(std::vector<std::string>, only_rows, {}, "Run only these row keys (as --only_columns).");
 ABSL_FLAG(int, jobs, 0, "Runs in parallel (each with one thread); 0 = the core count.");
 ABSL_FLAG(std::string, data_dir, "", "Dataset root; else $FGL_DATA_DIR, else ./data.");
 ABSL_FLAG(std::string, cache_dir, "",
@@ -183,6 +187,15 @@ int Run() {
                                    " local epochs, model ", resolved->model(), ", lr ", resolved->lr(),
                                    ", weight decay ", resolved->weight_decay(), ", client fraction ",
                                    resolved->client_fraction(), quick ? " (QUICK: not a reproduction)" : "");
+    }
+    const std::vector<std::string> only_columns = absl::GetFlag(FLAGS_only_columns);
+    const std::vector<std::string> only_rows = absl::GetFlag(FLAGS_only_rows);
+    auto excluded = [](const std::vector<std::string>& only, const std::string& key) {
+      return !only.empty() && std::find(only.begin(), only.end(), key) == only.end();
+    };
+    if (excluded(only_columns, cell.column()) || excluded(only_rows, cell.row())) {
+      r.state = CellResult::State::kNotRun;
+      continue;
     }
     if (GetMethodStatus(resolved->method()) != MethodStatus::kImplemented ||
         !ModelImplemented(resolved->model())) {

@@ -36,7 +36,10 @@ TEST(TablesTest, EveryTableLoadsAndEveryCellResolves) {
     for (const proto::Cell& c : t.cells()) {
       ASSERT_OK_AND_ASSIGN(proto::Experiment e, CellExperiment(t, c));
       EXPECT_OK(Resolve(e, f + " " + c.row() + "/" + c.column()).status());
-      EXPECT_TRUE(c.paper().present()) << f << " " << c.row() << "/" << c.column();
+      // Transcribed tables hold only printed cells; a figure (no numbers printed) and a companion
+      // table of our own protocol checks may hold cells without a paper value.
+      const bool transcription = t.id() != "fedtad_fig4" && t.id() != "fedtad_table2_protocol";
+      if (transcription) EXPECT_TRUE(c.paper().present()) << f << " " << c.row() << "/" << c.column();
       ++cells;
     }
   }

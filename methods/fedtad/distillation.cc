@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "fl/optimizer_state.h"
 #include "graph/random.h"
+#include "glog/logging.h"
 #include "nn/graph_view.h"
 #include "nn/losses/losses.h"
 #include "nn/ops/dropout.h"
@@ -167,7 +168,8 @@ absl::Status DataFreeDistiller::Distill(const fl::NamedTensors& student_params,
         const torch::Tensor ce = torch::nn::functional::cross_entropy(
             local, labels_, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
         sem = sem + (node_weight[k] * ce).sum();
-        diverg = diverg + TeacherLoss(global_logits, local, node_weight[k]);
+        // As the official code: the discrepancy's gradient reaches x through the global model only.
+        diverg = diverg + TeacherLoss(global_logits, local.detach(), node_weight[k]);
       }
       torch::Tensor div;
       if (code) {
@@ -198,15 +200,17 @@ absl::Status DataFreeDistiller::Distill(const fl::NamedTensors& student_params,
     }
     FGL_ASSIGN_OR_RETURN(nn::GraphView view, graph_of(x));
     const nn::NodeFeatures features(x);
+    // Teacher logits once per iteration. With dropout on (the official code's always-on dropout)
+    // the code draws new teacher masks at each of the I_d steps; one draw per iteration has the
+    // same expectation and costs a fifth (see README, "Deviations").
     std::vector<torch::Tensor> local(num_teachers);
-    auto teacher_logits = [&] {
+    {
       torch::NoGradGuard no_grad;
       for (int64_t k = 0; k < num_teachers; ++k) local[k] = teacher_models_[k]->forward(features, view).logits;
-    };
-    if (!options_.dropout_at_eval) teacher_logits();  // deterministic: once per iteration
+    }
+    VLOG(1) << "fedtad iteration " << it << ": mean |x| " << x.abs().mean().item<double>();
     student->model->train();
     for (int d = 0; d < options_.distill_steps; ++d) {
-      if (options_.dropout_at_eval) teacher_logits();
       const torch::Tensor global_logits = student->model->forward(features, view).logits;
       torch::Tensor loss = torch::zeros({}, x.options());
       for (int64_t k = 0; k < num_teachers; ++k) loss = loss + TeacherLoss(global_logits, local[k], node_weight[k]);
@@ -216,6 +220,7 @@ absl::Status DataFreeDistiller::Distill(const fl::NamedTensors& student_params,
       student->optimizer->zero_grad();
       loss.backward();
       student->optimizer->step();
+      VLOG(2) << "fedtad distillation step " << d << ": loss " << loss.item<double>();
     }
   }
   student->model->eval();

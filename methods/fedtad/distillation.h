@@ -29,7 +29,7 @@ struct DistillationOptions {
   int64_t num_pseudo = 100;  // B
   int64_t noise_dim = 32;
   int64_t knn = 5;
-  float self_loop_weight = 2.0f;
+  float self_loop_weight = 1.0f;
   double generator_lr = 1e-3, generator_weight_decay = 5e-4;
   double distill_lr = 1e-3, distill_weight_decay = 5e-4;
   double lambda_sem = 1.0, lambda_div = 1.0;

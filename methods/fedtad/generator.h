@@ -30,7 +30,8 @@ torch::Tensor PseudoLabels(int64_t num_nodes, int64_t num_classes);
 
 // The pseudo graph on generated features x [B, F] (official `construct_graph`): each node's k
 // nearest by cosine (itself included), symmetrised, and a self-loop of weight `self_loop_weight`
-// on every node (2 reproduces the code's duplicated self-loops under GCN normalisation).
+// on every node. The code adds self-loops twice, but PyG's GCN normalisation replaces existing
+// loops by one of weight 1 (add_remaining_self_loops), so 1 is what the official model sees.
 // Not differentiable: gradients reach the generator through the features only.
 absl::StatusOr<graph::CsrGraph> KnnPseudoGraph(const torch::Tensor& x, int64_t k,
                                                float self_loop_weight);
