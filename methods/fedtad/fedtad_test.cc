@@ -2,7 +2,9 @@
 // moves the student towards its teachers, and the plug-in's contract with its base method.
 #include <cstdlib>
 
+#include "fl/registry.h"
 #include "fl/simulator.h"
+#include "fl/testing/client_data.h"
 #include "gmock/gmock.h"
 #include "graph/csr_graph.h"
 #include "gtest/gtest.h"
@@ -136,6 +138,77 @@ TEST(DistillerTest, StudentMovesTowardsTheTeachers) {
   EXPECT_LT(gap(), 0.7 * before);
   EXPECT_THAT(distiller->Distill(live, {Teacher{Params(*teacher), torch::ones({2})}}, 0, 1),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("class weights")));
+}
+
+// A base method whose server exposes three aggregates (as a clustered or personalised method
+// would): clients {0, 1}, {2} and {3}. It aggregates nothing itself.
+class ThreeAggregatesServer final : public fl::ServerAlgorithm {
+ public:
+  explicit ThreeAggregatesServer(const fl::MethodConfig& config) {
+    for (int a = 0; a < 3; ++a) models_.push_back(*nn::MakeModel(config.model_spec, config.num_features, config.num_classes));
+  }
+  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo&) override {
+    fl::proto::Message m;
+    m.mutable_header()->set_type("fedavg.weights");
+    fl::AddTensors(Params(*models_[0]), &m);
+    return m;
+  }
+  absl::Status Accumulate(const fl::proto::Message&) override { return absl::OkStatus(); }
+  absl::Status FinishRound(const fl::RoundInfo&) override { return absl::OkStatus(); }
+  absl::StatusOr<fl::proto::Message> SaveState() const override { return fl::proto::Message(); }
+  absl::Status RestoreState(const fl::proto::Message&) override { return absl::OkStatus(); }
+  std::vector<fl::ServerAggregate> Aggregates() override {
+    return {{Params(*models_[0]), {0, 1}}, {Params(*models_[1]), {2}}, {Params(*models_[2]), {3}}};
+  }
+
+ private:
+  std::vector<std::shared_ptr<nn::GnnModel>> models_;
+};
+
+FGL_REGISTER_METHOD(
+    "test_three_aggregates",
+    [](std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config) {
+      return fl::FindMethod("fedavg")->client(std::move(data), config);
+    },
+    [](const fl::MethodConfig& config) -> absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> {
+      return std::unique_ptr<fl::ServerAlgorithm>(new ThreeAggregatesServer(config));
+    });
+
+TEST(PluginTest, DistilsEveryAggregateFromItsOwnRepliesOnly) {
+  fl::MethodConfig config;
+  config.model_spec = "gcn:layers=2,hidden=16,dropout=0.5";
+  config.num_features = 8;
+  config.num_classes = 3;
+  config.params["num_pseudo"] = 12;
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("test_three_aggregates+fedtad"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  std::vector<std::unique_ptr<fl::ClientAlgorithm>> clients;
+  for (int k = 0; k < 4; ++k) {
+    ASSERT_OK_AND_ASSIGN(auto c, f.client(fl::testing::CsbmClient(120, 8, 3, 20 + k, k), config));
+    ASSERT_OK_AND_ASSIGN(std::optional<fl::proto::Message> prepared, c->Prepare());
+    ASSERT_TRUE(prepared.has_value());
+    ASSERT_OK(server->AcceptPreparation(*prepared));
+    clients.push_back(std::move(c));
+  }
+  ASSERT_OK(server->FinishPreparation());
+  std::vector<torch::Tensor> before;
+  for (const auto& a : server->Aggregates()) before.push_back(a.parameters.front().second.clone());
+  const fl::RoundInfo round{1, 5};
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast(round));
+  for (int k = 0; k < 3; ++k) {  // client 3 does not reply this round
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, clients[k]->Train(global, round));
+    ASSERT_OK(server->Accumulate(reply));
+  }
+  ASSERT_OK(server->FinishRound(round));
+  const std::vector<fl::ServerAggregate> after = server->Aggregates();
+  EXPECT_FALSE(torch::equal(before[0], after[0].parameters.front().second));  // teachers 0 and 1
+  EXPECT_FALSE(torch::equal(before[1], after[1].parameters.front().second));  // teacher 2
+  EXPECT_TRUE(torch::equal(before[2], after[2].parameters.front().second));   // no teacher: untouched
+  // A preparation without a valid reliability vector is refused, naming the client.
+  fl::proto::Message bad;
+  bad.mutable_header()->set_sender(7);
+  fl::AddTensors({{"fedtad.reliability", torch::tensor({1.f, -1.f, 0.f})}}, &bad);
+  EXPECT_THAT(server->AcceptPreparation(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("client 7")));
 }
 
 fl::FederationOptions Small(const std::string& method) {
