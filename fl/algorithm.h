@@ -89,8 +89,15 @@ class ServerAlgorithm {
   // Once, after every preparation message arrived and before round 1 (e.g. a generator's
   // training on the uploads).
   virtual absl::Status FinishPreparation() { return absl::OkStatus(); }
-  // The message every sampled client receives at the start of `round`.
+  // The message every sampled client receives at the start of `round`; for evaluation on the
+  // global model, the model it carries.
   virtual absl::StatusOr<proto::Message> Broadcast(const RoundInfo& round) = 0;
+  // Personalised methods (FedGTA, Fed-PUB, GCFL+) send each client its own message: then the
+  // runtime calls BroadcastTo for every sampled client instead of Broadcast once.
+  virtual bool PersonalisedBroadcast() const { return false; }
+  virtual absl::StatusOr<proto::Message> BroadcastTo(int client, const RoundInfo& round) {
+    return Broadcast(round);
+  }
   // One client's reply; checks names and shapes before using anything.
   virtual absl::Status Accumulate(const proto::Message& reply) = 0;
   // Combines this round's replies (no reply at all keeps the previous state).

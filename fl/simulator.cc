@@ -271,8 +271,18 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
       sampled.resize(per_round);
       std::sort(sampled.begin(), sampled.end());
     }
-    FGL_ASSIGN_OR_RETURN(proto::Message broadcast, server->Broadcast(info));
-    const std::string down = broadcast.SerializeAsString();
+    // One message for every sampled client, or each its own (personalised methods).
+    std::vector<std::string> downs;
+    if (server->PersonalisedBroadcast()) {
+      for (int k : sampled) {
+        FGL_ASSIGN_OR_RETURN(proto::Message m, server->BroadcastTo(k, info));
+        downs.push_back(m.SerializeAsString());
+      }
+    } else {
+      FGL_ASSIGN_OR_RETURN(proto::Message broadcast, server->Broadcast(info));
+      downs.push_back(broadcast.SerializeAsString());
+    }
+    auto down_for = [&](size_t i) -> const std::string& { return downs.size() == 1 ? downs[0] : downs[i]; };
     // Local training in parallel; each slot holds one client's serialised reply or error.
     std::vector<absl::StatusOr<std::string>> replies(sampled.size(), absl::UnknownError("not run"));
     std::vector<double> train_seconds(sampled.size(), 0.0);
@@ -281,7 +291,7 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     ParallelFor(static_cast<int>(sampled.size()), workers, [&](int i) {
       const int k = sampled[i];
       const Clock::time_point client_start = Clock::now();
-      absl::StatusOr<proto::Message> received = Receive(down, "broadcast");
+      absl::StatusOr<proto::Message> received = Receive(down_for(i), "broadcast");
       if (!received.ok()) {
         replies[i] = received.status();
         return;
@@ -300,7 +310,7 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
       const int k = sampled[i];
       ClientRecord& cr = rec.clients[k];
       cr.seconds = train_seconds[i];
-      cr.bytes_down = static_cast<int64_t>(down.size());
+      cr.bytes_down = static_cast<int64_t>(down_for(i).size());
       rec.bytes_down += cr.bytes_down;
       absl::Status accepted = replies[i].status();
       if (replies[i].ok()) {

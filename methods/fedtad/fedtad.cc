@@ -125,6 +125,10 @@ class FedTadServer final : public fl::ServerAlgorithm {
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
     return base_->Broadcast(round);
   }
+  bool PersonalisedBroadcast() const override { return base_->PersonalisedBroadcast(); }
+  absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
+    return base_->BroadcastTo(client, round);
+  }
 
   absl::Status Accumulate(const fl::proto::Message& reply) override {
     FGL_RETURN_IF_ERROR(base_->Accumulate(reply));

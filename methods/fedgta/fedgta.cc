@@ -1,0 +1,222 @@
+// FedGTA (Li et al., VLDB 2024), as OpenFGL runs it. Each round, client k:
+//   1. loads its personalised model (the initial global model until it has one),
+//   2. trains E local epochs,
+//   3. propagates its model's soft labels from the training nodes (5 steps, alpha 0.5), sets the
+//      training rows to their one-hot labels, and uploads its parameters, the mixed moments of
+//      the propagated labels and a confidence weight (topology_moments.h).
+// The server gives every client that replied the mean of the replies whose moments have cosine
+// similarity > 0.5 with its own (itself included), weighted by confidence. Clients are scored
+// with their own (locally trained) model.
+#include <cmath>
+#include <map>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "fl/local_model.h"
+#include "fl/model_average_server.h"
+#include "fl/registry.h"
+#include "methods/fedgta/topology_moments.h"
+#include "nn/models/gnn_model.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::methods::fedgta {
+namespace {
+
+constexpr char kType[] = "fedgta.weights";
+constexpr char kMoments[] = "fedgta.moments";
+constexpr char kConfidence[] = "confidence";
+
+class FedGtaClient final : public fl::ModelClient {
+ public:
+  using ModelClient::ModelClient;
+
+  absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server,
+                                           const fl::RoundInfo& round) override {
+    const fl::NamedTensors params = model_->SharedParameters();
+    FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, params));
+    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
+    torch::Tensor logits;
+    {
+      torch::NoGradGuard no_grad;
+      model_->model().eval();
+      logits = model_->model().forward(*data_->features, *data_->view).logits.to(torch::kCPU);
+    }
+    const int64_t c = config_.num_classes;
+    const torch::Tensor train = data_->split.train.to(torch::kCPU, torch::kBool);
+    const torch::Tensor propagated =
+        LabelPropagation(data_->data.graph, torch::softmax(logits, 1), train,
+                         static_cast<int>(config_.Param("prop_steps", 5)), config_.Param("lp_alpha", 0.5));
+    const torch::Tensor one_hot = torch::one_hot(data_->data.labels.to(torch::kCPU), c).to(torch::kFloat);
+    auto with_labels = [&](torch::Tensor x) { return torch::where(train.unsqueeze(1), one_hot, x); };
+    const torch::Tensor raw = with_labels(torch::softmax(propagated, 1));
+    const torch::Tensor sharpened = with_labels(torch::softmax(propagated / config_.Param("temperature", 20), 1));
+    fl::proto::Message reply = fl::ModelReply(params, data_->data.num_nodes(), data_->id, round, kType);
+    fl::AddTensors({{kMoments, MixedMoments(raw, static_cast<int>(config_.Param("num_moments", 10)))}}, &reply);
+    (*reply.mutable_scalars())[kConfidence] = ConfidenceWeight(data_->data.graph, sharpened);
+    fl::AddTrainLoss(model_->last_loss(), &reply);
+    return reply;
+  }
+};
+
+class FedGtaServer final : public fl::ServerAlgorithm {
+ public:
+  static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Create(const fl::MethodConfig& config) {
+    torch::manual_seed(config.seed);  // the initial model every client starts from
+    FGL_ASSIGN_OR_RETURN(std::shared_ptr<nn::GnnModel> model,
+                         nn::MakeModel(config.model_spec, config.num_features, config.num_classes));
+    fl::NamedTensors initial;
+    for (const auto& item : model->named_parameters(true)) initial.emplace_back(item.key(), item.value().detach().clone());
+    return std::unique_ptr<fl::ServerAlgorithm>(new FedGtaServer(config, std::move(initial)));
+  }
+
+  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
+    return Message(initial_, round);
+  }
+  bool PersonalisedBroadcast() const override { return true; }
+  absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
+    auto it = personalised_.find(client);
+    return Message(it == personalised_.end() ? initial_ : it->second.parameters, round);
+  }
+
+  absl::Status Accumulate(const fl::proto::Message& reply) override {
+    const int sender = reply.header().sender();
+    auto bad = [&](const std::string& what) {
+      return absl::InvalidArgumentError(absl::StrCat("fedgta: reply from client ", sender, ": ", what));
+    };
+    if (reply.header().type() != kType) return bad("type '" + reply.header().type() + "'");
+    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
+    Reply r;
+    for (const auto& [name, t] : initial_) {
+      auto it = tensors.find(name);
+      if (it == tensors.end() || it->second.sizes() != t.sizes() || !torch::isfinite(it->second).all().item<bool>()) {
+        return bad("missing, misshapen or non-finite '" + name + "'");
+      }
+      r.parameters.emplace_back(name, it->second);
+    }
+    auto moments = tensors.find(kMoments);
+    const int64_t want = 2 * static_cast<int64_t>(config_.Param("num_moments", 10)) * config_.num_classes;
+    if (moments == tensors.end() || moments->second.numel() != want ||
+        !torch::isfinite(moments->second).all().item<bool>()) {
+      return bad(absl::StrCat("'", kMoments, "' must hold ", want, " finite values"));
+    }
+    r.moments = moments->second.flatten().to(torch::kDouble);
+    auto confidence = reply.scalars().find(kConfidence);
+    if (confidence == reply.scalars().end() || !std::isfinite(confidence->second) || confidence->second < 0) {
+      return bad("missing or negative confidence");
+    }
+    r.confidence = confidence->second;
+    if (tensors.size() != initial_.size() + 1) return bad("unexpected tensors");
+    if (!replies_.emplace(sender, std::move(r)).second) return bad("replied twice");
+    return absl::OkStatus();
+  }
+
+  absl::Status FinishRound(const fl::RoundInfo& round) override {
+    std::map<int, Reply> replies = std::exchange(replies_, {});
+    const double accept = config_.Param("accept_alpha", 0.5);
+    for (const auto& [src, mine] : replies) {
+      std::vector<int> accepted;
+      double total = 0;
+      for (const auto& [j, other] : replies) {
+        const double cos = torch::nn::functional::cosine_similarity(
+                               mine.moments.unsqueeze(0), other.moments.unsqueeze(0),
+                               torch::nn::functional::CosineSimilarityFuncOptions().dim(1))
+                               .item<double>();
+        if (j == src || cos > accept) {
+          accepted.push_back(j);
+          total += other.confidence;
+        }
+      }
+      fl::ServerAggregate aggregate;
+      aggregate.clients = accepted;
+      for (const auto& [name, t] : initial_) {
+        torch::Tensor sum = torch::zeros_like(t, torch::kDouble);
+        for (int j : accepted) {
+          const double w = total > 0 ? replies.at(j).confidence / total : 1.0 / accepted.size();
+          sum += w * Find(replies.at(j).parameters, name).to(torch::kDouble);
+        }
+        aggregate.parameters.emplace_back(name, sum.to(t.scalar_type()));
+      }
+      personalised_[src] = std::move(aggregate);
+    }
+    last_round_ = {};
+    for (const auto& [src, r] : replies) last_round_.push_back(src);
+    return absl::OkStatus();
+  }
+
+  // One aggregate per client personalised in the last round, with the clients it averaged.
+  std::vector<fl::ServerAggregate> Aggregates() override {
+    std::vector<fl::ServerAggregate> out;
+    for (int src : last_round_) out.push_back(personalised_.at(src));
+    return out;
+  }
+
+  absl::StatusOr<fl::proto::Message> SaveState() const override {
+    fl::proto::Message m;
+    m.mutable_header()->set_type("fedgta.state");
+    for (const auto& [id, a] : personalised_) fl::AddTensors(fl::WithPrefix(absl::StrCat("client", id, "."), a.parameters), &m);
+    return m;
+  }
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    personalised_.clear();
+    last_round_.clear();
+    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
+    std::map<int, std::map<std::string, torch::Tensor>> by_client;
+    for (auto& [name, t] : tensors) {
+      const size_t dot = name.find('.');
+      int id = -1;
+      if (name.rfind("client", 0) != 0 || dot == std::string::npos ||
+          !absl::SimpleAtoi(name.substr(6, dot - 6), &id) || id < 0) {
+        return absl::InvalidArgumentError("fedgta state: unexpected tensor '" + name + "'");
+      }
+      by_client[id][name.substr(dot + 1)] = t;
+    }
+    for (auto& [id, tensors_of] : by_client) {
+      fl::ServerAggregate a;
+      for (const auto& [name, t] : initial_) {
+        auto it = tensors_of.find(name);
+        if (it == tensors_of.end() || it->second.sizes() != t.sizes()) {
+          return absl::InvalidArgumentError(absl::StrCat("fedgta state: client ", id, " lacks '", name, "'"));
+        }
+        a.parameters.emplace_back(name, it->second);
+      }
+      personalised_[id] = std::move(a);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Reply {
+    fl::NamedTensors parameters;
+    torch::Tensor moments;
+    double confidence = 0;
+  };
+  FedGtaServer(const fl::MethodConfig& config, fl::NamedTensors initial)
+      : config_(config), initial_(std::move(initial)) {}
+  static const torch::Tensor& Find(const fl::NamedTensors& tensors, const std::string& name) {
+    for (const auto& [n, t] : tensors) if (n == name) return t;
+    LOG(FATAL) << "no tensor " << name;
+  }
+  static fl::proto::Message Message(const fl::NamedTensors& tensors, const fl::RoundInfo& round) {
+    fl::proto::Message m;
+    m.mutable_header()->set_round(round.round);
+    m.mutable_header()->set_sender(-1);
+    m.mutable_header()->set_type(kType);
+    fl::AddTensors(tensors, &m);
+    return m;
+  }
+
+  fl::MethodConfig config_;
+  fl::NamedTensors initial_;
+  std::map<int, Reply> replies_;
+  std::map<int, fl::ServerAggregate> personalised_;
+  std::vector<int> last_round_;
+};
+
+}  // namespace
+
+FGL_REGISTER_METHOD("fedgta", fl::ModelClient::Make<FedGtaClient>, FedGtaServer::Create);
+
+}  // namespace fgl::methods::fedgta
