@@ -1,0 +1,104 @@
+// GCFL+: DTW and the minimum cut on hand-made inputs, the server's split on a constructed case
+// (two groups whose updates cancel, with different gradient-norm sequences), and a federated run.
+#include <cmath>
+
+#include "fl/registry.h"
+#include "fl/simulator.h"
+#include "fl/tensor_codec.h"
+#include "gtest/gtest.h"
+#include "methods/gcfl_plus/clustering.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::methods::gcfl_plus {
+namespace {
+
+TEST(ClusteringTest, DtwDistance) {
+  EXPECT_DOUBLE_EQ(DtwDistance({1, 2, 3}, {1, 2, 3}), 0);
+  // Warping absorbs the repeated value: 1 2 2 3 vs 1 2 3 costs nothing.
+  EXPECT_DOUBLE_EQ(DtwDistance({1, 2, 2, 3}, {1, 2, 3}), 0);
+  // Every point of {0, 0} against {3}: sqrt(9 + 9).
+  EXPECT_NEAR(DtwDistance({0, 0}, {3}), std::sqrt(18.0), 1e-12);
+  EXPECT_NEAR(DtwDistance({0, 1}, {1, 2}), std::sqrt(1.0 + 0 + 1), 1e-12);  // 0-1, 1-1, 1-2
+}
+
+TEST(ClusteringTest, MinimumCutSeparatesTwoGroups) {
+  // {0, 2, 4} and {1, 3} are tightly connected inside, weakly across.
+  std::vector<std::vector<double>> w(5, std::vector<double>(5, 0.1));
+  for (int i : {0, 2, 4}) for (int j : {0, 2, 4}) w[i][j] = 5;
+  w[1][3] = w[3][1] = 5;
+  const auto [a, b] = MinimumCut(w);
+  EXPECT_EQ(a, (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(b, (std::vector<int>{1, 3}));
+}
+
+fl::proto::Message Reply(int k, const fl::proto::Message& received, float shift, double grad_norm) {
+  fl::proto::Message m;
+  m.mutable_header()->set_sender(k);
+  m.mutable_header()->set_type("gcfl_plus.weights");
+  fl::NamedTensors shifted;
+  const auto tensors = *fl::DecodeTensors(received);
+  for (const auto& [name, t] : tensors) shifted.emplace_back(name, t + shift);
+  fl::AddTensors(shifted, &m);
+  (*m.mutable_scalars())["grad_norm"] = grad_norm;
+  (*m.mutable_scalars())["num_nodes"] = 10;
+  return m;
+}
+
+TEST(GcflPlusServerTest, SplitsOpposedGroupsAfterRound20) {
+  fl::MethodConfig config;
+  config.model_spec = "gcn:layers=2,hidden=4,dropout=0.5";
+  config.num_features = 3;
+  config.num_classes = 2;
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("gcfl_plus"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  for (int round = 1; round <= 21; ++round) {
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_OK_AND_ASSIGN(fl::proto::Message received, server->BroadcastTo(k, {round, 1}));
+      // Clients 0, 1 move by +0.05 per entry, 2, 3 by -0.05 (26 parameters: norm 0.25): the mean
+      // update is 0 (< eps1) and each is large (> eps2). Their gradient norms differ (1 vs 5 with a little wobble).
+      const bool first = k < 2;
+      ASSERT_OK(server->Accumulate(Reply(k, received, first ? 0.05f : -0.05f, (first ? 1.0 : 5.0) + 0.1 * (k % 2))));
+    }
+    ASSERT_OK(server->FinishRound({round, 1}));
+    const auto aggregates = server->Aggregates();
+    if (round <= 20) {
+      ASSERT_EQ(aggregates.size(), 1u) << "round " << round;  // no split before round 21
+    } else {
+      ASSERT_EQ(aggregates.size(), 2u);
+      EXPECT_EQ(aggregates[0].clients, (std::vector<int>{0, 1}));
+      EXPECT_EQ(aggregates[1].clients, (std::vector<int>{2, 3}));
+    }
+  }
+  // After the split each cluster moves by its own members' mean update: the two models differ.
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message m0, server->BroadcastTo(0, {22, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message m2, server->BroadcastTo(2, {22, 1}));
+  const auto t0 = *fl::DecodeTensors(m0), t2 = *fl::DecodeTensors(m2);
+  EXPECT_NEAR((t0.begin()->second - t2.begin()->second).abs().max().item<float>(), 0.1f, 1e-5);
+  // The checkpoint keeps the clusters.
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message saved, server->SaveState());
+  ASSERT_OK_AND_ASSIGN(auto restored, f.server(config));
+  ASSERT_OK(restored->RestoreState(saved));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message r2, restored->BroadcastTo(2, {22, 1}));
+  EXPECT_TRUE(torch::equal(fl::DecodeTensors(r2)->begin()->second, t2.begin()->second));
+}
+
+TEST(GcflPlusRunTest, LearnsAloneAndWithTheFedTadPlugin) {
+  fl::FederationOptions o;
+  o.dataset = "csbm:num_nodes=600,num_classes=4,num_features=16,homophily=0.85";
+  o.clients = 4;
+  o.method = "gcfl_plus";
+  o.rounds = 6;
+  o.local_epochs = 2;
+  o.cache_dir = "none";
+  o.seed = 7;
+  o.eval.model = fl::EvalProtocol::Model::kLocal;
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
+  EXPECT_GT(r.test_acc, 60.0);
+  o.method = "gcfl_plus+fedtad";
+  o.method_params["num_pseudo"] = 20;
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult t, fl::RunFederation(o));
+  EXPECT_GT(t.test_acc, 40.0);  // 4 balanced classes: chance is 25%
+}
+
+}  // namespace
+}  // namespace fgl::methods::gcfl_plus
