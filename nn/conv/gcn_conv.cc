@@ -11,6 +11,7 @@ void GCNConvImpl::reset() {
   weight = register_parameter("weight", torch::empty({options.in_channels(), options.out_channels()}));
   bias = options.bias() ? register_parameter("bias", torch::empty({options.out_channels()}))
                         : register_parameter("bias", torch::Tensor(), /*requires_grad=*/false);
+  if (options.masked()) mask = register_parameter("mask", torch::ones({options.in_channels(), options.out_channels()}));
   reset_parameters();
 }
 
@@ -36,7 +37,8 @@ torch::Tensor GCNConvImpl::forward(const NodeFeatures& x, const GraphView& graph
               " != in_channels ", options.in_channels());
   TORCH_CHECK(x.num_nodes() == graph.num_nodes(), "GCNConv: ", x.num_nodes(),
               " feature rows for a graph of ", graph.num_nodes(), " nodes");
-  torch::Tensor out = GcnPropagate(x.MatMul(weight), graph);
+  const torch::Tensor w = mask.defined() ? MaskedWeight(weight, mask, is_training()) : weight;
+  torch::Tensor out = GcnPropagate(x.MatMul(w), graph);
   return bias.defined() ? out + bias : out;
 }
 

@@ -16,6 +16,7 @@ struct GCNConvOptions {
   TORCH_ARG(int64_t, in_channels);   ///< Input width. No effect after construction.
   TORCH_ARG(int64_t, out_channels);  ///< Output width. No effect after construction.
   TORCH_ARG(bool, bias) = true;      ///< Learnable additive bias (zeros at init).
+  TORCH_ARG(bool, masked) = false;   ///< A learnable elementwise weight mask (ones at init; FED-PUB).
 };
 
 class GCNConvImpl : public torch::nn::Cloneable<GCNConvImpl> {
@@ -28,7 +29,7 @@ class GCNConvImpl : public torch::nn::Cloneable<GCNConvImpl> {
   torch::Tensor forward(const NodeFeatures& x, const GraphView& graph);
 
   GCNConvOptions options;
-  torch::Tensor weight, bias;
+  torch::Tensor weight, bias, mask;  // mask: only when options.masked()
 };
 TORCH_MODULE(GCNConv);
 

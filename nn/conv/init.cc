@@ -18,4 +18,10 @@ void LinearUniform(torch::Tensor& weight, torch::Tensor& bias, int64_t fan_in) {
   if (bias.defined()) bias.uniform_(-bound, bound);
 }
 
+torch::Tensor MaskedWeight(const torch::Tensor& weight, const torch::Tensor& mask, bool training,
+                           double prune_below) {
+  if (training) return weight * mask;
+  return weight * (mask * (mask.abs() >= prune_below).to(mask.scalar_type()));
+}
+
 }  // namespace fgl::nn

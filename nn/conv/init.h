@@ -11,6 +11,11 @@ void GlorotUniform(torch::Tensor& t);
 // torch.nn.Linear / PyG Linear ('kaiming_uniform'): weight and bias U(-1/sqrt(fan_in), ...).
 void LinearUniform(torch::Tensor& weight, torch::Tensor& bias, int64_t fan_in);
 
+// A weight under a learnable elementwise mask (FED-PUB's masked layers): weight * mask while
+// training; at evaluation, mask entries with |m| < prune_below count as 0.
+torch::Tensor MaskedWeight(const torch::Tensor& weight, const torch::Tensor& mask, bool training,
+                           double prune_below = 1e-3);
+
 }  // namespace fgl::nn
 
 #endif  // FGL_NN_CONV_INIT_H_

@@ -16,6 +16,7 @@ struct LinearLayerOptions {
   TORCH_ARG(int64_t, in_features);   ///< No effect after construction.
   TORCH_ARG(int64_t, out_features);  ///< No effect after construction.
   TORCH_ARG(bool, bias) = true;
+  TORCH_ARG(bool, masked) = false;  ///< A learnable elementwise weight mask (ones at init; FED-PUB).
 };
 
 class LinearLayerImpl : public torch::nn::Cloneable<LinearLayerImpl> {
@@ -28,7 +29,7 @@ class LinearLayerImpl : public torch::nn::Cloneable<LinearLayerImpl> {
   torch::Tensor forward(const NodeFeatures& x);
 
   LinearLayerOptions options;
-  torch::Tensor weight, bias;
+  torch::Tensor weight, bias, mask;  // mask: only when options.masked()
 };
 TORCH_MODULE(LinearLayer);
 

@@ -34,7 +34,7 @@ std::vector<torch::Tensor> GnnModel::group_parameters(const std::string& group) 
 namespace {
 
 enum class ConvKind { kGcn, kGat, kSage, kGin };
-enum class Jk { kNone, kMax, kCat };
+enum class Jk { kNone, kMax, kCat, kLast };
 
 using ConvFn = std::function<torch::Tensor(const NodeFeatures&, const GraphView&)>;
 
@@ -44,6 +44,7 @@ struct StackOptions {
   double dropout = 0.5, input_dropout = 0.0, attn_dropout = 0.0;
   bool train_eps = false;
   bool elu = false;  // ELU instead of ReLU after hidden layers (the GAT paper's choice)
+  bool masked = false;  // GCN layers and the linear head with learnable weight masks (FED-PUB)
   Jk jk = Jk::kNone;
 };
 
@@ -65,8 +66,9 @@ class StackedGnn final : public GnnModel {
       fns_.pop_back();
       embedding_dim_ = hidden_layers == 0 ? in : width;
     } else {
-      embedding_dim_ = o.jk == Jk::kMax ? width : width * hidden_layers;
-      head_linear_ = register_module("head", LinearLayer(LinearLayerOptions(embedding_dim_, classes)));
+      embedding_dim_ = o.jk == Jk::kCat ? width * hidden_layers : width;
+      head_linear_ = register_module(
+          "head", LinearLayer(LinearLayerOptions(embedding_dim_, classes).masked(o.masked)));
     }
   }
 
@@ -85,8 +87,9 @@ class StackedGnn final : public GnnModel {
       torch::Tensor logits = head_fn_(fns_.empty() ? h : NodeFeatures(t), graph);
       return {embedding, logits};
     }
-    embedding = o_.jk == Jk::kMax ? std::get<0>(torch::stack(hiddens, 0).max(0))
-                                  : torch::cat(hiddens, 1);
+    embedding = o_.jk == Jk::kMax    ? std::get<0>(torch::stack(hiddens, 0).max(0))
+                : o_.jk == Jk::kLast ? hiddens.back()
+                                     : torch::cat(hiddens, 1);
     return {embedding, head_linear_->forward(embedding)};
   }
 
@@ -101,7 +104,7 @@ class StackedGnn final : public GnnModel {
     const int64_t out = last ? classes_ : o_.hidden;
     switch (o_.kind) {
       case ConvKind::kGcn: {
-        GCNConv c(GCNConvOptions(in, out));
+        GCNConv c(GCNConvOptions(in, out).masked(o_.masked));
         list->push_back(c);
         fns_.push_back([c](const NodeFeatures& x, const GraphView& g) mutable { return c->forward(x, g); });
         return out;
@@ -296,10 +299,14 @@ absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int
     }
     s.elu = act == "elu";
     const std::string jk = o.String("jk", "none");
-    if (jk != "none" && jk != "max" && jk != "cat") {
-      return absl::InvalidArgumentError(absl::StrCat("model '", spec, "': jk=", jk, " (none|max|cat)"));
+    if (jk != "none" && jk != "max" && jk != "cat" && jk != "last") {
+      return absl::InvalidArgumentError(absl::StrCat("model '", spec, "': jk=", jk, " (none|max|cat|last)"));
     }
-    s.jk = jk == "max" ? Jk::kMax : jk == "cat" ? Jk::kCat : Jk::kNone;
+    s.jk = jk == "max" ? Jk::kMax : jk == "cat" ? Jk::kCat : jk == "last" ? Jk::kLast : Jk::kNone;
+    FGL_ASSIGN_OR_RETURN(s.masked, o.Bool("masked", false));
+    if (s.masked && s.kind != ConvKind::kGcn) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", spec, "': masked=true needs gcn"));
+    }
     FGL_RETURN_IF_ERROR(CheckRange(s.layers >= (s.jk == Jk::kNone ? 1 : 2), spec, "layers too small"));
     FGL_RETURN_IF_ERROR(CheckRange(s.hidden > 0 && s.heads > 0 && s.out_heads > 0, spec,
                                    "hidden and heads must be > 0"));
@@ -312,6 +319,7 @@ absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int
     if (s.kind == ConvKind::kGat)
       absl::StrAppend(&normal, ",heads=", s.heads, ",out_heads=", s.out_heads, ",attn_dropout=", s.attn_dropout);
     if (s.kind == ConvKind::kGin) absl::StrAppend(&normal, ",train_eps=", s.train_eps);
+    if (s.masked) absl::StrAppend(&normal, ",masked=1");
     model = std::make_shared<StackedGnn>(s, in_features, num_classes, normal);
   } else if (name == "mlp" || name == "appnp") {
     FGL_ASSIGN_OR_RETURN(int64_t layers, o.Int("layers", 2));

@@ -38,7 +38,8 @@ TEST_F(GnnModelTest, EverySpecGivesEmbeddingAndLogits) {
                                          {"sage", 64}, {"graphsage", 64}, {"gin", 64},
                                          {"sgc:k=2", 4}, {"sgc:k=2,hidden=64", 64},
                                          {"appnp:k=10,alpha=0.1", 64}, {"mlp", 64},
-                                         {"mlp:layers=1", 12}}) {
+                                         {"mlp:layers=1", 12}, {"gcn:layers=3,jk=last", 64},
+                                         {"gcn:layers=3,jk=last,masked=true", 64}}) {
     ASSERT_OK_AND_ASSIGN(std::shared_ptr<GnnModel> m, MakeModel(c.spec, 12, 4));
     for (bool training : {true, false}) {
       m->train(training);
@@ -55,6 +56,35 @@ TEST_F(GnnModelTest, EverySpecGivesEmbeddingAndLogits) {
     EXPECT_EQ(grouped.size(), m->parameters().size()) << c.spec;
     EXPECT_FALSE(m->group_parameters("head").empty()) << c.spec;
   }
+}
+
+TEST_F(GnnModelTest, MaskedLayersMultiplyAndPruneAtEvaluation) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<GnnModel> plain, MakeModel("gcn:layers=3,jk=last", 12, 4));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<GnnModel> masked, MakeModel("gcn:layers=3,jk=last,masked=true", 12, 4));
+  // Same weights, masks at their initial ones: same logits.
+  torch::NoGradGuard no_grad;
+  int masks = 0;
+  for (const auto& item : masked->named_parameters(true)) {
+    if (item.key().find("mask") != std::string::npos) {
+      ++masks;
+      EXPECT_TRUE(torch::equal(item.value(), torch::ones_like(item.value()))) << item.key();
+    } else {
+      item.value().copy_(plain->named_parameters(true)[item.key()]);
+    }
+  }
+  EXPECT_EQ(masks, 3);  // two GCN layers and the linear head
+  plain->eval();
+  masked->eval();
+  EXPECT_TRUE(torch::allclose(plain->forward(data_.features, *view_).logits,
+                              masked->forward(data_.features, *view_).logits));
+  // A mask entry below 1e-3 counts as 0 at evaluation, not in training.
+  auto params = masked->named_parameters(true);
+  params["head.mask"].fill_(5e-4);
+  const torch::Tensor pruned = masked->forward(data_.features, *view_).logits;
+  EXPECT_TRUE(torch::allclose(pruned, params["head.bias"].expand_as(pruned)));
+  masked->train();
+  EXPECT_FALSE(torch::allclose(masked->forward(data_.features, *view_).logits, pruned));
+  EXPECT_FALSE(MakeModel("sage:masked=true", 12, 4).ok());
 }
 
 TEST_F(GnnModelTest, EvalIsDeterministicAndDropoutIsNot) {

@@ -1,0 +1,91 @@
+// FED-PUB: the proxy graph, the server's functional-similarity personalisation, and runs.
+#include <cmath>
+
+#include "fl/registry.h"
+#include "fl/simulator.h"
+#include "fl/tensor_codec.h"
+#include "gtest/gtest.h"
+#include "methods/fedpub/proxy_graph.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::methods::fedpub {
+namespace {
+
+TEST(ProxyGraphTest, SeededBlocksWithoutCrossEdges) {
+  ASSERT_OK_AND_ASSIGN(ProxyGraph a, MakeProxyGraph(7, 3));
+  ASSERT_OK_AND_ASSIGN(ProxyGraph b, MakeProxyGraph(7, 3));
+  EXPECT_EQ(a.graph.num_nodes(), 500);
+  EXPECT_EQ(a.features.sizes(), (std::vector<int64_t>{500, 7}));
+  EXPECT_TRUE(torch::equal(a.features, b.features));
+  EXPECT_TRUE(torch::equal(a.graph.col(), b.graph.col()));
+  for (int64_t v = 0; v < 500; ++v) {
+    for (int64_t u : a.graph.neighbors(v)) EXPECT_EQ(u / 100, v / 100);
+  }
+  // About 0.1 * C(100, 2) = 495 edges per block.
+  EXPECT_GT(a.graph.num_undirected_edges(), 5 * 400);
+  EXPECT_LT(a.graph.num_undirected_edges(), 5 * 600);
+  EXPECT_FALSE(MakeProxyGraph(0, 3).ok());
+}
+
+fl::proto::Message Reply(int k, const std::map<std::string, torch::Tensor>& shapes, float value,
+                         const torch::Tensor& embedding) {
+  fl::proto::Message m;
+  m.mutable_header()->set_sender(k);
+  m.mutable_header()->set_type("fedpub.weights");
+  fl::NamedTensors p;
+  for (const auto& [name, t] : shapes) p.emplace_back(name, torch::full_like(t, value));
+  fl::AddTensors(p, &m);
+  fl::AddTensors({{"fedpub.embedding", embedding}}, &m);
+  (*m.mutable_scalars())["num_nodes"] = 10;
+  return m;
+}
+
+TEST(FedPubServerTest, PersonalisesBySoftmaxOfFunctionalSimilarity) {
+  fl::MethodConfig config;
+  config.model_spec = "gcn:layers=3,hidden=4,jk=last,masked=true";
+  config.num_features = 3;
+  config.num_classes = 2;
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedpub"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message init, server->BroadcastTo(0, {1, 1}));
+  ASSERT_TRUE(init.scalars().count("proxy_seed"));
+  ASSERT_OK_AND_ASSIGN(auto shapes, fl::DecodeTensors(init));
+  ASSERT_OK(server->Accumulate(Reply(0, shapes, 1, torch::tensor({1.f, 0.f}))));
+  ASSERT_OK(server->Accumulate(Reply(1, shapes, 2, torch::tensor({2.f, 0.f}))));  // cos 1 with client 0
+  ASSERT_OK(server->Accumulate(Reply(2, shapes, 7, torch::tensor({0.f, 1.f}))));  // cos 0
+  ASSERT_OK(server->FinishRound({1, 1}));
+  auto value = [&](int k) {
+    auto m = server->BroadcastTo(k, {2, 2});
+    return fl::DecodeTensors(*m)->begin()->second.flatten()[0].item<double>();
+  };
+  const double e10 = std::exp(10.0);
+  EXPECT_NEAR(value(0), (e10 * 1 + e10 * 2 + 1 * 7) / (2 * e10 + 1), 1e-4);
+  EXPECT_NEAR(value(2), (1 * 1 + 1 * 2 + e10 * 7) / (e10 + 2), 1e-4);
+  EXPECT_EQ(server->Aggregates().size(), 3u);
+  EXPECT_FALSE(server->Accumulate(Reply(3, shapes, 1, torch::tensor({NAN, 0.f}))).ok());
+}
+
+TEST(FedPubRunTest, LearnsAloneAndWithTheFedTadPlugin) {
+  fl::FederationOptions o;
+  o.dataset = "csbm:num_nodes=600,num_classes=4,num_features=16,homophily=0.85";
+  o.clients = 4;
+  o.method = "fedpub";
+  o.model = "gcn:layers=3,jk=last,masked=true";
+  o.rounds = 6;
+  o.local_epochs = 2;
+  o.cache_dir = "none";
+  o.seed = 7;
+  o.eval.model = fl::EvalProtocol::Model::kLocal;
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
+  EXPECT_GT(r.test_acc, 60.0);
+  o.method = "fedpub+fedtad";
+  o.method_params["num_pseudo"] = 20;
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult t, fl::RunFederation(o));
+  EXPECT_GT(t.test_acc, 40.0);  // 4 balanced classes: chance is 25%
+  o.model = "gcn";
+  o.method = "fedpub";
+  EXPECT_FALSE(fl::RunFederation(o).ok());  // needs the masked model
+}
+
+}  // namespace
+}  // namespace fgl::methods::fedpub
