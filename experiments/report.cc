@@ -60,6 +60,66 @@ std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper) 
   return absl::StrFormat("%.1f ± %.1f (%s, Δ %+.1f)", mean, std, published, mean - paper.mean());
 }
 
+namespace {
+
+// Each row's gain over the "fedavg" row beside the paper's gain, per cell; empty when the table
+// has no fedavg row or no comparable cell.
+std::string GainSection(const proto::Table& t,
+                        const std::map<std::pair<std::string, std::string>, CellResult>& cells,
+                        const std::map<std::pair<std::string, std::string>, proto::PublishedValue>& paper) {
+  constexpr char kBase[] = "fedavg";
+  bool has_base = false;
+  for (const proto::Row& r : t.rows()) has_base |= r.key() == kBase;
+  if (!has_base) return "";
+  auto mean_of = [&](const std::string& row, const std::string& col, double* ours, double* theirs) {
+    const CellResult& r = Lookup(cells, row, col);
+    auto it = paper.find({row, col});
+    if (r.state != CellResult::State::kDone || it == paper.end() || !it->second.present()) return false;
+    *ours = MeanStd(r.values).first;
+    *theirs = it->second.mean();
+    return true;
+  };
+  std::vector<std::string> header = {"method"};
+  for (const proto::Column& c : t.columns()) header.push_back(c.label().empty() ? c.key() : c.label());
+  header.push_back("summary");
+  std::string md = absl::StrCat(
+      "\n**Gain over FedAvg** (what the papers claim): ours (row − FedAvg, same partition and seeds) / "
+      "the paper's, ✓ when they are within 2 points. Computed from the cells above.\n\n| ",
+      absl::StrJoin(header, " | "), " |\n|");
+  for (size_t i = 0; i < header.size(); ++i) absl::StrAppend(&md, "---|");
+  absl::StrAppend(&md, "\n");
+  int rows = 0;
+  for (const proto::Row& r : t.rows()) {
+    if (r.key() == kBase) continue;
+    std::vector<std::string> line = {r.label().empty() ? r.key() : r.label()};
+    int n = 0, within = 0, ahead = 0;
+    double sum_ours = 0, sum_paper = 0;
+    for (const proto::Column& c : t.columns()) {
+      double ours, theirs, base_ours, base_theirs;
+      if (!mean_of(r.key(), c.key(), &ours, &theirs) || !mean_of(kBase, c.key(), &base_ours, &base_theirs)) {
+        line.push_back("–");
+        continue;
+      }
+      const double g = ours - base_ours, gp = theirs - base_theirs;
+      const bool ok = std::abs(g - gp) <= 2.0;
+      ++n;
+      within += ok;
+      ahead += g > 0;
+      sum_ours += g;
+      sum_paper += gp;
+      line.push_back(absl::StrFormat("%+.1f / %+.1f%s", g, gp, ok ? " ✓" : ""));
+    }
+    if (n == 0) continue;
+    ++rows;
+    line.push_back(absl::StrFormat("within 2 in %d/%d; ahead of FedAvg in %d/%d; mean %+.2f (paper %+.2f)",
+                                   within, n, ahead, n, sum_ours / n, sum_paper / n));
+    absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
+  }
+  return rows == 0 ? "" : md;
+}
+
+}  // namespace
+
 std::string MarkdownReport(const proto::Table& t,
                            const std::map<std::pair<std::string, std::string>, CellResult>& cells,
                            const Provenance& p, const std::string& svg_name) {
@@ -80,6 +140,7 @@ std::string MarkdownReport(const proto::Table& t,
     }
     absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
   }
+  absl::StrAppend(&md, GainSection(t, cells, paper));
   absl::StrAppend(&md, "\n**Protocol.** ", p.protocol, "\n");
   if (!t.notes().empty()) absl::StrAppend(&md, "\n**Notes.** ", t.notes(), "\n");
   if (!svg_name.empty()) absl::StrAppend(&md, "\n![accuracy against round](", svg_name, ")\n");

@@ -70,5 +70,29 @@ TEST(ReportTest, MarkdownAndCsvCoverEveryCell) {
   EXPECT_THAT(svg, Not(HasSubstr("a<b")));
 }
 
+TEST(ReportTest, GainOverFedAvgBesideThePapers) {
+  proto::Table t;
+  t.set_title("T");
+  for (const char* key : {"fedavg", "x"}) t.add_rows()->set_key(key);
+  for (const char* key : {"a", "b"}) t.add_columns()->set_key(key);
+  const std::map<std::pair<std::string, std::string>, double> printed = {
+      {{"fedavg", "a"}, 70}, {{"fedavg", "b"}, 60}, {{"x", "a"}, 71}, {{"x", "b"}, 65}};
+  for (const auto& [cell, mean] : printed) {
+    auto* c = t.add_cells();
+    c->set_row(cell.first);
+    c->set_column(cell.second);
+    *c->mutable_paper() = Paper(mean, 0);
+  }
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  cells[{"fedavg", "a"}] = {CellResult::State::kDone, {80.0}, ""};
+  cells[{"x", "a"}] = {CellResult::State::kDone, {81.5}, ""};   // +1.5 vs the paper's +1: within 2
+  cells[{"fedavg", "b"}] = {CellResult::State::kDone, {60.0}, ""};
+  cells[{"x", "b"}] = {CellResult::State::kDone, {59.0}, ""};   // -1 vs +5: not within 2
+  const std::string md = MarkdownReport(t, cells, Provenance(), "");
+  EXPECT_THAT(md, HasSubstr("+1.5 / +1.0 ✓"));
+  EXPECT_THAT(md, HasSubstr("-1.0 / +5.0 |"));
+  EXPECT_THAT(md, HasSubstr("within 2 in 1/2; ahead of FedAvg in 1/2; mean +0.25 (paper +3.00)"));
+}
+
 }  // namespace
 }  // namespace fgl::experiments
