@@ -42,6 +42,9 @@ ABSL_FLAG(bool, quick, false, "Smoke test: at most 3 rounds and the first seed o
 ABSL_FLAG(std::vector<std::string>, only_columns, {},
           "Run only these column keys; other cells are reported as 'not run in this report'.");
 ABSL_FLAG(std::vector<std::string>, only_rows, {}, "Run only these row keys (as --only_columns).");
+ABSL_FLAG(bool, cached_only, false,
+          "Run nothing: report the cells whose every seed is in the result cache, the others as "
+          "'not run in this report'.");
 ABSL_FLAG(int, jobs, 0, "Runs in parallel (each with one thread); 0 = the core count.");
 ABSL_FLAG(std::string, data_dir, "", "Dataset root; else $FGL_DATA_DIR, else ./data.");
 ABSL_FLAG(std::string, cache_dir, "",
@@ -220,6 +223,12 @@ int Run() {
         r.values.push_back(acc);
         if (!first_rounds.count(key)) first_rounds[key] = job.rounds_path;
         continue;
+      }
+      if (absl::GetFlag(FLAGS_cached_only)) {
+        r.state = CellResult::State::kNotRun;
+        r.values.clear();
+        first_rounds.erase(key);
+        break;
       }
       proto::Experiment one = *resolved;
       one.clear_seeds();
