@@ -157,6 +157,8 @@ absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& in, const std
   if (e.eval().model().empty()) e.mutable_eval()->set_model("global");
   if (e.eval().weighting().empty()) e.mutable_eval()->set_weighting("node");
   if (e.eval().round().empty()) e.mutable_eval()->set_round("best_val");
+  // false is the default: spelled or not, the same experiment (and the same cache key).
+  if (e.eval().has_dropout_at_eval() && !e.eval().dropout_at_eval()) e.mutable_eval()->clear_dropout_at_eval();
   if (e.seeds().empty()) {
     for (uint64_t s : {2024, 1, 2}) e.add_seeds(s);
   }

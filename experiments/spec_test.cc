@@ -69,6 +69,33 @@ TEST(SpecTest, RejectsUnknownFieldsAndMethodsWithFileAndLine) {
   EXPECT_THAT(LoadExperiment("/nonexistent.textproto"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nonexistent")));
 }
 
+TEST(SpecTest, ARowCanTurnDropoutAtEvalOffOverTheBase) {
+  proto::Table t;
+  t.mutable_base()->set_dataset("cora");
+  t.mutable_base()->set_method("fedavg");
+  t.mutable_base()->mutable_eval()->set_dropout_at_eval(true);
+  auto* row = t.add_rows();
+  row->set_key("off");
+  row->mutable_overrides()->mutable_eval()->set_dropout_at_eval(false);
+  t.add_rows()->set_key("on");
+  t.add_columns()->set_key("c");
+  for (const char* r : {"off", "on"}) {
+    auto* cell = t.add_cells();
+    cell->set_row(r);
+    cell->set_column("c");
+  }
+  ASSERT_OK_AND_ASSIGN(proto::Experiment off, CellExperiment(t, t.cells(0)));
+  ASSERT_OK_AND_ASSIGN(proto::Experiment on, CellExperiment(t, t.cells(1)));
+  ASSERT_OK_AND_ASSIGN(off, Resolve(off, "x"));
+  ASSERT_OK_AND_ASSIGN(on, Resolve(on, "x"));
+  EXPECT_FALSE(off.eval().dropout_at_eval());
+  EXPECT_TRUE(on.eval().dropout_at_eval());
+  // An explicit false is the same experiment as an absent one.
+  proto::Experiment absent = off;
+  absent.mutable_eval()->clear_dropout_at_eval();
+  EXPECT_EQ(CanonicalText(off), CanonicalText(absent));
+}
+
 TEST(SpecTest, SetOverridesAndCanonicalTextKeysTheCache) {
   proto::Experiment e;
   e.set_dataset("cora");
