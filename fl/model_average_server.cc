@@ -33,11 +33,15 @@ NamedTensors ModelAverageServer::GlobalParameters() const {
 }
 
 absl::StatusOr<proto::Message> ModelAverageServer::Broadcast(const RoundInfo& round) {
+  return ServerMessage(GlobalParameters(), round, type_);
+}
+
+proto::Message ServerMessage(const NamedTensors& tensors, const RoundInfo& round, const std::string& type) {
   proto::Message m;
   m.mutable_header()->set_round(round.round);
   m.mutable_header()->set_sender(-1);
-  m.mutable_header()->set_type(type_);
-  AddTensors(GlobalParameters(), &m);
+  m.mutable_header()->set_type(type);
+  AddTensors(tensors, &m);
   return m;
 }
 

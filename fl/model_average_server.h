@@ -71,6 +71,9 @@ class ModelAndMeanServer : public ServerAlgorithm {
 absl::StatusOr<std::unique_ptr<ServerAlgorithm>> MakeModelAverageServer(const MethodConfig& config,
                                                                         const std::string& type);
 
+// A server's message carrying `tensors` (a broadcast), sender -1.
+proto::Message ServerMessage(const NamedTensors& tensors, const RoundInfo& round, const std::string& type);
+
 // The reply every model-averaging client sends: its parameters plus "num_nodes".
 proto::Message ModelReply(const NamedTensors& parameters, int64_t num_nodes, int client_id,
                           const RoundInfo& round, const std::string& type);

@@ -5,6 +5,7 @@
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
+#include "fl/testing/client_data.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "methods/fedgta/topology_moments.h"
@@ -91,14 +92,7 @@ TEST(FedGtaServerTest, SimilarClientsShareConfidenceWeightedModels) {
 }
 
 TEST(FedGtaRunTest, LearnsAloneAndWithTheFedTadPlugin) {
-  fl::FederationOptions o;
-  o.dataset = "csbm:num_nodes=600,num_classes=4,num_features=16,homophily=0.85";
-  o.clients = 4;
-  o.method = "fedgta";
-  o.rounds = 6;
-  o.local_epochs = 2;
-  o.cache_dir = "none";
-  o.seed = 7;
+  fl::FederationOptions o = fl::testing::SmallFederation("fedgta");
   o.eval.model = fl::EvalProtocol::Model::kLocal;
   ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
   EXPECT_GT(r.test_acc, 60.0);

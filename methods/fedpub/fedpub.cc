@@ -237,11 +237,7 @@ class FedPubServer final : public fl::ServerAlgorithm {
     return out;
   }
   fl::proto::Message Message(const fl::NamedTensors& tensors, const fl::RoundInfo& round) const {
-    fl::proto::Message m;
-    m.mutable_header()->set_round(round.round);
-    m.mutable_header()->set_sender(-1);
-    m.mutable_header()->set_type(kType);
-    fl::AddTensors(tensors, &m);
+    fl::proto::Message m = fl::ServerMessage(tensors, round, kType);
     // The proxy graph travels as its seed (clients rebuild it), not as 500 x F floats.
     (*m.mutable_scalars())[kProxySeed] = static_cast<double>(config_.seed % (uint64_t{1} << 52));
     return m;

@@ -4,6 +4,7 @@
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
+#include "fl/testing/client_data.h"
 #include "gtest/gtest.h"
 #include "methods/fedpub/proxy_graph.h"
 #include "third_party/absl_ext/status_matchers.h"
@@ -66,15 +67,8 @@ TEST(FedPubServerTest, PersonalisesBySoftmaxOfFunctionalSimilarity) {
 }
 
 TEST(FedPubRunTest, LearnsAloneAndWithTheFedTadPlugin) {
-  fl::FederationOptions o;
-  o.dataset = "csbm:num_nodes=600,num_classes=4,num_features=16,homophily=0.85";
-  o.clients = 4;
-  o.method = "fedpub";
+  fl::FederationOptions o = fl::testing::SmallFederation("fedpub");
   o.model = "gcn:layers=3,jk=last,masked=true";
-  o.rounds = 6;
-  o.local_epochs = 2;
-  o.cache_dir = "none";
-  o.seed = 7;
   o.eval.model = fl::EvalProtocol::Model::kLocal;
   ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
   EXPECT_GT(r.test_acc, 60.0);

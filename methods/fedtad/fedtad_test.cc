@@ -211,17 +211,7 @@ TEST(PluginTest, DistilsEveryAggregateFromItsOwnRepliesOnly) {
   EXPECT_THAT(server->AcceptPreparation(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("client 7")));
 }
 
-fl::FederationOptions Small(const std::string& method) {
-  fl::FederationOptions o;
-  o.dataset = "csbm:num_nodes=600,num_classes=4,num_features=16,homophily=0.85";
-  o.clients = 4;
-  o.method = method;
-  o.rounds = 6;
-  o.local_epochs = 2;
-  o.cache_dir = "none";
-  o.seed = 7;
-  return o;
-}
+fl::FederationOptions Small(const std::string& method) { return fl::testing::SmallFederation(method); }
 
 TEST(PluginTest, ZeroIterationsLeaveTheBaseMethodUntouched) {
   ASSERT_OK_AND_ASSIGN(fl::FederationResult base, fl::RunFederation(Small("fedprox")));

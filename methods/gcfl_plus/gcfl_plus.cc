@@ -271,12 +271,7 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
     return torch::cat(flat);
   }
   static fl::proto::Message Message(const fl::NamedTensors& tensors, const fl::RoundInfo& round) {
-    fl::proto::Message m;
-    m.mutable_header()->set_round(round.round);
-    m.mutable_header()->set_sender(-1);
-    m.mutable_header()->set_type(kType);
-    fl::AddTensors(tensors, &m);
-    return m;
+    return fl::ServerMessage(tensors, round, kType);
   }
 
   fl::MethodConfig config_;

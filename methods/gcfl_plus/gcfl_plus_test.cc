@@ -5,6 +5,7 @@
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
+#include "fl/testing/client_data.h"
 #include "gtest/gtest.h"
 #include "methods/gcfl_plus/clustering.h"
 #include "third_party/absl_ext/status_matchers.h"
@@ -83,14 +84,7 @@ TEST(GcflPlusServerTest, SplitsOpposedGroupsAfterRound20) {
 }
 
 TEST(GcflPlusRunTest, LearnsAloneAndWithTheFedTadPlugin) {
-  fl::FederationOptions o;
-  o.dataset = "csbm:num_nodes=600,num_classes=4,num_features=16,homophily=0.85";
-  o.clients = 4;
-  o.method = "gcfl_plus";
-  o.rounds = 6;
-  o.local_epochs = 2;
-  o.cache_dir = "none";
-  o.seed = 7;
+  fl::FederationOptions o = fl::testing::SmallFederation("gcfl_plus");
   o.eval.model = fl::EvalProtocol::Model::kLocal;
   ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
   EXPECT_GT(r.test_acc, 60.0);
