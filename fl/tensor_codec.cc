@@ -115,6 +115,33 @@ absl::StatusOr<std::map<std::string, torch::Tensor>> TakeTensors(const std::stri
   return out;
 }
 
+absl::StatusOr<NamedTensors> MatchTensors(const std::map<std::string, torch::Tensor>& tensors,
+                                          const NamedTensors& like, const std::string& who,
+                                          bool require_finite) {
+  NamedTensors out;
+  for (const auto& [name, t] : like) {
+    auto it = tensors.find(name);
+    if (it == tensors.end() || it->second.sizes() != t.sizes() ||
+        (require_finite && !torch::isfinite(it->second).all().item<bool>())) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": missing, misshapen or non-finite '", name, "'"));
+    }
+    out.emplace_back(name, it->second);
+  }
+  return out;
+}
+
+NamedTensors WeightedSum(const std::vector<const NamedTensors*>& sets, const std::vector<double>& weights) {
+  CHECK(!sets.empty() && sets.size() == weights.size());
+  NamedTensors out;
+  for (size_t p = 0; p < sets[0]->size(); ++p) {
+    const torch::Tensor& first = (*sets[0])[p].second;
+    torch::Tensor sum = torch::zeros(first.sizes(), first.options().dtype(torch::kDouble));
+    for (size_t k = 0; k < sets.size(); ++k) sum += weights[k] * (*sets[k])[p].second.to(torch::kDouble);
+    out.emplace_back((*sets[0])[p].first, sum.to(first.scalar_type()));
+  }
+  return out;
+}
+
 NamedTensors WithPrefix(const std::string& prefix, const NamedTensors& tensors) {
   NamedTensors out;
   for (const auto& [name, t] : tensors) out.emplace_back(prefix + name, t);

@@ -41,6 +41,17 @@ absl::Status LoadTensors(const proto::Message& message, const NamedTensors& targ
 absl::StatusOr<std::map<std::string, torch::Tensor>> TakeTensors(const std::string& prefix,
                                                                   proto::Message* message);
 
+// The tensors of `tensors` named as in `like`, in `like`'s order. InvalidArgument naming `who` and
+// the first tensor that is missing, shaped differently or (when `require_finite`) not finite.
+// How a server checks a reply or a checkpoint against the model it expects.
+absl::StatusOr<NamedTensors> MatchTensors(const std::map<std::string, torch::Tensor>& tensors,
+                                          const NamedTensors& like, const std::string& who,
+                                          bool require_finite = true);
+
+// sum_k weights[k] * sets[k] per tensor, accumulated in float64 and returned in the dtype of
+// sets[0] (every set names the same tensors in the same order). The weights are used as given.
+NamedTensors WeightedSum(const std::vector<const NamedTensors*>& sets, const std::vector<double>& weights);
+
 // The same tensors named "<prefix><name>".
 NamedTensors WithPrefix(const std::string& prefix, const NamedTensors& tensors);
 

@@ -89,13 +89,8 @@ class FedGtaServer final : public fl::ServerAlgorithm {
     if (reply.header().type() != kType) return bad("type '" + reply.header().type() + "'");
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
     Reply r;
-    for (const auto& [name, t] : initial_) {
-      auto it = tensors.find(name);
-      if (it == tensors.end() || it->second.sizes() != t.sizes() || !torch::isfinite(it->second).all().item<bool>()) {
-        return bad("missing, misshapen or non-finite '" + name + "'");
-      }
-      r.parameters.emplace_back(name, it->second);
-    }
+    FGL_ASSIGN_OR_RETURN(r.parameters,
+                         fl::MatchTensors(tensors, initial_, absl::StrCat("fedgta: reply from client ", sender)));
     auto moments = tensors.find(kMoments);
     const int64_t want = 2 * static_cast<int64_t>(config_.Param("num_moments", 10)) * config_.num_classes;
     if (moments == tensors.end() || moments->second.numel() != want ||
@@ -131,14 +126,13 @@ class FedGtaServer final : public fl::ServerAlgorithm {
       }
       fl::ServerAggregate aggregate;
       aggregate.clients = accepted;
-      for (const auto& [name, t] : initial_) {
-        torch::Tensor sum = torch::zeros_like(t, torch::kDouble);
-        for (int j : accepted) {
-          const double w = total > 0 ? replies.at(j).confidence / total : 1.0 / accepted.size();
-          sum += w * Find(replies.at(j).parameters, name).to(torch::kDouble);
-        }
-        aggregate.parameters.emplace_back(name, sum.to(t.scalar_type()));
+      std::vector<const fl::NamedTensors*> sets;
+      std::vector<double> weights;
+      for (int j : accepted) {
+        sets.push_back(&replies.at(j).parameters);
+        weights.push_back(total > 0 ? replies.at(j).confidence / total : 1.0 / accepted.size());
       }
+      aggregate.parameters = fl::WeightedSum(sets, weights);
       personalised_[src] = std::move(aggregate);
     }
     last_round_ = {};
@@ -175,13 +169,8 @@ class FedGtaServer final : public fl::ServerAlgorithm {
     }
     for (auto& [id, tensors_of] : by_client) {
       fl::ServerAggregate a;
-      for (const auto& [name, t] : initial_) {
-        auto it = tensors_of.find(name);
-        if (it == tensors_of.end() || it->second.sizes() != t.sizes()) {
-          return absl::InvalidArgumentError(absl::StrCat("fedgta state: client ", id, " lacks '", name, "'"));
-        }
-        a.parameters.emplace_back(name, it->second);
-      }
+      FGL_ASSIGN_OR_RETURN(a.parameters, fl::MatchTensors(tensors_of, initial_, absl::StrCat("fedgta state: client ", id),
+                                                          /*require_finite=*/false));
       personalised_[id] = std::move(a);
     }
     return absl::OkStatus();
@@ -195,10 +184,6 @@ class FedGtaServer final : public fl::ServerAlgorithm {
   };
   FedGtaServer(const fl::MethodConfig& config, fl::NamedTensors initial)
       : config_(config), initial_(std::move(initial)) {}
-  static const torch::Tensor& Find(const fl::NamedTensors& tensors, const std::string& name) {
-    for (const auto& [n, t] : tensors) if (n == name) return t;
-    LOG(FATAL) << "no tensor " << name;
-  }
   static fl::proto::Message Message(const fl::NamedTensors& tensors, const fl::RoundInfo& round) {
     return fl::ServerMessage(tensors, round, kType);
   }

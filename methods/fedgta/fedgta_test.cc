@@ -2,6 +2,7 @@
 // confidence-weighted personalised aggregation, and a federated run (alone and with FedTAD).
 #include <cmath>
 
+#include "fl/model_average_server.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
@@ -39,13 +40,9 @@ TEST(TopologyMomentsTest, HybridMomentsAndConfidence) {
 }
 
 fl::proto::Message Reply(int sender, const fl::NamedTensors& params, const torch::Tensor& moments, double confidence) {
-  fl::proto::Message m;
-  m.mutable_header()->set_sender(sender);
-  m.mutable_header()->set_type("fedgta.weights");
-  fl::AddTensors(params, &m);
+  fl::proto::Message m = fl::ModelReply(params, /*num_nodes=*/10, sender, {}, "fedgta.weights");
   fl::AddTensors({{"fedgta.moments", moments}}, &m);
   (*m.mutable_scalars())["confidence"] = confidence;
-  (*m.mutable_scalars())["num_nodes"] = 10;
   return m;
 }
 

@@ -124,13 +124,7 @@ class FedPubServer final : public fl::ServerAlgorithm {
     if (tensors.size() != global_.size() + 1) return bad("unexpected tensors");
     Reply r;
     r.weight = n->second;
-    for (const auto& [name, t] : global_) {
-      auto it = tensors.find(name);
-      if (it == tensors.end() || it->second.sizes() != t.sizes() || !torch::isfinite(it->second).all().item<bool>()) {
-        return bad("missing, misshapen or non-finite '" + name + "'");
-      }
-      r.parameters.emplace_back(name, it->second);
-    }
+    FGL_ASSIGN_OR_RETURN(r.parameters, fl::MatchTensors(tensors, global_, absl::StrCat("fedpub: reply from client ", k)));
     auto e = tensors.find(kEmbedding);
     if (e == tensors.end() || e->second.dim() != 1 || e->second.numel() < 1 ||
         !torch::isfinite(e->second).all().item<bool>()) {
@@ -215,26 +209,19 @@ class FedPubServer final : public fl::ServerAlgorithm {
     double weight = 0;
   };
   FedPubServer(const fl::MethodConfig& config, fl::NamedTensors initial) : config_(config), global_(std::move(initial)) {}
-  fl::NamedTensors Mix(const std::map<int, Reply>& replies, const std::vector<int>& ids,
-                       const std::vector<double>& w, double total) const {
-    fl::NamedTensors out;
-    for (size_t p = 0; p < global_.size(); ++p) {
-      torch::Tensor sum = torch::zeros_like(global_[p].second, torch::kDouble);
-      for (size_t j = 0; j < ids.size(); ++j) sum += w[j] / total * replies.at(ids[j]).parameters[p].second.to(torch::kDouble);
-      out.emplace_back(global_[p].first, sum.to(torch::kFloat));
+  // sum_j w_j / total * theta_j over the clients `ids`.
+  static fl::NamedTensors Mix(const std::map<int, Reply>& replies, const std::vector<int>& ids,
+                              const std::vector<double>& w, double total) {
+    std::vector<const fl::NamedTensors*> sets;
+    std::vector<double> weights;
+    for (size_t j = 0; j < ids.size(); ++j) {
+      sets.push_back(&replies.at(ids[j]).parameters);
+      weights.push_back(w[j] / total);
     }
-    return out;
+    return fl::WeightedSum(sets, weights);
   }
   absl::StatusOr<fl::NamedTensors> Ordered(const std::map<std::string, torch::Tensor>& tensors, const std::string& who) const {
-    fl::NamedTensors out;
-    for (const auto& [name, t] : global_) {
-      auto it = tensors.find(name);
-      if (it == tensors.end() || it->second.sizes() != t.sizes()) {
-        return absl::InvalidArgumentError(absl::StrCat("fedpub state: ", who, " lacks '", name, "'"));
-      }
-      out.emplace_back(name, it->second);
-    }
-    return out;
+    return fl::MatchTensors(tensors, global_, "fedpub state: " + who, /*require_finite=*/false);
   }
   fl::proto::Message Message(const fl::NamedTensors& tensors, const fl::RoundInfo& round) const {
     fl::proto::Message m = fl::ServerMessage(tensors, round, kType);

@@ -1,6 +1,7 @@
 // FED-PUB: the proxy graph, the server's functional-similarity personalisation, and runs.
 #include <cmath>
 
+#include "fl/model_average_server.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
@@ -30,14 +31,10 @@ TEST(ProxyGraphTest, SeededBlocksWithoutCrossEdges) {
 
 fl::proto::Message Reply(int k, const std::map<std::string, torch::Tensor>& shapes, float value,
                          const torch::Tensor& embedding) {
-  fl::proto::Message m;
-  m.mutable_header()->set_sender(k);
-  m.mutable_header()->set_type("fedpub.weights");
   fl::NamedTensors p;
   for (const auto& [name, t] : shapes) p.emplace_back(name, torch::full_like(t, value));
-  fl::AddTensors(p, &m);
+  fl::proto::Message m = fl::ModelReply(p, /*num_nodes=*/10, k, {}, "fedpub.weights");
   fl::AddTensors({{"fedpub.embedding", embedding}}, &m);
-  (*m.mutable_scalars())["num_nodes"] = 10;
   return m;
 }
 

@@ -158,13 +158,13 @@ class FedTadServer final : public fl::ServerAlgorithm {
         if (rel == reliability_.end()) {
           return absl::FailedPreconditionError(absl::StrCat("fedtad: no reliability from client ", id));
         }
+        // The base method checked the reply's values; here only that it holds this aggregate's model.
         Teacher t;
-        for (const auto& [name, global] : aggregate.parameters) {
-          auto it = local->second.find(name);
-          if (it == local->second.end() || it->second.sizes() != global.sizes()) {
-            return absl::InvalidArgumentError(absl::StrCat("fedtad: client ", id, "'s model lacks '", name, "'"));
-          }
-          t.parameters.emplace_back(name, it->second.to(global.device()));
+        FGL_ASSIGN_OR_RETURN(t.parameters, fl::MatchTensors(local->second, aggregate.parameters,
+                                                            absl::StrCat("fedtad: client ", id, "'s model"),
+                                                            /*require_finite=*/false));
+        for (size_t i = 0; i < t.parameters.size(); ++i) {
+          t.parameters[i].second = t.parameters[i].second.to(aggregate.parameters[i].second.device());
         }
         teachers.push_back(std::move(t));
         phi.push_back(rel->second);

@@ -99,13 +99,9 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
     Reply r;
     r.grad_norm = norm->second;
     r.weight = n->second;
-    for (const auto& [name, w] : models_[ClusterOf(k)]) {
-      auto it = tensors.find(name);
-      if (it == tensors.end() || it->second.sizes() != w.sizes() || !torch::isfinite(it->second).all().item<bool>()) {
-        return bad("missing, misshapen or non-finite '" + name + "'");
-      }
-      r.update.emplace_back(name, it->second - w);
-    }
+    const fl::NamedTensors& cluster = models_[ClusterOf(k)];
+    FGL_ASSIGN_OR_RETURN(r.update, fl::MatchTensors(tensors, cluster, absl::StrCat("gcfl_plus: reply from client ", k)));
+    for (size_t i = 0; i < cluster.size(); ++i) r.update[i].second = r.update[i].second - cluster[i].second;
     if (!replies_.emplace(k, std::move(r)).second) return bad("replied twice");
     return absl::OkStatus();
   }
@@ -152,11 +148,14 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
         }
       }
       if (members.empty()) continue;
-      for (size_t i = 0; i < models_[c].size(); ++i) {
-        torch::Tensor step = torch::zeros_like(models_[c][i].second, torch::kDouble);
-        for (int k : members) step += replies.at(k).weight / total * replies.at(k).update[i].second.to(torch::kDouble);
-        models_[c][i].second.add_(step.to(models_[c][i].second.scalar_type()));
+      std::vector<const fl::NamedTensors*> updates;
+      std::vector<double> weights;
+      for (int k : members) {
+        updates.push_back(&replies.at(k).update);
+        weights.push_back(replies.at(k).weight / total);
       }
+      const fl::NamedTensors step = fl::WeightedSum(updates, weights);
+      for (size_t i = 0; i < models_[c].size(); ++i) models_[c][i].second.add_(step[i].second);
       last_round_.push_back({models_[c], members});
     }
     return absl::OkStatus();
@@ -194,12 +193,9 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
     std::vector<std::vector<int>> clusters;
     for (size_t c = 0; c < std::max<size_t>(1, members.size()); ++c) {
       FGL_ASSIGN_OR_RETURN(auto tensors, fl::TakeTensors(absl::StrCat("cluster", c, "."), &rest));
-      fl::NamedTensors model;
-      for (const auto& [name, t] : models_[0]) {
-        auto it = tensors.find(name);
-        if (it == tensors.end() || it->second.sizes() != t.sizes()) return bad(absl::StrCat("cluster ", c, " lacks '", name, "'"));
-        model.emplace_back(name, it->second);
-      }
+      FGL_ASSIGN_OR_RETURN(fl::NamedTensors model,
+                           fl::MatchTensors(tensors, models_[0], absl::StrCat("gcfl_plus state: cluster ", c),
+                                            /*require_finite=*/false));
       models.push_back(std::move(model));
       std::vector<int> ids = members[static_cast<int>(c)];
       std::sort(ids.begin(), ids.end());

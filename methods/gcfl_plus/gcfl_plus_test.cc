@@ -2,6 +2,7 @@
 // (two groups whose updates cancel, with different gradient-norm sequences), and a federated run.
 #include <cmath>
 
+#include "fl/model_average_server.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
@@ -33,15 +34,11 @@ TEST(ClusteringTest, MinimumCutSeparatesTwoGroups) {
 }
 
 fl::proto::Message Reply(int k, const fl::proto::Message& received, float shift, double grad_norm) {
-  fl::proto::Message m;
-  m.mutable_header()->set_sender(k);
-  m.mutable_header()->set_type("gcfl_plus.weights");
   fl::NamedTensors shifted;
   const auto tensors = *fl::DecodeTensors(received);
   for (const auto& [name, t] : tensors) shifted.emplace_back(name, t + shift);
-  fl::AddTensors(shifted, &m);
+  fl::proto::Message m = fl::ModelReply(shifted, /*num_nodes=*/10, k, {}, "gcfl_plus.weights");
   (*m.mutable_scalars())["grad_norm"] = grad_norm;
-  (*m.mutable_scalars())["num_nodes"] = 10;
   return m;
 }
 
