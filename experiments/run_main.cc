@@ -7,8 +7,8 @@
 //   bazel run //experiments:run -- --spec=my_experiment.textproto
 //       --set="clients=5;eval.dropout_at_eval=true"
 //
-// With --out, writes DIR/rounds.jsonl (one line per round) and DIR/result.json (for one seed:
-// DIR/seed_<s>/...).
+// With --out, writes DIR/rounds.jsonl (one line per round), DIR/result.json and, for global
+// evaluation, DIR/final_model.pb (the last broadcast; for a spec: DIR/seed_<s>/...).
 #include <unistd.h>
 
 #include <cerrno>
@@ -216,7 +216,13 @@ absl::StatusOr<std::string> RunOne(const fl::FederationOptions& o, const std::st
       ",\"bytes_up\":", r->bytes_up, ",\"bytes_down\":", r->bytes_down, ",\"wall_s\":", r->wall_s,
       ",\"train_s\":", r->train_s, ",\"protocol\":\"", r->protocol, "\",\"client_sizes\":[",
       absl::StrJoin(r->client_sizes, ","), "]}");
-  if (!out.empty()) std::ofstream(out + "/result.json", std::ios::trunc) << json << "\n";
+  if (!out.empty()) {
+    std::ofstream(out + "/result.json", std::ios::trunc) << json << "\n";
+    // The final global model as broadcast: a transport run (//fl:server) must match it bit for bit.
+    if (!r->final_global.empty()) {
+      std::ofstream(out + "/final_model.pb", std::ios::binary | std::ios::trunc) << r->final_global;
+    }
+  }
   return json;
 }
 

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "fl/algorithm.h"
+#include "fl/federation_setup.h"
 #include "fl/proto/checkpoint.pb.h"
 #include "graph/io/file.h"
 #include "fl/registry.h"
@@ -34,21 +35,6 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-absl::StatusOr<std::shared_ptr<ClientData>> MakeClientData(int id, graph::Dataset data,
-                                                           graph::NodeSplit split,
-                                                           torch::Device device) {
-  auto c = std::make_shared<ClientData>();
-  c->id = id;
-  FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(data.graph, device));
-  c->view = std::make_shared<nn::GraphView>(std::move(view));
-  c->features = std::make_shared<nn::NodeFeatures>(
-      nn::NodeFeatures::WithSparseCopy(data.features.to(device)));
-  c->labels = data.labels.to(device);
-  c->split = {split.train.to(device), split.val.to(device), split.test.to(device)};
-  c->data = std::move(data);
-  return c;
-}
-
 // Parses a serialised message, as a receiver would.
 absl::StatusOr<proto::Message> Receive(const std::string& bytes, const std::string& what) {
   proto::Message m;
@@ -57,47 +43,6 @@ absl::StatusOr<proto::Message> Receive(const std::string& bytes, const std::stri
 }
 
 constexpr uint32_t kCheckpointVersion = 1;
-
-absl::Status WriteCheckpoint(const std::string& dir, const proto::Checkpoint& ckpt) {
-  const std::string path = dir + "/checkpoint.pb";
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out || !ckpt.SerializeToOstream(&out)) {
-      return absl::UnavailableError(absl::StrCat("cannot write checkpoint ", tmp));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
-}
-
-RoundRecord FromProto(const proto::RoundRecord& p) {
-  RoundRecord r;
-  r.round = p.round();
-  r.val_acc = p.val_acc();
-  r.test_acc = p.test_acc();
-  r.participants = p.participants();
-  r.failed_clients = p.failed_clients();
-  r.bytes_up = p.bytes_up();
-  r.bytes_down = p.bytes_down();
-  r.seconds = p.seconds();
-  return r;
-}
-
-proto::RoundRecord ToProto(const RoundRecord& r) {
-  proto::RoundRecord p;
-  p.set_round(r.round);
-  p.set_val_acc(r.val_acc);
-  p.set_test_acc(r.test_acc);
-  p.set_participants(r.participants);
-  p.set_failed_clients(r.failed_clients);
-  p.set_bytes_up(r.bytes_up);
-  p.set_bytes_down(r.bytes_down);
-  p.set_seconds(r.seconds);
-  return p;
-}
 
 // Runs fn(i) for i in [0, n) on `workers` threads (inline when 1). Each call writes only its own
 // slot, so results do not depend on the worker count.
@@ -118,31 +63,10 @@ void ParallelFor(int n, int workers, const std::function<void(int)>& fn) {
 
 }  // namespace
 
-std::string FederationOptions::Fingerprint() const {
-  std::string params;
-  for (const auto& [k, v] : method_params) absl::StrAppend(&params, k, "=", v, ";");
-  return absl::StrCat("dataset=", dataset, "|partitioner=", partitioner, "|clients=", clients,
-                      "|partition_seed=", partition_seed, "|split=", split, "|method=", method,
-                      "|model=", model, "|shared=", shared_group, "|params=", params,
-                      "|local_epochs=", local_epochs, "|lr=", lr, "|wd=", weight_decay,
-                      "|fraction=", client_fraction, "|eval=", eval.Card(), "|seed=", seed,
-                      "|device=", device);
-}
-
-std::string EvalProtocol::Card() const {
-  return absl::StrCat("model=",
-                      model == Model::kGlobal ? "global" : model == Model::kLocal ? "local" : "personalized",
-                      " weighting=", node_weighted ? "node" : "unweighted", " round=",
-                      round == Round::kBestVal ? "best_val" : round == Round::kLast ? "last" : "best_test(optimistic)",
-                      " dropout_at_eval=", dropout_at_eval ? "on" : "off");
-}
-
 absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
                                                const std::function<void(const RoundRecord&)>& on_round) {
   const Clock::time_point start = Clock::now();
-  if (o.rounds < 1 || o.local_epochs < 0 || !(o.client_fraction > 0) || o.client_fraction > 1) {
-    return absl::InvalidArgumentError("need rounds >= 1, local_epochs >= 0, client_fraction in (0, 1]");
-  }
+  FGL_RETURN_IF_ERROR(ValidateOptions(o));
   // Clients train in parallel on `threads` workers, each with one intra-op thread, so the two
   // levels never oversubscribe the cores.
   const int workers = std::max(1, o.threads);
@@ -164,8 +88,7 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
   std::vector<graph::NodeSplit> splits;
   for (int k = 0; k < partition.num_clients(); ++k) {
     FGL_ASSIGN_OR_RETURN(graph::Dataset sub, graph::SubDataset(data, partition.clients[k]));
-    FGL_ASSIGN_OR_RETURN(graph::NodeSplit split,
-                         graph::MakeSplit(o.split, sub, graph::Rng::Derive(o.partition_seed, absl::StrCat("split/", k))));
+    FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, ClientSplit(o, sub, k));
     subsets.push_back(std::move(sub));
     splits.push_back(std::move(split));
   }
@@ -194,33 +117,19 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
   }
 
   FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(method));
-  MethodConfig config;
-  const std::vector<std::string> specs = absl::StrSplit(o.model, ';', absl::SkipEmpty());
-  if (specs.empty()) return absl::InvalidArgumentError("empty model spec");
-  config.model_spec = specs[0];
-  config.shared_group = o.shared_group;
-  config.num_features = data.num_features();
-  config.num_classes = data.num_classes;
-  config.local_epochs = o.local_epochs;
-  config.lr = o.lr;
-  config.weight_decay = o.weight_decay;
-  config.dropout_at_eval = o.eval.dropout_at_eval;
-  config.params = o.method_params;
-  config.seed = graph::Rng::Derive(o.seed, "init");
-  config.device = device;
+  FGL_ASSIGN_OR_RETURN(MethodConfig config,
+                       ServerMethodConfig(o, data.num_features(), data.num_classes));
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<ServerAlgorithm> server, factories.server(config));
   std::vector<std::unique_ptr<ClientAlgorithm>> algos;
   for (const auto& c : clients) {
-    MethodConfig client_config = config;
-    client_config.model_spec = specs[c->id % specs.size()];
-    FGL_ASSIGN_OR_RETURN(std::unique_ptr<ClientAlgorithm> a, factories.client(c, client_config));
+    FGL_ASSIGN_OR_RETURN(std::unique_ptr<ClientAlgorithm> a,
+                         factories.client(c, ClientMethodConfig(o, config, c->id)));
     algos.push_back(std::move(a));
   }
 
   FederationResult result;
   for (const auto& c : clients) result.client_sizes.push_back(c->data.num_nodes());
   const int k_total = static_cast<int>(clients.size());
-  const int per_round = std::max(1, static_cast<int>(std::lround(o.client_fraction * k_total)));
   int first_round = 1;
   const std::string ckpt_path = o.checkpoint_dir + "/checkpoint.pb";
   if (o.resume && !o.checkpoint_dir.empty() && graph::io::FileExists(ckpt_path)) {
@@ -238,7 +147,7 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     FGL_RETURN_IF_ERROR(server->RestoreState(ckpt.server()));
     for (int k = 0; k < k_total; ++k) FGL_RETURN_IF_ERROR(algos[k]->RestoreState(ckpt.clients(k)));
     for (const proto::RoundRecord& p : ckpt.records()) {
-      result.rounds.push_back(FromProto(p));
+      result.rounds.push_back(RoundRecordFromProto(p));
       result.bytes_up += p.bytes_up();
       result.bytes_down += p.bytes_down();
     }
@@ -262,15 +171,8 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     const Clock::time_point round_start = Clock::now();
     RoundRecord rec;
     rec.round = r;
-    RoundInfo info{r, graph::Rng::Derive(o.seed, absl::StrCat("round/", r))};
-    std::vector<int> sampled(k_total);
-    std::iota(sampled.begin(), sampled.end(), 0);
-    if (per_round < k_total) {
-      graph::Rng rng(o.seed, absl::StrCat("sample/", r));
-      rng.Shuffle(sampled);
-      sampled.resize(per_round);
-      std::sort(sampled.begin(), sampled.end());
-    }
+    const RoundInfo info = ServerRound(o, r);
+    const std::vector<int> sampled = SampleClients(o, r, k_total);
     // One message for every sampled client, or each its own (personalised methods).
     std::vector<std::string> downs;
     if (server->PersonalisedBroadcast()) {
@@ -296,8 +198,7 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
         replies[i] = received.status();
         return;
       }
-      RoundInfo client_info{r, graph::Rng::Derive(info.seed, absl::StrCat("client/", k))};
-      absl::StatusOr<proto::Message> reply = algos[k]->Train(*received, client_info);
+      absl::StatusOr<proto::Message> reply = algos[k]->Train(*received, ClientRound(info, k));
       if (reply.ok()) {
         replies[i] = reply->SerializeAsString();
       } else {
@@ -340,43 +241,29 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     if (o.eval.model == EvalProtocol::Model::kGlobal) {
       FGL_ASSIGN_OR_RETURN(global, server->Broadcast(info));
     }
-    struct Counts {
-      absl::Status status;
-      int64_t val_correct = 0, val_n = 0, test_correct = 0, test_n = 0;
-    };
-    std::vector<Counts> counts(k_total);
+    std::vector<absl::StatusOr<EvalCounts>> counts(k_total, absl::UnknownError("not run"));
     ParallelFor(k_total, workers, [&](int k) {
-      nn::DropoutSeedScope eval_stream(graph::Rng::Derive(info.seed, absl::StrCat("eval/", k)));
-      absl::StatusOr<torch::Tensor> logits =
-          algos[k]->Predict(o.eval.model == EvalProtocol::Model::kGlobal ? &global : nullptr);
-      if (!logits.ok()) {
-        counts[k].status = logits.status();
-        return;
-      }
-      const ClientData& c = *clients[k];
-      torch::Tensor correct = logits->argmax(1) == c.labels;
-      counts[k].val_n = c.split.val.sum().item<int64_t>();
-      counts[k].val_correct = correct.logical_and(c.split.val).sum().item<int64_t>();
-      counts[k].test_n = c.split.test.sum().item<int64_t>();
-      counts[k].test_correct = correct.logical_and(c.split.test).sum().item<int64_t>();
+      counts[k] = EvaluateClient(*algos[k], *clients[k],
+                                 o.eval.model == EvalProtocol::Model::kGlobal ? &global : nullptr, info);
     });
-    double val = 0, test = 0, weight = 0;
+    std::vector<EvalCounts> ok_counts;
     for (int k = 0; k < k_total; ++k) {
-      FGL_RETURN_IF_ERROR(counts[k].status);
-      auto acc = [](int64_t correct, int64_t n) { return n == 0 ? 0.0 : static_cast<double>(correct) / n; };
-      const double w = o.eval.node_weighted ? static_cast<double>(clients[k]->data.num_nodes()) : 1.0;
-      rec.clients[k].val_acc = 100.0 * acc(counts[k].val_correct, counts[k].val_n);
-      rec.clients[k].test_acc = 100.0 * acc(counts[k].test_correct, counts[k].test_n);
-      val += w * acc(counts[k].val_correct, counts[k].val_n);
-      test += w * acc(counts[k].test_correct, counts[k].test_n);
-      weight += w;
+      FGL_RETURN_IF_ERROR(counts[k].status());
+      ok_counts.push_back(*counts[k]);
+      const RoundAccuracy acc = WeightedAccuracy(o.eval, {*counts[k]}, {1});
+      rec.clients[k].val_acc = acc.val;
+      rec.clients[k].test_acc = acc.test;
     }
-    rec.val_acc = 100.0 * val / weight;
-    rec.test_acc = 100.0 * test / weight;
+    const RoundAccuracy acc = WeightedAccuracy(o.eval, ok_counts, result.client_sizes);
+    rec.val_acc = acc.val;
+    rec.test_acc = acc.test;
     rec.seconds = Seconds(round_start);
     result.bytes_up += rec.bytes_up;
     result.bytes_down += rec.bytes_down;
     result.rounds.push_back(rec);
+    if (r == o.rounds && o.eval.model == EvalProtocol::Model::kGlobal) {
+      result.final_global = global.SerializeAsString();
+    }
     VLOG(1) << "round " << r << " val " << rec.val_acc << " test " << rec.test_acc;
     if (on_round) on_round(rec);
     if (!o.checkpoint_dir.empty() && o.checkpoint_every > 0 && r % o.checkpoint_every == 0) {
@@ -384,32 +271,18 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
       ckpt.set_version(kCheckpointVersion);
       ckpt.set_run_fingerprint(o.Fingerprint());
       ckpt.set_round(r);
-      for (const RoundRecord& done : result.rounds) *ckpt.add_records() = ToProto(done);
+      for (const RoundRecord& done : result.rounds) *ckpt.add_records() = RoundRecordToProto(done);
       FGL_ASSIGN_OR_RETURN(*ckpt.mutable_server(), server->SaveState());
       for (int k = 0; k < k_total; ++k) {
         FGL_ASSIGN_OR_RETURN(*ckpt.add_clients(), algos[k]->SaveState());
       }
-      FGL_RETURN_IF_ERROR(WriteCheckpoint(o.checkpoint_dir, ckpt));
+      FGL_RETURN_IF_ERROR(WriteFileAtomically(o.checkpoint_dir + "/checkpoint.pb", ckpt));
     }
   }
   result.train_s = Seconds(train_start);
 
-  // Round selection per the protocol; ties go to the earliest round.
-  const RoundRecord* pick = &result.rounds.back();
-  if (o.eval.round != EvalProtocol::Round::kLast) {
-    const bool by_val = o.eval.round == EvalProtocol::Round::kBestVal;
-    pick = &result.rounds.front();
-    for (const RoundRecord& rec : result.rounds) {
-      if ((by_val ? rec.val_acc : rec.test_acc) > (by_val ? pick->val_acc : pick->test_acc)) pick = &rec;
-    }
-  }
-  result.reported_round = pick->round;
-  result.test_acc = pick->test_acc;
-  result.val_acc = pick->val_acc;
-  result.protocol = absl::StrCat(o.eval.Card(), " shared=", o.shared_group.empty() ? "all" : o.shared_group,
-                                 " split=", o.split, " partition=",
-                                 partitioner->Fingerprint(), " clients=", o.clients,
-                                 " partition_seed=", o.partition_seed);
+  SelectReportedRound(o.eval, result);
+  FGL_ASSIGN_OR_RETURN(result.protocol, ProtocolCard(o));
   result.wall_s = Seconds(start);
   return result;
 }

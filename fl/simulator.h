@@ -12,86 +12,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "fl/federation.h"
 
 namespace fgl::fl {
-
-// How a result is scored; recorded with every result.
-struct EvalProtocol {
-  // global: the server's model; local: each client's own; personalized: each client's own model
-  // for methods whose client model is a personalisation of the global one (same code path).
-  enum class Model { kGlobal, kLocal, kPersonalized };
-  enum class Round { kBestVal, kLast, kBestTest };
-  Model model = Model::kGlobal;  // global: clients score the server's model; local: their own
-  bool node_weighted = true;     // client accuracies weighted by node count (FedTAD, OpenFGL)
-  Round round = Round::kBestVal;  // best_test exists only because FedEgo reports it (optimistic)
-  bool dropout_at_eval = false;  // FedTAD's official code leaves dropout on when evaluating
-
-  std::string Card() const;  // e.g. "model=global weighting=node round=best_val dropout_at_eval=0"
-};
-
-struct FederationOptions {
-  std::string dataset = "cora";
-  std::string data_dir;  // empty: $FGL_DATA_DIR, else ./data
-  std::string partitioner = "louvain";
-  int clients = 10;
-  uint64_t partition_seed = 2024;  // partition and splits: fixed across training seeds
-  std::string split = "stratified:train=0.2,val=0.4";
-  std::string method = "fedavg";  // a registered method, or "centralized"
-  // One spec for every client, or several separated by ';' (client k gets spec k mod n, as
-  // FedGKC assigns architectures); the server's model is the first.
-  std::string model = "gcn:layers=2,hidden=64,dropout=0.5";
-  std::string shared_group;  // "" (whole model), "head" or "body": what averaging methods share
-  std::map<std::string, double> method_params;
-  int rounds = 100;
-  int local_epochs = 3;
-  double lr = 0.01;
-  double weight_decay = 5e-4;
-  double client_fraction = 1.0;
-  EvalProtocol eval;
-  uint64_t seed = 2024;  // training: initialisation, dropout, client sampling
-  std::string cache_dir;  // partition cache; empty: graph::DefaultPartitionCacheDir()
-  std::string device = "cpu";
-  int threads = 1;  // clients trained and evaluated in parallel, one intra-op thread each
-  bool strict = false;  // a failing client aborts the run instead of being left out
-  // Checkpoints: after every `checkpoint_every` rounds, DIR/checkpoint.pb holds the server's and
-  // every client's state. With `resume`, a run continues from that file when it matches.
-  std::string checkpoint_dir;
-  int checkpoint_every = 0;
-  bool resume = false;
-
-  // Every option that affects results except `rounds` (a resumed run may run longer).
-  std::string Fingerprint() const;
-};
-
-// One client's view of one round.
-struct ClientRecord {
-  int id = 0;
-  bool participated = false;
-  double train_loss = std::numeric_limits<double>::quiet_NaN();  // as the client reported it
-  double val_acc = 0, test_acc = 0;  // percent, of the protocol's model on this client
-  int64_t bytes_up = 0, bytes_down = 0;
-  double seconds = 0;  // local training
-};
-
-struct RoundRecord {
-  int round = 0;
-  double val_acc = 0, test_acc = 0;  // percent, weighted per the protocol
-  int participants = 0, failed_clients = 0;
-  int64_t bytes_up = 0, bytes_down = 0;  // this round
-  double seconds = 0;
-  std::vector<ClientRecord> clients;  // every client, in id order (not kept in checkpoints)
-};
-
-struct FederationResult {
-  std::vector<RoundRecord> rounds;
-  int reported_round = 0;
-  double test_acc = 0, val_acc = 0;  // at the reported round
-  int64_t bytes_up = 0, bytes_down = 0;
-  int64_t preparation_bytes_up = 0;  // the one-off uploads before round 1
-  double wall_s = 0, train_s = 0;  // whole run; rounds only (no loading/partitioning)
-  std::string protocol;            // EvalProtocol::Card() plus split and partition description
-  std::vector<int64_t> client_sizes;
-};
 
 absl::StatusOr<FederationResult> RunFederation(
     const FederationOptions& options, const std::function<void(const RoundRecord&)>& on_round = {});

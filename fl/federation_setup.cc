@@ -1,0 +1,223 @@
+#include "fl/federation_setup.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "graph/datasets.h"
+#include "graph/partition/partition_cache.h"
+#include "graph/partition/partitioner_registry.h"
+#include "graph/random.h"
+#include "nn/device.h"
+#include "nn/ops/dropout.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::fl {
+
+absl::Status ValidateOptions(const FederationOptions& o) {
+  if (o.rounds < 1 || o.local_epochs < 0 || !(o.client_fraction > 0) || o.client_fraction > 1) {
+    return absl::InvalidArgumentError("need rounds >= 1, local_epochs >= 0, client_fraction in (0, 1]");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<ClientData>> MakeClientData(int id, graph::Dataset data,
+                                                           graph::NodeSplit split,
+                                                           torch::Device device) {
+  auto c = std::make_shared<ClientData>();
+  c->id = id;
+  FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(data.graph, device));
+  c->view = std::make_shared<nn::GraphView>(std::move(view));
+  c->features = std::make_shared<nn::NodeFeatures>(
+      nn::NodeFeatures::WithSparseCopy(data.features.to(device)));
+  c->labels = data.labels.to(device);
+  c->split = {split.train.to(device), split.val.to(device), split.test.to(device)};
+  c->data = std::move(data);
+  return c;
+}
+
+absl::StatusOr<graph::NodeSplit> ClientSplit(const FederationOptions& o, const graph::Dataset& sub, int k) {
+  return graph::MakeSplit(o.split, sub, graph::Rng::Derive(o.partition_seed, absl::StrCat("split/", k)));
+}
+
+absl::StatusOr<ClientShard> LoadClientShard(const FederationOptions& o, int client) {
+  FGL_RETURN_IF_ERROR(ValidateOptions(o));
+  if (o.method == "centralized") {
+    return absl::InvalidArgumentError("method 'centralized' has no clients to distribute");
+  }
+  FGL_ASSIGN_OR_RETURN(torch::Device device, nn::ParseDevice(o.device));
+  FGL_ASSIGN_OR_RETURN(graph::Dataset data,
+                       graph::LoadDataset(o.dataset, graph::ResolveDataDir(o.data_dir), o.partition_seed));
+  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(o.partitioner));
+  const std::string cache = o.cache_dir.empty() ? graph::DefaultPartitionCacheDir() : o.cache_dir;
+  FGL_ASSIGN_OR_RETURN(graph::Partition partition,
+                       graph::CachedPartition(*partitioner, data, o.clients, o.partition_seed,
+                                              cache == "none" ? "" : cache));
+  if (partition.server_keeps_topology) {
+    return absl::UnimplementedError("node-level partitions need a node-level method (nFedGNN)");
+  }
+  if (client < 0 || client >= partition.num_clients()) {
+    return absl::InvalidArgumentError(absl::StrCat("client id ", client, " outside [0, ",
+                                                   partition.num_clients(), ")"));
+  }
+  ClientShard shard;
+  shard.num_clients = partition.num_clients();
+  shard.num_features = data.num_features();
+  shard.num_classes = data.num_classes;
+  FGL_ASSIGN_OR_RETURN(graph::Dataset sub, graph::SubDataset(data, partition.clients[client]));
+  FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, ClientSplit(o, sub, client));
+  data = graph::Dataset();  // the rest of the graph is not this client's to keep
+  FGL_ASSIGN_OR_RETURN(shard.data, MakeClientData(client, std::move(sub), std::move(split), device));
+  return shard;
+}
+
+absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int64_t num_features,
+                                                int64_t num_classes) {
+  const std::vector<std::string> specs = absl::StrSplit(o.model, ';', absl::SkipEmpty());
+  if (specs.empty()) return absl::InvalidArgumentError("empty model spec");
+  FGL_ASSIGN_OR_RETURN(torch::Device device, nn::ParseDevice(o.device));
+  MethodConfig config;
+  config.model_spec = specs[0];
+  config.shared_group = o.shared_group;
+  config.num_features = num_features;
+  config.num_classes = num_classes;
+  config.local_epochs = o.local_epochs;
+  config.lr = o.lr;
+  config.weight_decay = o.weight_decay;
+  config.dropout_at_eval = o.eval.dropout_at_eval;
+  config.params = o.method_params;
+  config.seed = graph::Rng::Derive(o.seed, "init");
+  config.device = device;
+  return config;
+}
+
+MethodConfig ClientMethodConfig(const FederationOptions& o, const MethodConfig& server, int client) {
+  const std::vector<std::string> specs = absl::StrSplit(o.model, ';', absl::SkipEmpty());
+  MethodConfig config = server;
+  config.model_spec = specs[client % specs.size()];
+  return config;
+}
+
+int ClientsPerRound(const FederationOptions& o, int num_clients) {
+  return std::max(1, static_cast<int>(std::lround(o.client_fraction * num_clients)));
+}
+
+std::vector<int> SampleClients(const FederationOptions& o, int round, int num_clients) {
+  const int per_round = ClientsPerRound(o, num_clients);
+  std::vector<int> sampled(num_clients);
+  std::iota(sampled.begin(), sampled.end(), 0);
+  if (per_round < num_clients) {
+    graph::Rng rng(o.seed, absl::StrCat("sample/", round));
+    rng.Shuffle(sampled);
+    sampled.resize(per_round);
+    std::sort(sampled.begin(), sampled.end());
+  }
+  return sampled;
+}
+
+RoundInfo ServerRound(const FederationOptions& o, int round) {
+  return RoundInfo{round, graph::Rng::Derive(o.seed, absl::StrCat("round/", round))};
+}
+
+RoundInfo ClientRound(const RoundInfo& server_round, int client) {
+  return RoundInfo{server_round.round,
+                   graph::Rng::Derive(server_round.seed, absl::StrCat("client/", client))};
+}
+
+absl::StatusOr<EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, const ClientData& client,
+                                          const proto::Message* global, const RoundInfo& round) {
+  nn::DropoutSeedScope eval_stream(graph::Rng::Derive(round.seed, absl::StrCat("eval/", client.id)));
+  FGL_ASSIGN_OR_RETURN(torch::Tensor logits, algorithm.Predict(global));
+  if (logits.dim() != 2 || logits.size(0) != client.labels.size(0)) {
+    return absl::InternalError(absl::StrCat("client ", client.id, ": Predict returned shape ",
+                                            logits.dim() == 2 ? absl::StrCat(logits.size(0), "x", logits.size(1)) : "not 2-d"));
+  }
+  torch::Tensor correct = logits.argmax(1) == client.labels;
+  EvalCounts c;
+  c.val_n = client.split.val.sum().item<int64_t>();
+  c.val_correct = correct.logical_and(client.split.val).sum().item<int64_t>();
+  c.test_n = client.split.test.sum().item<int64_t>();
+  c.test_correct = correct.logical_and(client.split.test).sum().item<int64_t>();
+  return c;
+}
+
+RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalCounts>& counts,
+                               const std::vector<int64_t>& sizes) {
+  auto acc = [](int64_t correct, int64_t n) { return n == 0 ? 0.0 : static_cast<double>(correct) / n; };
+  double val = 0, test = 0, weight = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    const double w = eval.node_weighted ? static_cast<double>(sizes[k]) : 1.0;
+    val += w * acc(counts[k].val_correct, counts[k].val_n);
+    test += w * acc(counts[k].test_correct, counts[k].test_n);
+    weight += w;
+  }
+  if (weight == 0) return {};
+  return {100.0 * val / weight, 100.0 * test / weight};
+}
+
+void SelectReportedRound(const EvalProtocol& eval, FederationResult& result) {
+  const RoundRecord* pick = &result.rounds.back();
+  if (eval.round != EvalProtocol::Round::kLast) {
+    const bool by_val = eval.round == EvalProtocol::Round::kBestVal;
+    pick = &result.rounds.front();
+    for (const RoundRecord& rec : result.rounds) {
+      if ((by_val ? rec.val_acc : rec.test_acc) > (by_val ? pick->val_acc : pick->test_acc)) pick = &rec;
+    }
+  }
+  result.reported_round = pick->round;
+  result.test_acc = pick->test_acc;
+  result.val_acc = pick->val_acc;
+}
+
+absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o) {
+  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(o.partitioner));
+  return absl::StrCat(o.eval.Card(), " shared=", o.shared_group.empty() ? "all" : o.shared_group,
+                      " split=", o.split, " partition=", partitioner->Fingerprint(),
+                      " clients=", o.clients, " partition_seed=", o.partition_seed);
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const google::protobuf::Message& message) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out || !message.SerializeToOstream(&out)) {
+      return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+RoundRecord RoundRecordFromProto(const proto::RoundRecord& p) {
+  RoundRecord r;
+  r.round = p.round();
+  r.val_acc = p.val_acc();
+  r.test_acc = p.test_acc();
+  r.participants = p.participants();
+  r.failed_clients = p.failed_clients();
+  r.bytes_up = p.bytes_up();
+  r.bytes_down = p.bytes_down();
+  r.seconds = p.seconds();
+  return r;
+}
+
+proto::RoundRecord RoundRecordToProto(const RoundRecord& r) {
+  proto::RoundRecord p;
+  p.set_round(r.round);
+  p.set_val_acc(r.val_acc);
+  p.set_test_acc(r.test_acc);
+  p.set_participants(r.participants);
+  p.set_failed_clients(r.failed_clients);
+  p.set_bytes_up(r.bytes_up);
+  p.set_bytes_down(r.bytes_down);
+  p.set_seconds(r.seconds);
+  return p;
+}
+
+}  // namespace fgl::fl

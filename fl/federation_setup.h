@@ -1,0 +1,85 @@
+// What the in-process simulator and the gRPC transport share, so that a federation run across
+// processes computes exactly the simulator's numbers: one client's data, the method configs,
+// client sampling, per-round seeds and evaluation counts.
+#ifndef FGL_FL_FEDERATION_SETUP_H_
+#define FGL_FL_FEDERATION_SETUP_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fl/algorithm.h"
+#include "fl/federation.h"
+#include "fl/proto/checkpoint.pb.h"
+#include "graph/dataset.h"
+#include "graph/split.h"
+
+namespace fgl::fl {
+
+// Rejects options no run can use (rounds < 1, fraction outside (0, 1], ...).
+absl::Status ValidateOptions(const FederationOptions& o);
+
+// Builds a client's private data on `device` from its subgraph and split.
+absl::StatusOr<std::shared_ptr<ClientData>> MakeClientData(int id, graph::Dataset data,
+                                                           graph::NodeSplit split,
+                                                           torch::Device device);
+
+// The split of client `k`'s subgraph: fixed by the partition seed, as the papers reuse one split.
+absl::StatusOr<graph::NodeSplit> ClientSplit(const FederationOptions& o, const graph::Dataset& sub, int k);
+
+// One client's share of a federation: loads the dataset, partitions it (cached) and keeps only
+// client `client`'s subgraph and split. What a client process holds.
+struct ClientShard {
+  std::shared_ptr<ClientData> data;
+  int num_clients = 0;
+  int64_t num_features = 0;
+  int64_t num_classes = 0;
+};
+absl::StatusOr<ClientShard> LoadClientShard(const FederationOptions& o, int client);
+
+// The server's method config (model = the first spec), and client k's (spec k mod n).
+absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int64_t num_features,
+                                                int64_t num_classes);
+MethodConfig ClientMethodConfig(const FederationOptions& o, const MethodConfig& server, int client);
+
+// Number of clients sampled per round, and which ones in `round` (ascending ids).
+int ClientsPerRound(const FederationOptions& o, int num_clients);
+std::vector<int> SampleClients(const FederationOptions& o, int round, int num_clients);
+
+// The round's seed, and the seed client `client` trains with in that round.
+RoundInfo ServerRound(const FederationOptions& o, int round);
+RoundInfo ClientRound(const RoundInfo& server_round, int client);
+
+// Correct predictions and node counts of one client's val and test nodes.
+struct EvalCounts {
+  int64_t val_correct = 0, val_n = 0, test_correct = 0, test_n = 0;
+};
+// Scores the protocol's model on one client (`global`: the server's model, or nullptr for the
+// client's own). Dropout at evaluation is seeded per client and round, independent of threads.
+absl::StatusOr<EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, const ClientData& client,
+                                          const proto::Message* global, const RoundInfo& round);
+
+// Percent accuracy of the protocol over clients (node-weighted or not); `sizes[k]` = nodes of k.
+struct RoundAccuracy {
+  double val = 0, test = 0;
+};
+RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalCounts>& counts,
+                               const std::vector<int64_t>& sizes);
+
+// Picks the reported round per the protocol (ties go to the earliest) and fills the result's
+// reported_round, test_acc and val_acc. `result.rounds` must not be empty.
+void SelectReportedRound(const EvalProtocol& eval, FederationResult& result);
+
+// The protocol card every result carries: evaluation, sharing, split and partition.
+absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o);
+
+// Round records in checkpoints (without the per-client detail).
+RoundRecord RoundRecordFromProto(const proto::RoundRecord& p);
+proto::RoundRecord RoundRecordToProto(const RoundRecord& r);
+
+// Writes `message` to `path` atomically (a temporary file, then rename).
+absl::Status WriteFileAtomically(const std::string& path, const google::protobuf::Message& message);
+
+}  // namespace fgl::fl
+
+#endif  // FGL_FL_FEDERATION_SETUP_H_

@@ -1,0 +1,275 @@
+#include "fl/transport/client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <csignal>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "fl/federation_setup.h"
+#include "fl/proto/transport.grpc.pb.h"
+#include "fl/registry.h"
+#include "fl/transport/chunked_stream.h"
+#include "glog/logging.h"
+#include "nn/threads.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::fl::transport {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(what, ": ", s.error_message()));
+}
+
+// A reply whose first tensor has one extra row: what a buggy or hostile client might send.
+void AddRowToFirstTensor(proto::Message& m) {
+  if (m.tensors_size() == 0 || m.tensors(0).shape_size() == 0 || m.tensors(0).shape(0) == 0) return;
+  proto::Tensor* t = m.mutable_tensors(0);
+  const size_t row = t->data().size() / t->shape(0);
+  t->set_shape(0, t->shape(0) + 1);
+  t->mutable_data()->append(row, '\0');
+}
+
+class Connection {
+ public:
+  Connection(const ClientOptions& opt, std::shared_ptr<grpc::ChannelCredentials> creds)
+      : opt_(opt) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(static_cast<int>(opt.chunk_bytes + (1 << 16)) > (4 << 20)
+                                      ? static_cast<int>(opt.chunk_bytes + (1 << 16))
+                                      : (4 << 20));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    stub_ = proto::Federation::NewStub(grpc::CreateCustomChannel(opt.server, creds, args));
+  }
+
+  ~Connection() { EndStay(); }
+
+  // Opens the session-long Stay call on a background thread (see transport.proto).
+  void BeginStay(uint64_t session) {
+    EndStay();
+    stay_ctx_ = std::make_unique<grpc::ClientContext>();
+    stay_thread_ = std::thread([this, session, ctx = stay_ctx_.get()] {
+      proto::PullRequest req;
+      req.set_client_id(opt_.client_id);
+      req.set_token(opt_.token);
+      req.set_session(session);
+      proto::PushReply reply;
+      stub_->Stay(ctx, req, &reply);
+    });
+  }
+
+  void EndStay() {
+    if (!stay_thread_.joinable()) return;
+    stay_ctx_->TryCancel();
+    stay_thread_.join();
+  }
+
+  absl::StatusOr<uint64_t> Join(const proto::JoinRequest& req) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    proto::JoinReply reply;
+    FGL_RETURN_IF_ERROR(FromGrpc(stub_->Join(&ctx, req, &reply), "join"));
+    return reply.session();
+  }
+
+  absl::StatusOr<Received> Pull(uint64_t session, ClientStats& stats) {
+    grpc::ClientContext ctx;
+    proto::PullRequest req;
+    req.set_client_id(opt_.client_id);
+    req.set_token(opt_.token);
+    req.set_session(session);
+    std::unique_ptr<grpc::ClientReader<proto::Chunk>> reader = stub_->Pull(&ctx, req);
+    absl::StatusOr<Received> got = ReadChunked([&](proto::Chunk* c) { return reader->Read(c); },
+                                               opt_.max_payload_bytes, "task");
+    if (!got.ok()) {
+      ctx.TryCancel();
+      const grpc::Status s = reader->Finish();
+      if (!s.ok()) return FromGrpc(s, "pull");
+      return got.status();
+    }
+    proto::Chunk extra;
+    while (reader->Read(&extra)) {
+    }
+    FGL_RETURN_IF_ERROR(FromGrpc(reader->Finish(), "pull"));
+    stats.wire_down += got->bytes.wire;
+    stats.payload_down += got->bytes.payload;
+    return got;
+  }
+
+  absl::Status Push(proto::ChunkHeader header, const std::string& payload, ClientStats& stats) {
+    grpc::ClientContext ctx;
+    proto::PushReply reply;
+    std::unique_ptr<grpc::ClientWriter<proto::Chunk>> writer = stub_->Push(&ctx, &reply);
+    header.set_client_id(opt_.client_id);
+    header.set_token(opt_.token);
+    absl::StatusOr<StreamBytes> sent = WriteChunked(header, payload, opt_.chunk_bytes,
+                                                    [&](const proto::Chunk& c) { return writer->Write(c); });
+    writer->WritesDone();
+    FGL_RETURN_IF_ERROR(FromGrpc(writer->Finish(), "push"));
+    FGL_RETURN_IF_ERROR(sent.status());
+    stats.wire_up += sent->wire;
+    stats.payload_up += sent->payload;
+    if (!reply.accepted()) LOG(WARNING) << "server did not take the answer: " << reply.reason();
+    return absl::OkStatus();
+  }
+
+ private:
+  const ClientOptions& opt_;
+  std::unique_ptr<proto::Federation::Stub> stub_;
+  std::unique_ptr<grpc::ClientContext> stay_ctx_;
+  std::thread stay_thread_;
+};
+
+// Errors after which retrying cannot help.
+bool Fatal(const absl::Status& s) {
+  return absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s) || absl::IsInvalidArgument(s) ||
+         (absl::IsFailedPrecondition(s) && !absl::StrContains(s.message(), "unknown session"));
+}
+
+}  // namespace
+
+absl::Status RunClient(const FederationOptions& run, const ClientOptions& opt, ClientStats* stats_out) {
+  ClientStats stats;
+  nn::SetComputeThreads(std::max(1, opt.threads));
+  FGL_ASSIGN_OR_RETURN(ClientShard shard, LoadClientShard(run, opt.client_id));
+  FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(run.method));
+  FGL_ASSIGN_OR_RETURN(MethodConfig server_config,
+                       ServerMethodConfig(run, shard.num_features, shard.num_classes));
+  FGL_ASSIGN_OR_RETURN(std::unique_ptr<ClientAlgorithm> algorithm,
+                       factories.client(shard.data, ClientMethodConfig(run, server_config, opt.client_id)));
+  const ClientData& data = *shard.data;
+  LOG(INFO) << "client " << opt.client_id << ": " << data.data.num_nodes() << " nodes of " << run.dataset;
+
+  FGL_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> creds, MakeChannelCredentials(opt.tls));
+  Connection conn(opt, creds);
+  proto::JoinRequest join;
+  join.set_client_id(opt.client_id);
+  join.set_token(opt.token);
+  join.set_run_fingerprint(run.Fingerprint());
+  join.set_num_clients(shard.num_clients);
+  join.set_num_nodes(data.data.num_nodes());
+  join.set_num_features(shard.num_features);
+  join.set_num_classes(shard.num_classes);
+
+  uint64_t session = 0;
+  Clock::time_point unreachable_since = Clock::now();
+  auto retry_or_fail = [&](const absl::Status& s) -> absl::Status {
+    if (Fatal(s)) return s;
+    if (Seconds(unreachable_since) > opt.reconnect_s) {
+      return absl::UnavailableError(absl::StrCat("server ", opt.server, " unreachable for ",
+                                                 opt.reconnect_s, " s; last error: ", s.message()));
+    }
+    session = 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    return absl::OkStatus();
+  };
+  for (;;) {
+    if (session == 0) {
+      absl::StatusOr<uint64_t> joined = conn.Join(join);
+      if (!joined.ok()) {
+        FGL_RETURN_IF_ERROR(retry_or_fail(joined.status()));
+        continue;
+      }
+      session = *joined;
+      conn.BeginStay(session);
+      LOG(INFO) << "client " << opt.client_id << " joined " << opt.server << " (session " << session << ")";
+    }
+    absl::StatusOr<Received> task = conn.Pull(session, stats);
+    if (!task.ok()) {
+      FGL_RETURN_IF_ERROR(retry_or_fail(task.status()));
+      continue;
+    }
+    unreachable_since = Clock::now();
+    const proto::ChunkHeader& h = task->header;
+    proto::ChunkHeader answer;
+    answer.set_kind(h.kind());
+    answer.set_task_id(h.task_id());
+    answer.set_round(h.round());
+    answer.set_session(session);
+    std::string payload;
+    switch (h.kind()) {
+      case proto::WAIT:
+        continue;
+      case proto::FINISH:
+        LOG(INFO) << "client " << opt.client_id << ": run finished after " << stats.rounds_trained
+                  << " rounds of training; bytes up " << stats.payload_up << " down " << stats.payload_down;
+        if (stats_out) *stats_out = stats;
+        return absl::OkStatus();
+      case proto::PREPARE: {
+        absl::StatusOr<std::optional<proto::Message>> prepared = algorithm->Prepare();
+        if (!prepared.ok()) {
+          answer.set_error(std::string(prepared.status().ToString()));
+        } else if (prepared->has_value()) {
+          payload = (*prepared)->SerializeAsString();
+        }
+        break;
+      }
+      case proto::TRAIN: {
+        proto::Message from_server;
+        if (!from_server.ParseFromString(task->payload)) {
+          answer.set_error("cannot parse the server's message");
+          break;
+        }
+        const RoundInfo info = ClientRound(ServerRound(run, h.round()), opt.client_id);
+        absl::StatusOr<proto::Message> reply = algorithm->Train(from_server, info);
+        if (!reply.ok()) {
+          answer.set_error(std::string(reply.status().ToString()));
+          break;
+        }
+        if (h.round() == opt.testonly_bad_shape_round) AddRowToFirstTensor(*reply);
+        payload = reply->SerializeAsString();
+        ++stats.rounds_trained;
+        break;
+      }
+      case proto::EVALUATE: {
+        proto::Message global;
+        if (!task->payload.empty() && !global.ParseFromString(task->payload)) {
+          answer.set_error("cannot parse the global model");
+          break;
+        }
+        absl::StatusOr<EvalCounts> c = EvaluateClient(
+            *algorithm, data, task->payload.empty() ? nullptr : &global, ServerRound(run, h.round()));
+        if (!c.ok()) {
+          answer.set_error(std::string(c.status().ToString()));
+          break;
+        }
+        proto::Message m;
+        auto& s = *m.mutable_scalars();
+        s["val_correct"] = static_cast<double>(c->val_correct);
+        s["val_n"] = static_cast<double>(c->val_n);
+        s["test_correct"] = static_cast<double>(c->test_correct);
+        s["test_n"] = static_cast<double>(c->test_n);
+        s["num_nodes"] = static_cast<double>(data.data.num_nodes());
+        payload = m.SerializeAsString();
+        break;
+      }
+      default:
+        LOG(WARNING) << "client " << opt.client_id << ": ignoring task of unknown kind " << h.kind();
+        continue;
+    }
+    if (absl::Status s = conn.Push(answer, payload, stats); !s.ok()) {
+      LOG(WARNING) << "client " << opt.client_id << ": answer to task " << h.task_id() << " lost: " << s;
+      FGL_RETURN_IF_ERROR(retry_or_fail(s));
+    }
+    if (h.kind() == proto::EVALUATE && h.round() == opt.testonly_kill_after_round) {
+      LOG(WARNING) << "client " << opt.client_id << ": killing itself after round " << h.round() << " (test)";
+      google::FlushLogFiles(google::GLOG_INFO);
+      std::raise(SIGKILL);
+    }
+  }
+}
+
+}  // namespace fgl::fl::transport

@@ -1,0 +1,45 @@
+// A federation client over gRPC: loads only its own subgraph, joins the server, then pulls tasks
+// (prepare, train, evaluate) until the server says the run is over. It runs the same
+// ClientAlgorithm the simulator runs, with the same per-round seeds.
+#ifndef FGL_FL_TRANSPORT_CLIENT_H_
+#define FGL_FL_TRANSPORT_CLIENT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "fl/federation.h"
+#include "fl/transport/credentials.h"
+
+namespace fgl::fl::transport {
+
+struct ClientOptions {
+  std::string server = "127.0.0.1:50051";
+  int client_id = 0;
+  std::string token;
+  TlsFiles tls;
+  // How long to keep trying while the server is unreachable (it may be restarting).
+  double reconnect_s = 60;
+  int64_t chunk_bytes = 1 << 20;
+  int64_t max_payload_bytes = int64_t{4} << 30;
+  int threads = 1;  // intra-op threads; 1 matches the simulator's numbers exactly
+  // Fault injection for the transport's tests: in this round, send a reply whose first tensor has
+  // one extra row (the server must reject it and carry on).
+  int testonly_bad_shape_round = 0;
+  // ... and after answering this round's evaluation, die by SIGKILL (a crash, as the OS sees it).
+  int testonly_kill_after_round = 0;
+};
+
+// What this client sent and received (serialised messages; framing included in `wire`).
+struct ClientStats {
+  int64_t payload_up = 0, payload_down = 0, wire_up = 0, wire_down = 0;
+  int rounds_trained = 0;
+};
+
+// Runs until the server sends FINISH (OK), refuses this client (its status), or stays
+// unreachable for longer than reconnect_s (Unavailable).
+absl::Status RunClient(const FederationOptions& run, const ClientOptions& options,
+                       ClientStats* stats = nullptr);
+
+}  // namespace fgl::fl::transport
+
+#endif  // FGL_FL_TRANSPORT_CLIENT_H_

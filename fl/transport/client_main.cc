@@ -1,0 +1,79 @@
+// A federation client of a run across processes or hosts (fl/transport/README.md).
+//
+//   bazel run //fl:client -- --spec=SPEC.textproto --server=127.0.0.1:50051 --client_id=0
+//
+// Loads and partitions the dataset under --data_dir (or $FGL_DATA_DIR), keeps only its own
+// subgraph, and trains when the server asks. Exit status 0 when the run finished.
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "fl/transport/client.h"
+#include "fl/transport/spec_options.h"
+#include "glog/logging.h"
+#include "graph/io/file.h"
+#include "third_party/absl_ext/status_macros.h"
+
+ABSL_FLAG(std::string, spec, "", "Experiment textproto: the same file the server runs.");
+ABSL_FLAG(std::string, set, "", "';'-separated overrides of the spec (as on the server).");
+ABSL_FLAG(uint64_t, seed, 0, "Training seed; 0: the spec's first seed.");
+ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Server host:port.");
+ABSL_FLAG(int, client_id, 0, "This client's id in [0, clients).");
+ABSL_FLAG(std::string, token, "", "This client's token.");
+ABSL_FLAG(std::string, token_file, "", "File holding this client's token (keeps it out of ps).");
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA that signed the server's certificate (enables TLS).");
+ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate, when the server requires one.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(bool, allow_insecure_remote, false, "Allow plaintext to a non-loopback server.");
+ABSL_FLAG(std::string, data_dir, "", "Dataset root; else $FGL_DATA_DIR, else ./data.");
+ABSL_FLAG(std::string, cache_dir, "", "Partition cache; default ~/.cache/fgl/partitions.");
+ABSL_FLAG(int, threads, 1, "Intra-op threads (1 reproduces the simulator bit for bit).");
+ABSL_FLAG(double, reconnect_s, 60, "Keep retrying an unreachable server this long.");
+ABSL_FLAG(int64_t, chunk_bytes, 1 << 20, "Payload bytes per gRPC message.");
+ABSL_FLAG(int, testonly_bad_shape_round, 0, "Tests only: send a malformed reply in this round.");
+ABSL_FLAG(int, testonly_kill_after_round, 0, "Tests only: SIGKILL itself after this round.");
+
+namespace fgl::fl::transport {
+namespace {
+
+absl::Status Main() {
+  FGL_ASSIGN_OR_RETURN(FederationOptions run, OptionsFromSpec(absl::GetFlag(FLAGS_spec),
+                                                              absl::GetFlag(FLAGS_set),
+                                                              absl::GetFlag(FLAGS_seed)));
+  if (!absl::GetFlag(FLAGS_data_dir).empty()) run.data_dir = absl::GetFlag(FLAGS_data_dir);
+  run.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  ClientOptions opt;
+  opt.server = absl::GetFlag(FLAGS_server);
+  opt.client_id = absl::GetFlag(FLAGS_client_id);
+  opt.token = absl::GetFlag(FLAGS_token);
+  if (const std::string f = absl::GetFlag(FLAGS_token_file); !f.empty()) {
+    FGL_ASSIGN_OR_RETURN(std::string token, graph::io::ReadFileBytes(f));
+    opt.token = std::string(absl::StripAsciiWhitespace(token));
+  }
+  opt.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)};
+  opt.threads = absl::GetFlag(FLAGS_threads);
+  opt.reconnect_s = absl::GetFlag(FLAGS_reconnect_s);
+  opt.chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
+  opt.testonly_bad_shape_round = absl::GetFlag(FLAGS_testonly_bad_shape_round);
+  opt.testonly_kill_after_round = absl::GetFlag(FLAGS_testonly_kill_after_round);
+  if (!opt.tls.enabled() && !IsLoopback(opt.server) && !absl::GetFlag(FLAGS_allow_insecure_remote)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--server=", opt.server, " is not a loopback address: use TLS (--tls_ca) or "
+        "--allow_insecure_remote on a trusted network"));
+  }
+  return RunClient(run, opt);
+}
+
+}  // namespace
+}  // namespace fgl::fl::transport
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  if (absl::Status s = fgl::fl::transport::Main(); !s.ok()) {
+    LOG(ERROR) << "client " << absl::GetFlag(FLAGS_client_id) << ": " << s;
+    return 1;
+  }
+  return 0;
+}

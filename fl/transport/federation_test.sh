@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Integration tests of the gRPC transport: a server and clients as separate processes on
+# 127.0.0.1 (or across network namespaces), compared with the in-process simulator.
+#   federation_test.sh identical|kill|rejoin|refuse|tls|netns
+set -uo pipefail
+
+CASE="${1:?case}"
+SPEC="fl/transport/testdata/csbm_fedavg.textproto"
+SERVER="fl/transport/server_bin"
+CLIENT="fl/transport/client_bin"
+SIM="experiments/run"
+T="${TEST_TMPDIR:-$(mktemp -d)}/$CASE"
+rm -rf "$T" && mkdir -p "$T"
+CACHE="$T/cache"
+PIDS=()
+
+fail() { echo "FAIL ($CASE): $*"; for f in "$T"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
+cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; }
+trap cleanup EXIT
+
+# start_server NAME ARGS...: runs the server in the background, sets PORT.
+start_server() {
+  local name="$1"; shift
+  "${NS_SERVER[@]}" "$SERVER" --spec="$SPEC" --listen=127.0.0.1:0 --port_file="$T/$name.port" --out="$T/$name" \
+      --round_deadline_s=30 --join_timeout_s=60 "$@" >"$T/$name.out" 2>"$T/$name.log" &
+  SERVER_PID=$!
+  PIDS+=("$SERVER_PID")
+  for _ in $(seq 1 100); do [[ -s "$T/$name.port" ]] && break; sleep 0.1; done
+  [[ -s "$T/$name.port" ]] || fail "server $name did not start"
+  PORT="$(cat "$T/$name.port")"
+}
+
+# start_client ID LOGNAME ARGS...
+start_client() {
+  local id="$1" name="$2"; shift 2
+  "${NS_CLIENT[@]}" "$CLIENT" --spec="$SPEC" --server="${HOST:-127.0.0.1}:$PORT" --client_id="$id" \
+      --cache_dir="$CACHE" --reconnect_s=20 "$@" >"$T/$name.log" 2>&1 &
+  CLIENT_PID=$!
+  PIDS+=("$CLIENT_PID")
+}
+
+wait_server() {
+  wait "$SERVER_PID" || fail "server exited with $?"
+}
+
+simulate() {
+  "$SIM" --spec="$SPEC" --out="$T/sim" --cache_dir="$CACHE" >"$T/sim.out" 2>"$T/sim.log" \
+      || fail "simulator failed"
+}
+
+json_field() {  # json_field FILE KEY: a numeric field of a one-line JSON object
+  sed -n "s/.*\"$2\":\([-0-9.e]*\).*/\1/p" "$1" | head -1
+}
+
+NS_SERVER=()
+NS_CLIENT=()
+
+case "$CASE" in
+  identical)
+    simulate
+    start_server run
+    for k in 0 1 2; do start_client "$k" "client$k"; done
+    wait_server
+    cmp -s "$T/sim/seed_2024/final_model.pb" "$T/run/final_model.pb" \
+        || fail "final global model differs from the simulator's"
+    for key in test_acc val_acc best_round bytes_up bytes_down; do
+      a="$(json_field "$T/sim.out" "$key")"; b="$(json_field "$T/run.out" "$key")"
+      [[ -n "$a" && "$a" == "$b" ]] || fail "$key: simulator $a, transport $b"
+    done
+    for key in payload_up payload_down; do
+      t="$(json_field "$T/run.out" "$key")"
+      s="$(json_field "$T/run.out" "bytes_${key#payload_}")"
+      [[ "$t" == "$s" ]] || fail "transport counted $key=$t, the rounds $s"
+    done
+    echo "PASS: final model bit-identical; accuracy and bytes equal the simulator's"
+    ;;
+
+  kill)
+    start_server run --set="rounds=8"
+    start_client 0 client0 --set="rounds=8"
+    start_client 1 client1 --set="rounds=8"
+    start_client 2 client2 --set="rounds=8" --testonly_kill_after_round=2
+    victim=$CLIENT_PID
+    wait_server
+    wait "$victim"; status=$?
+    [[ $status -eq 137 ]] || fail "client 2 exited with $status, not by SIGKILL"
+    grep -q "client 2 disconnected\|client 2 .*left out\|client 2 missed" "$T/run.log" || fail "drop not logged"
+    grep -q "round 8: 2 participants" "$T/run.log" || fail "round 8 should have 2 participants"
+    first="$(sed -n 's/.*"round":1,.*"test_acc":\([0-9.]*\).*/\1/p' "$T/run/rounds.jsonl")"
+    last="$(sed -n 's/.*"round":8,.*"test_acc":\([0-9.]*\).*/\1/p' "$T/run/rounds.jsonl")"
+    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b > a) }' || fail "accuracy did not improve: $first -> $last"
+    grep -h "client 2" "$T/run.log"
+    echo "PASS: client 2 killed after round 2; run finished; test accuracy $first -> $last"
+    ;;
+
+  rejoin)
+    start_server run --set="rounds=8" --min_clients_per_round=3
+    start_client 0 client0 --set="rounds=8"
+    start_client 1 client1 --set="rounds=8"
+    start_client 2 client2 --set="rounds=8" --testonly_kill_after_round=2
+    wait "$CLIENT_PID"
+    start_client 2 client2b --set="rounds=8"
+    wait_server
+    grep -q "client 2 rejoined" "$T/run.log" || fail "rejoin not logged"
+    grep -q "round 8: 3 participants" "$T/run.log" || fail "client 2 did not take part after rejoining"
+    echo "PASS: client 2 killed after round 2 rejoined and trained in later rounds"
+    ;;
+
+  refuse)
+    printf '0 tok-zero\n1 tok-one\n2 tok-two\n' >"$T/tokens"
+    start_server run --tokens_file="$T/tokens"
+    start_client 0 client0 --token=tok-zero
+    start_client 1 client1 --token=tok-one --testonly_bad_shape_round=2
+    start_client 2 client2 --token=tok-two
+    start_client 0 impostor --token=wrong
+    impostor=$CLIENT_PID
+    wait "$impostor" && fail "a client with a wrong token was not refused"
+    grep -q "wrong token" "$T/impostor.log" || fail "impostor's error does not say why"
+    wait_server
+    grep -q "round 2: client 1 left out" "$T/run.log" || fail "malformed reply not rejected"
+    grep "round 2: client 1 left out" "$T/run.log" | grep -qi "shape" || fail "rejection does not name the shape"
+    grep -q "round 2: 2 participants" "$T/run.log" || fail "round 2 should have 2 participants"
+    grep -q "round 3: 3 participants" "$T/run.log" || fail "client 1 should be back in round 3"
+    [[ "$(json_field "$T/run.out" refused_joins)" -ge 1 ]] || fail "refused join not counted"
+    echo "PASS: wrong token refused, wrong shape rejected, run finished"
+    ;;
+
+  tls)
+    command -v openssl >/dev/null || { echo "SKIP: openssl not installed"; exit 0; }
+    cd "$T" || exit 1
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=fgl-test-ca" \
+        -keyout ca.key -out ca.pem >/dev/null 2>&1 || fail "openssl CA"
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr \
+        >/dev/null 2>&1
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >san.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+        -extfile san.ext -out server.pem >/dev/null 2>&1 || fail "openssl server cert"
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=fgl-client" -keyout client.key -out client.csr \
+        >/dev/null 2>&1
+    openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+        -out client.pem >/dev/null 2>&1 || fail "openssl client cert"
+    cd - >/dev/null || exit 1
+    simulate
+    start_server run --tls_cert="$T/server.pem" --tls_key="$T/server.key" --tls_ca="$T/ca.pem"
+    start_client 0 nocert --tls_ca="$T/ca.pem" --reconnect_s=2
+    nocert=$CLIENT_PID
+    for k in 0 1 2; do
+      start_client "$k" "client$k" --tls_ca="$T/ca.pem" --tls_cert="$T/client.pem" --tls_key="$T/client.key"
+    done
+    wait "$nocert" && fail "a client without a certificate was let in"
+    wait_server
+    cmp -s "$T/sim/seed_2024/final_model.pb" "$T/run/final_model.pb" || fail "TLS run differs from the simulator"
+    echo "PASS: mutual TLS run bit-identical to the simulator; client without certificate refused"
+    ;;
+
+  netns)
+    ns="fgl$$"
+    if ! ip netns add "${ns}s" 2>/dev/null; then
+      echo "SKIP: cannot create network namespaces here (needs root and CAP_SYS_ADMIN)"
+      exit 0
+    fi
+    trap 'cleanup; ip netns del "${ns}s" 2>/dev/null; ip netns del "${ns}c" 2>/dev/null' EXIT
+    ip netns add "${ns}c" || fail "second namespace"
+    ip link add "${ns}a" type veth peer name "${ns}b" || { echo "SKIP: cannot create veth pairs"; exit 0; }
+    ip link set "${ns}a" netns "${ns}s" && ip link set "${ns}b" netns "${ns}c" || fail "move veth"
+    ip -n "${ns}s" addr add 10.213.7.1/24 dev "${ns}a" && ip -n "${ns}s" link set "${ns}a" up
+    ip -n "${ns}c" addr add 10.213.7.2/24 dev "${ns}b" && ip -n "${ns}c" link set "${ns}b" up
+    ip -n "${ns}s" link set lo up && ip -n "${ns}c" link set lo up
+    simulate
+    NS_SERVER=(ip netns exec "${ns}s")
+    NS_CLIENT=(ip netns exec "${ns}c")
+    HOST=10.213.7.1
+    start_server run --listen=10.213.7.1:0 --allow_insecure_remote
+    for k in 0 1 2; do start_client "$k" "client$k" --allow_insecure_remote; done
+    wait_server
+    cmp -s "$T/sim/seed_2024/final_model.pb" "$T/run/final_model.pb" || fail "netns run differs from the simulator"
+    echo "PASS: server and clients in separate network namespaces (10.213.7.1 <- 10.213.7.2), bit-identical"
+    ;;
+
+  *) echo "unknown case $CASE"; exit 2 ;;
+esac

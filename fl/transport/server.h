@@ -1,0 +1,64 @@
+// The federation server over gRPC: clients join and pull work; the server drives the rounds of
+// the same ServerAlgorithm the simulator runs, in the same order, so with every client present a
+// run matches RunFederation bit for bit.
+#ifndef FGL_FL_TRANSPORT_SERVER_H_
+#define FGL_FL_TRANSPORT_SERVER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "fl/federation.h"
+#include "fl/transport/credentials.h"
+
+namespace fgl::fl::transport {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:0";  // port 0: any free port (see FederationServer::port)
+  int min_clients = 0;                 // clients that must join before round 1; 0 = all
+  int min_clients_per_round = 1;       // connected clients every later round waits for
+  double join_timeout_s = 600;         // waiting for either
+  double round_deadline_s = 600;       // per exchange; a client that misses it is dropped
+  std::string tokens_file;             // "client_id token" lines; empty: no tokens
+  TlsFiles tls;
+  int64_t chunk_bytes = 1 << 20;
+  int64_t max_payload_bytes = int64_t{4} << 30;
+  // After every round DIR/server_checkpoint.pb holds the server's state; with `resume` a restarted
+  // server continues from it (clients keep their own state and rejoin).
+  std::string checkpoint_dir;
+  bool resume = false;
+};
+
+// Traffic at the transport. `payload` counts the serialised messages, as the simulator does;
+// `wire` adds the chunk framing. Evaluation traffic (the global model sent for scoring and the
+// counts returned) is not part of the method's cost and is kept apart.
+struct TransportStats {
+  int64_t payload_up = 0, payload_down = 0, wire_up = 0, wire_down = 0;
+  int64_t eval_down = 0, eval_up = 0;
+  int refused_joins = 0, rejected_answers = 0, dropped = 0;
+};
+
+class FederationServer {
+ public:
+  // Binds the port and starts serving joins; rounds start with Run().
+  static absl::StatusOr<std::unique_ptr<FederationServer>> Start(const FederationOptions& run,
+                                                                 const ServerOptions& options);
+  ~FederationServer();
+
+  int port() const;
+  // Waits for min_clients, then runs preparation and every round; the result has the simulator's
+  // fields (accuracy over the clients that answered the evaluation).
+  absl::StatusOr<FederationResult> Run(const std::function<void(const RoundRecord&)>& on_round = {});
+  TransportStats stats() const;
+
+  class Impl;
+
+ private:
+  explicit FederationServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fgl::fl::transport
+
+#endif  // FGL_FL_TRANSPORT_SERVER_H_

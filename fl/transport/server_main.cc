@@ -1,0 +1,122 @@
+// The federation server of a run across processes or hosts (fl/transport/README.md).
+//
+//   bazel run //fl:server -- --spec=SPEC.textproto --listen=127.0.0.1:50051 --clients=3
+//
+// Prints one JSON line at the end (accuracy, bytes at the transport); --out=DIR also writes
+// result.json, rounds.jsonl and final_model.pb (the last global model as broadcast).
+#include <fstream>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "fl/transport/server.h"
+#include "fl/transport/spec_options.h"
+#include "glog/logging.h"
+#include "graph/io/file.h"
+#include "third_party/absl_ext/status_macros.h"
+
+ABSL_FLAG(std::string, spec, "", "Experiment textproto (experiments/proto/experiment.proto).");
+ABSL_FLAG(std::string, set, "", "';'-separated overrides of the spec, e.g. \"rounds=5\".");
+ABSL_FLAG(uint64_t, seed, 0, "Training seed; 0: the spec's first seed.");
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "host:port to serve on (port 0: any free port).");
+ABSL_FLAG(std::string, port_file, "", "Write the port actually bound to this file.");
+ABSL_FLAG(int, clients, 0, "Clients of the run; must equal the spec's (0: take the spec's).");
+ABSL_FLAG(int, min_clients, 0, "Clients that must join before round 1; 0: all.");
+ABSL_FLAG(int, min_clients_per_round, 1,
+          "Connected clients each later round waits for (a dropped client may rejoin meanwhile).");
+ABSL_FLAG(double, join_timeout_s, 600, "Give up when min_clients have not joined by then.");
+ABSL_FLAG(double, round_deadline_s, 600, "Per exchange; a client that misses it is dropped.");
+ABSL_FLAG(std::string, tokens_file, "", "Lines \"client_id token\"; clients must present theirs.");
+ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate (enables TLS).");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA; when set, clients must present certificates it signed.");
+ABSL_FLAG(bool, allow_insecure_remote, false, "Allow plaintext on a non-loopback address.");
+ABSL_FLAG(int64_t, chunk_bytes, 1 << 20, "Payload bytes per gRPC message.");
+ABSL_FLAG(std::string, checkpoint_dir, "", "Write DIR/server_checkpoint.pb after every round.");
+ABSL_FLAG(bool, resume, false, "Continue from --checkpoint_dir when it holds this run's checkpoint.");
+ABSL_FLAG(std::string, out, "", "Directory for result.json, rounds.jsonl and final_model.pb.");
+
+namespace fgl::fl::transport {
+namespace {
+
+std::string RoundJson(const RoundRecord& r) {
+  return absl::StrCat("{\"round\":", r.round, ",\"val_acc\":", r.val_acc, ",\"test_acc\":", r.test_acc,
+                      ",\"participants\":", r.participants, ",\"failed_clients\":", r.failed_clients,
+                      ",\"bytes_up\":", r.bytes_up, ",\"bytes_down\":", r.bytes_down,
+                      ",\"seconds\":", r.seconds, "}");
+}
+
+absl::Status Main() {
+  FGL_ASSIGN_OR_RETURN(FederationOptions run, OptionsFromSpec(absl::GetFlag(FLAGS_spec),
+                                                              absl::GetFlag(FLAGS_set),
+                                                              absl::GetFlag(FLAGS_seed)));
+  if (const int n = absl::GetFlag(FLAGS_clients); n != 0 && n != run.clients) {
+    return absl::InvalidArgumentError(absl::StrCat("--clients=", n, " but the spec has ", run.clients));
+  }
+  ServerOptions opt;
+  opt.listen = absl::GetFlag(FLAGS_listen);
+  opt.min_clients = absl::GetFlag(FLAGS_min_clients);
+  opt.min_clients_per_round = absl::GetFlag(FLAGS_min_clients_per_round);
+  opt.join_timeout_s = absl::GetFlag(FLAGS_join_timeout_s);
+  opt.round_deadline_s = absl::GetFlag(FLAGS_round_deadline_s);
+  opt.tokens_file = absl::GetFlag(FLAGS_tokens_file);
+  opt.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)};
+  opt.chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
+  opt.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  opt.resume = absl::GetFlag(FLAGS_resume);
+  if (!opt.tls.enabled() && !IsLoopback(opt.listen) && !absl::GetFlag(FLAGS_allow_insecure_remote)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen=", opt.listen, " is not a loopback address: use TLS (--tls_cert/--tls_key) or "
+        "--allow_insecure_remote on a trusted network"));
+  }
+  FGL_ASSIGN_OR_RETURN(std::unique_ptr<FederationServer> server, FederationServer::Start(run, opt));
+  if (const std::string f = absl::GetFlag(FLAGS_port_file); !f.empty()) {
+    std::ofstream(f + ".tmp") << server->port() << "\n";
+    std::rename((f + ".tmp").c_str(), f.c_str());
+  }
+  const std::string out = absl::GetFlag(FLAGS_out);
+  std::ofstream rounds;
+  if (!out.empty()) {
+    FGL_RETURN_IF_ERROR(graph::io::MakeDirs(out));
+    rounds.open(out + "/rounds.jsonl", std::ios::trunc);
+  }
+  FGL_ASSIGN_OR_RETURN(FederationResult r, server->Run([&](const RoundRecord& rec) {
+    if (rounds.is_open()) rounds << RoundJson(rec) << "\n" << std::flush;
+  }));
+  const TransportStats t = server->stats();
+  const std::string json = absl::StrCat(
+      "{\"method\":\"", run.method, "\",\"dataset\":\"", run.dataset, "\",\"clients\":", run.clients,
+      ",\"seed\":", run.seed, ",\"rounds\":", run.rounds, ",\"test_acc\":", r.test_acc,
+      ",\"val_acc\":", r.val_acc, ",\"best_round\":", r.reported_round, ",\"bytes_up\":", r.bytes_up,
+      ",\"bytes_down\":", r.bytes_down, ",\"preparation_bytes_up\":", r.preparation_bytes_up,
+      ",\"transport\":{\"payload_up\":", t.payload_up, ",\"payload_down\":", t.payload_down,
+      ",\"wire_up\":", t.wire_up, ",\"wire_down\":", t.wire_down, ",\"eval_up\":", t.eval_up,
+      ",\"eval_down\":", t.eval_down, ",\"refused_joins\":", t.refused_joins,
+      ",\"rejected_answers\":", t.rejected_answers, ",\"dropped\":", t.dropped, "}",
+      ",\"wall_s\":", r.wall_s, ",\"train_s\":", r.train_s, ",\"protocol\":\"", r.protocol,
+      "\",\"client_sizes\":[", absl::StrJoin(r.client_sizes, ","), "]}");
+  if (!out.empty()) {
+    std::ofstream(out + "/result.json", std::ios::trunc) << json << "\n";
+    if (!r.final_global.empty()) {
+      std::ofstream(out + "/final_model.pb", std::ios::binary | std::ios::trunc) << r.final_global;
+    }
+  }
+  std::cout << json << std::endl;
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace fgl::fl::transport
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  if (absl::Status s = fgl::fl::transport::Main(); !s.ok()) {
+    LOG(ERROR) << s;
+    return 1;
+  }
+  return 0;
+}
