@@ -125,6 +125,23 @@ case "$CASE" in
     echo "PASS: wrong token refused, wrong shape rejected, run finished"
     ;;
 
+  resume)
+    simulate
+    mkdir -p "$T/ckpt"
+    start_server run --checkpoint_dir="$T/ckpt" --testonly_kill_after_round=3
+    first_pid=$SERVER_PID
+    for k in 0 1 2; do start_client "$k" "client$k"; done
+    wait "$first_pid"; status=$?
+    [[ $status -eq 137 ]] || fail "server exited with $status, not by SIGKILL"
+    rm -f "$T/run2.port"
+    start_server run2 --listen="127.0.0.1:$PORT" --checkpoint_dir="$T/ckpt" --resume
+    wait_server
+    grep -q "resumed from .* after round 3" "$T/run2.log" || fail "server did not resume after round 3"
+    cmp -s "$T/sim/seed_2024/final_model.pb" "$T/run2/final_model.pb" \
+        || fail "resumed run differs from the simulator"
+    echo "PASS: server killed after round 3, restarted from its checkpoint; clients rejoined; bit-identical"
+    ;;
+
   tls)
     command -v openssl >/dev/null || { echo "SKIP: openssl not installed"; exit 0; }
     cd "$T" || exit 1

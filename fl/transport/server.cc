@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "fl/federation_setup.h"
@@ -78,7 +79,12 @@ class FederationServer::Impl final : public proto::Federation::Service {
  public:
   Impl(FederationOptions run, ServerOptions options, std::map<int, std::string> tokens)
       : run_(std::move(run)), opt_(std::move(options)), tokens_(std::move(tokens)),
-        slots_(run_.clients) {}
+        slots_(run_.clients) {
+    // Sessions of a previous server process (before a restart) must never match this one's.
+    std::random_device rd;
+    next_session_ = ((uint64_t{rd()} << 32) | rd()) & ~(uint64_t{1} << 63);
+    if (next_session_ == 0) next_session_ = 1;
+  }
 
   ~Impl() override {
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -580,7 +586,6 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
     LOG(INFO) << "round " << r << ": " << rec.participants << " participants, " << rec.failed_clients
               << " left out, " << counts.size() << " evaluated, val " << rec.val_acc << " test "
               << rec.test_acc << " (" << rec.seconds << " s)";
-    if (on_round) on_round(rec);
     if (!opt_.checkpoint_dir.empty()) {
       proto::Checkpoint ckpt;
       ckpt.set_version(kServerCheckpointVersion);
@@ -590,6 +595,7 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
       FGL_ASSIGN_OR_RETURN(*ckpt.mutable_server(), server->SaveState());
       FGL_RETURN_IF_ERROR(WriteFileAtomically(ckpt_path, ckpt));
     }
+    if (on_round) on_round(rec);  // after the checkpoint: a crash in it loses nothing
   }
   result.train_s = Seconds(train_start);
   Finish();

@@ -4,6 +4,7 @@
 //
 // Prints one JSON line at the end (accuracy, bytes at the transport); --out=DIR also writes
 // result.json, rounds.jsonl and final_model.pb (the last global model as broadcast).
+#include <csignal>
 #include <fstream>
 #include <iostream>
 
@@ -36,6 +37,7 @@ ABSL_FLAG(bool, allow_insecure_remote, false, "Allow plaintext on a non-loopback
 ABSL_FLAG(int64_t, chunk_bytes, 1 << 20, "Payload bytes per gRPC message.");
 ABSL_FLAG(std::string, checkpoint_dir, "", "Write DIR/server_checkpoint.pb after every round.");
 ABSL_FLAG(bool, resume, false, "Continue from --checkpoint_dir when it holds this run's checkpoint.");
+ABSL_FLAG(int, testonly_kill_after_round, 0, "Tests only: SIGKILL the server after this round.");
 ABSL_FLAG(std::string, out, "", "Directory for result.json, rounds.jsonl and final_model.pb.");
 
 namespace fgl::fl::transport {
@@ -84,6 +86,10 @@ absl::Status Main() {
   }
   FGL_ASSIGN_OR_RETURN(FederationResult r, server->Run([&](const RoundRecord& rec) {
     if (rounds.is_open()) rounds << RoundJson(rec) << "\n" << std::flush;
+    if (rec.round == absl::GetFlag(FLAGS_testonly_kill_after_round)) {
+      LOG(WARNING) << "killing the server after round " << rec.round << " (test)";
+      std::raise(SIGKILL);
+    }
   }));
   const TransportStats t = server->stats();
   const std::string json = absl::StrCat(
