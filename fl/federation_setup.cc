@@ -45,6 +45,12 @@ absl::StatusOr<graph::NodeSplit> ClientSplit(const FederationOptions& o, const g
 }
 
 absl::StatusOr<ClientShard> LoadClientShard(const FederationOptions& o, int client) {
+  FGL_ASSIGN_OR_RETURN(std::vector<ClientShard> shards, LoadClientShards(o, {client}));
+  return std::move(shards[0]);
+}
+
+absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOptions& o,
+                                                          const std::vector<int>& clients) {
   FGL_RETURN_IF_ERROR(ValidateOptions(o));
   if (o.method == "centralized") {
     return absl::InvalidArgumentError("method 'centralized' has no clients to distribute");
@@ -60,19 +66,22 @@ absl::StatusOr<ClientShard> LoadClientShard(const FederationOptions& o, int clie
   if (partition.server_keeps_topology) {
     return absl::UnimplementedError("node-level partitions need a node-level method (nFedGNN)");
   }
-  if (client < 0 || client >= partition.num_clients()) {
-    return absl::InvalidArgumentError(absl::StrCat("client id ", client, " outside [0, ",
-                                                   partition.num_clients(), ")"));
+  std::vector<ClientShard> shards;
+  for (int client : clients) {
+    if (client < 0 || client >= partition.num_clients()) {
+      return absl::InvalidArgumentError(absl::StrCat("client id ", client, " outside [0, ",
+                                                     partition.num_clients(), ")"));
+    }
+    ClientShard shard;
+    shard.num_clients = partition.num_clients();
+    shard.num_features = data.num_features();
+    shard.num_classes = data.num_classes;
+    FGL_ASSIGN_OR_RETURN(graph::Dataset sub, graph::SubDataset(data, partition.clients[client]));
+    FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, ClientSplit(o, sub, client));
+    FGL_ASSIGN_OR_RETURN(shard.data, MakeClientData(client, std::move(sub), std::move(split), device));
+    shards.push_back(std::move(shard));
   }
-  ClientShard shard;
-  shard.num_clients = partition.num_clients();
-  shard.num_features = data.num_features();
-  shard.num_classes = data.num_classes;
-  FGL_ASSIGN_OR_RETURN(graph::Dataset sub, graph::SubDataset(data, partition.clients[client]));
-  FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, ClientSplit(o, sub, client));
-  data = graph::Dataset();  // the rest of the graph is not this client's to keep
-  FGL_ASSIGN_OR_RETURN(shard.data, MakeClientData(client, std::move(sub), std::move(split), device));
-  return shard;
+  return shards;  // the rest of the graph goes with `data`: not these clients' to keep
 }
 
 absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int64_t num_features,

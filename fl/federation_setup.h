@@ -36,6 +36,9 @@ struct ClientShard {
   int64_t num_classes = 0;
 };
 absl::StatusOr<ClientShard> LoadClientShard(const FederationOptions& o, int client);
+// Several clients' shards from one load of the dataset (a process hosting several clients).
+absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOptions& o,
+                                                          const std::vector<int>& clients);
 
 // The server's method config (model = the first spec), and client k's (spec k mod n).
 absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int64_t num_features,

@@ -3,6 +3,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <csignal>
 #include <optional>
 #include <thread>
@@ -49,6 +51,7 @@ class Connection {
     args.SetMaxReceiveMessageSize(static_cast<int>(opt.chunk_bytes + (1 << 16)) > (4 << 20)
                                       ? static_cast<int>(opt.chunk_bytes + (1 << 16))
                                       : (4 << 20));
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);  // see server.cc
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
@@ -141,10 +144,30 @@ bool Fatal(const absl::Status& s) {
 
 }  // namespace
 
-absl::Status RunClient(const FederationOptions& run, const ClientOptions& opt, ClientStats* stats_out) {
+// At most n holders at a time: clients of one process take turns computing.
+class ComputeGate {
+ public:
+  explicit ComputeGate(int n) : free_(std::max(1, n)) {}
+  void Acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return free_ > 0; });
+    --free_;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++free_;
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int free_;
+};
+
+absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt, ClientShard shard,
+                         ComputeGate* gate, ClientStats* stats_out) {
   ClientStats stats;
-  nn::SetComputeThreads(std::max(1, opt.threads));
-  FGL_ASSIGN_OR_RETURN(ClientShard shard, LoadClientShard(run, opt.client_id));
   FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(run.method));
   FGL_ASSIGN_OR_RETURN(MethodConfig server_config,
                        ServerMethodConfig(run, shard.num_features, shard.num_classes));
@@ -187,12 +210,15 @@ absl::Status RunClient(const FederationOptions& run, const ClientOptions& opt, C
       conn.BeginStay(session);
       LOG(INFO) << "client " << opt.client_id << " joined " << opt.server << " (session " << session << ")";
     }
+    const Clock::time_point pull_start = Clock::now();
     absl::StatusOr<Received> task = conn.Pull(session, stats);
+    VLOG(2) << "pull " << Seconds(pull_start) << " s";
     if (!task.ok()) {
       FGL_RETURN_IF_ERROR(retry_or_fail(task.status()));
       continue;
     }
     unreachable_since = Clock::now();
+    const Clock::time_point task_start = Clock::now();
     const proto::ChunkHeader& h = task->header;
     proto::ChunkHeader answer;
     answer.set_kind(h.kind());
@@ -200,76 +226,129 @@ absl::Status RunClient(const FederationOptions& run, const ClientOptions& opt, C
     answer.set_round(h.round());
     answer.set_session(session);
     std::string payload;
-    switch (h.kind()) {
-      case proto::WAIT:
-        continue;
-      case proto::FINISH:
-        LOG(INFO) << "client " << opt.client_id << ": run finished after " << stats.rounds_trained
-                  << " rounds of training; bytes up " << stats.payload_up << " down " << stats.payload_down;
-        if (stats_out) *stats_out = stats;
-        return absl::OkStatus();
-      case proto::PREPARE: {
-        absl::StatusOr<std::optional<proto::Message>> prepared = algorithm->Prepare();
-        if (!prepared.ok()) {
-          answer.set_error(std::string(prepared.status().ToString()));
-        } else if (prepared->has_value()) {
-          payload = (*prepared)->SerializeAsString();
+    if (h.kind() == proto::WAIT) continue;
+    if (h.kind() == proto::FINISH) {
+      LOG(INFO) << "client " << opt.client_id << ": run finished after " << stats.rounds_trained
+                << " rounds of training; bytes up " << stats.payload_up << " down " << stats.payload_down;
+      if (stats_out) *stats_out = stats;
+      return absl::OkStatus();
+    }
+    if (h.kind() != proto::PREPARE && h.kind() != proto::TRAIN && h.kind() != proto::EVALUATE) {
+      LOG(WARNING) << "client " << opt.client_id << ": ignoring task of unknown kind " << h.kind();
+      continue;
+    }
+    if (h.eval_payload_bytes() < 0 || h.eval_payload_bytes() > static_cast<int64_t>(task->payload.size())) {
+      answer.set_error("eval_payload_bytes outside the payload");
+    }
+    if (gate != nullptr) gate->Acquire();
+    // The task's own message follows the evaluation model (if that was sent separately).
+    const absl::string_view own(task->payload.data() + h.eval_payload_bytes(),
+                                task->payload.size() - h.eval_payload_bytes());
+    proto::Message from_server;
+    const bool parsed = answer.error().empty() && (h.kind() != proto::TRAIN ||
+                        from_server.ParseFromArray(own.data(), static_cast<int>(own.size())));
+    if (!parsed && answer.error().empty()) answer.set_error("cannot parse the server's message");
+    if (h.eval_round() > 0 && answer.error().empty()) {
+      // The previous round's model first: the simulator scores it before the next round trains.
+      proto::EvalCounts& out = *answer.mutable_eval();
+      proto::Message eval_model;
+      const proto::Message* global = nullptr;
+      std::string error;
+      if (h.eval_own_model()) {
+      } else if (h.eval_reuses_train()) {
+        if (h.kind() != proto::TRAIN) {
+          error = "eval_reuses_train on a task without a train message";
+        } else {
+          std::swap(*from_server.mutable_header(), *eval_model.mutable_header());
+          *from_server.mutable_header() = h.eval_header();
+          global = &from_server;
         }
-        break;
+      } else if (!eval_model.ParseFromArray(task->payload.data(), static_cast<int>(h.eval_payload_bytes()))) {
+        error = "cannot parse the evaluation model";
+      } else {
+        global = &eval_model;
       }
-      case proto::TRAIN: {
-        proto::Message from_server;
-        if (!from_server.ParseFromString(task->payload)) {
-          answer.set_error("cannot parse the server's message");
-          break;
+      if (error.empty()) {
+        absl::StatusOr<EvalCounts> c = EvaluateClient(*algorithm, data, global, ServerRound(run, h.eval_round()));
+        if (c.ok()) {
+          out.set_val_correct(c->val_correct);
+          out.set_val_n(c->val_n);
+          out.set_test_correct(c->test_correct);
+          out.set_test_n(c->test_n);
+          out.set_num_nodes(data.data.num_nodes());
+        } else {
+          error = std::string(c.status().ToString());
         }
-        const RoundInfo info = ClientRound(ServerRound(run, h.round()), opt.client_id);
-        absl::StatusOr<proto::Message> reply = algorithm->Train(from_server, info);
-        if (!reply.ok()) {
-          answer.set_error(std::string(reply.status().ToString()));
-          break;
-        }
+      }
+      out.set_error(error);
+      if (h.eval_reuses_train() && global == &from_server) {
+        std::swap(*from_server.mutable_header(), *eval_model.mutable_header());  // the train header back
+      }
+    }
+    if (!answer.error().empty()) {
+      // nothing more to do: the answer says why
+    } else if (h.kind() == proto::PREPARE) {
+      absl::StatusOr<std::optional<proto::Message>> prepared = algorithm->Prepare();
+      if (!prepared.ok()) {
+        answer.set_error(std::string(prepared.status().ToString()));
+      } else if (prepared->has_value()) {
+        payload = (*prepared)->SerializeAsString();
+      }
+    } else if (h.kind() == proto::TRAIN) {
+      const RoundInfo info = ClientRound(ServerRound(run, h.round()), opt.client_id);
+      absl::StatusOr<proto::Message> reply = algorithm->Train(from_server, info);
+      if (!reply.ok()) {
+        answer.set_error(std::string(reply.status().ToString()));
+      } else {
         if (h.round() == opt.testonly_bad_shape_round) AddRowToFirstTensor(*reply);
         payload = reply->SerializeAsString();
         ++stats.rounds_trained;
-        break;
       }
-      case proto::EVALUATE: {
-        proto::Message global;
-        if (!task->payload.empty() && !global.ParseFromString(task->payload)) {
-          answer.set_error("cannot parse the global model");
-          break;
-        }
-        absl::StatusOr<EvalCounts> c = EvaluateClient(
-            *algorithm, data, task->payload.empty() ? nullptr : &global, ServerRound(run, h.round()));
-        if (!c.ok()) {
-          answer.set_error(std::string(c.status().ToString()));
-          break;
-        }
-        proto::Message m;
-        auto& s = *m.mutable_scalars();
-        s["val_correct"] = static_cast<double>(c->val_correct);
-        s["val_n"] = static_cast<double>(c->val_n);
-        s["test_correct"] = static_cast<double>(c->test_correct);
-        s["test_n"] = static_cast<double>(c->test_n);
-        s["num_nodes"] = static_cast<double>(data.data.num_nodes());
-        payload = m.SerializeAsString();
-        break;
-      }
-      default:
-        LOG(WARNING) << "client " << opt.client_id << ": ignoring task of unknown kind " << h.kind();
-        continue;
     }
-    if (absl::Status s = conn.Push(answer, payload, stats); !s.ok()) {
+    if (gate != nullptr) gate->Release();
+    const Clock::time_point push_start = Clock::now();
+    absl::Status pushed = conn.Push(answer, payload, stats);
+    VLOG(2) << "push " << Seconds(push_start) << " s (compute " << Seconds(task_start) << " s incl.)";
+    if (absl::Status s = pushed; !s.ok()) {
       LOG(WARNING) << "client " << opt.client_id << ": answer to task " << h.task_id() << " lost: " << s;
       FGL_RETURN_IF_ERROR(retry_or_fail(s));
     }
-    if (h.kind() == proto::EVALUATE && h.round() == opt.testonly_kill_after_round) {
+    VLOG(1) << "task " << h.task_id() << " (kind " << h.kind() << ", round " << h.round() << "): "
+            << Seconds(task_start) << " s";
+    if (h.eval_round() > 0 && h.eval_round() == opt.testonly_kill_after_round) {
       LOG(WARNING) << "client " << opt.client_id << ": killing itself after round " << h.round() << " (test)";
       google::FlushLogFiles(google::GLOG_INFO);
       std::raise(SIGKILL);
     }
   }
+}
+
+absl::Status RunClient(const FederationOptions& run, const ClientOptions& opt, ClientStats* stats) {
+  nn::SetComputeThreads(std::max(1, opt.threads));
+  FGL_ASSIGN_OR_RETURN(ClientShard shard, LoadClientShard(run, opt.client_id));
+  return ServeClient(run, opt, std::move(shard), nullptr, stats);
+}
+
+absl::Status RunClients(const FederationOptions& run, const ClientOptions& opt,
+                        const std::vector<int>& ids, int parallel,
+                        const std::map<int, std::string>& tokens) {
+  if (ids.empty()) return absl::InvalidArgumentError("no client ids");
+  nn::SetComputeThreads(std::max(1, opt.threads));
+  FGL_ASSIGN_OR_RETURN(std::vector<ClientShard> shards, LoadClientShards(run, ids));
+  ComputeGate gate(parallel);
+  std::vector<absl::Status> results(ids.size());
+  std::vector<std::thread> threads;
+  std::vector<ClientOptions> options(ids.size(), opt);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    options[i].client_id = ids[i];
+    if (auto it = tokens.find(ids[i]); it != tokens.end()) options[i].token = it->second;
+    threads.emplace_back([&, i] {
+      results[i] = ServeClient(run, options[i], std::move(shards[i]), &gate, nullptr);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : results) FGL_RETURN_IF_ERROR(s);
+  return absl::OkStatus();
 }
 
 }  // namespace fgl::fl::transport

@@ -4,7 +4,9 @@
 #ifndef FGL_FL_TRANSPORT_CLIENT_H_
 #define FGL_FL_TRANSPORT_CLIENT_H_
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "fl/federation.h"
@@ -25,7 +27,8 @@ struct ClientOptions {
   // Fault injection for the transport's tests: in this round, send a reply whose first tensor has
   // one extra row (the server must reject it and carry on).
   int testonly_bad_shape_round = 0;
-  // ... and after answering this round's evaluation, die by SIGKILL (a crash, as the OS sees it).
+  // ... and after answering the task that carried this round's evaluation, die by SIGKILL (a
+  // crash, as the OS sees it).
   int testonly_kill_after_round = 0;
 };
 
@@ -39,6 +42,13 @@ struct ClientStats {
 // unreachable for longer than reconnect_s (Unavailable).
 absl::Status RunClient(const FederationOptions& run, const ClientOptions& options,
                        ClientStats* stats = nullptr);
+
+// Several clients in one process (a site holding several clients' data), each on its own thread
+// and connection, at most `parallel` computing at a time. `tokens[id]` replaces options.token.
+// Returns the first client's error, after every client stopped.
+absl::Status RunClients(const FederationOptions& run, const ClientOptions& options,
+                        const std::vector<int>& client_ids, int parallel,
+                        const std::map<int, std::string>& tokens = {});
 
 }  // namespace fgl::fl::transport
 

@@ -7,6 +7,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "fl/transport/client.h"
 #include "fl/transport/spec_options.h"
@@ -19,6 +21,11 @@ ABSL_FLAG(std::string, set, "", "';'-separated overrides of the spec (as on the 
 ABSL_FLAG(uint64_t, seed, 0, "Training seed; 0: the spec's first seed.");
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Server host:port.");
 ABSL_FLAG(int, client_id, 0, "This client's id in [0, clients).");
+ABSL_FLAG(std::string, client_ids, "",
+          "Several clients in this process instead, e.g. \"0-9\" or \"0,2,5\" (one thread and "
+          "connection each; tokens from --tokens_file).");
+ABSL_FLAG(int, parallel, 0, "With --client_ids: clients computing at a time (0: all).");
+ABSL_FLAG(std::string, tokens_file, "", "With --client_ids: \"client_id token\" lines.");
 ABSL_FLAG(std::string, token, "", "This client's token.");
 ABSL_FLAG(std::string, token_file, "", "File holding this client's token (keeps it out of ps).");
 ABSL_FLAG(std::string, tls_ca, "", "PEM CA that signed the server's certificate (enables TLS).");
@@ -60,6 +67,24 @@ absl::Status Main() {
     return absl::InvalidArgumentError(absl::StrCat(
         "--server=", opt.server, " is not a loopback address: use TLS (--tls_ca) or "
         "--allow_insecure_remote on a trusted network"));
+  }
+  if (const std::string ids = absl::GetFlag(FLAGS_client_ids); !ids.empty()) {
+    std::vector<int> list;
+    for (absl::string_view part : absl::StrSplit(ids, ',', absl::SkipEmpty())) {
+      std::vector<absl::string_view> range = absl::StrSplit(part, '-');
+      int lo = 0, hi = 0;
+      if (range.size() > 2 || !absl::SimpleAtoi(range[0], &lo) ||
+          !absl::SimpleAtoi(range.back(), &hi) || lo < 0 || hi < lo) {
+        return absl::InvalidArgumentError(absl::StrCat("--client_ids: bad item '", part, "'"));
+      }
+      for (int k = lo; k <= hi; ++k) list.push_back(k);
+    }
+    std::map<int, std::string> tokens;
+    if (const std::string f = absl::GetFlag(FLAGS_tokens_file); !f.empty()) {
+      FGL_ASSIGN_OR_RETURN(tokens, LoadTokens(f));
+    }
+    const int parallel = absl::GetFlag(FLAGS_parallel);
+    return RunClients(run, opt, list, parallel > 0 ? parallel : static_cast<int>(list.size()), tokens);
   }
   return RunClient(run, opt);
 }

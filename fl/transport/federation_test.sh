@@ -128,7 +128,7 @@ case "$CASE" in
   resume)
     simulate
     mkdir -p "$T/ckpt"
-    start_server run --checkpoint_dir="$T/ckpt" --testonly_kill_after_round=3
+    start_server run --checkpoint_dir="$T/ckpt" --testonly_kill_after_checkpoint=3
     first_pid=$SERVER_PID
     for k in 0 1 2; do start_client "$k" "client$k"; done
     wait "$first_pid"; status=$?

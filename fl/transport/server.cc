@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <csignal>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -45,7 +46,14 @@ struct Task {
   proto::TaskKind kind = proto::WAIT;
   uint64_t id = 0;
   int round = 0;
-  std::shared_ptr<const std::string> payload;
+  std::shared_ptr<const std::string> payload;  // the method's message (TRAIN, PREPARE)
+  // The previous round's evaluation, done first (see transport.proto).
+  int eval_round = 0;
+  std::shared_ptr<const std::string> eval_payload;  // null: reuses `payload`, or own model
+  bool eval_reuses_train = false;
+  bool eval_own_model = false;
+  proto::Header eval_header;
+  std::shared_ptr<const std::string> stripped;  // `payload` without its header (deduplication)
 };
 
 // The server's view of one client.
@@ -59,13 +67,16 @@ struct Slot {
   bool delivered = false;       // that task went out completely
   StreamBytes down, up;
   std::optional<absl::StatusOr<std::string>> answer;
+  std::optional<proto::EvalCounts> eval;  // with the answer, when the task had an evaluation
   bool finished = false;  // received FINISH
+  std::condition_variable wake;  // this client's Pull and Stay handlers wait on it
 };
 
 // What one exchange with one client produced.
 struct Outcome {
   bool delivered = false;
   absl::StatusOr<std::string> answer = absl::UnavailableError("not asked");
+  std::optional<proto::EvalCounts> eval;
   StreamBytes down, up;
 };
 
@@ -98,6 +109,15 @@ class FederationServer::Impl final : public proto::Federation::Service {
     builder.SetMaxReceiveMessageSize(static_cast<int>(opt_.chunk_bytes + (1 << 16)));
     // Clients ping every 10 s so that a host that vanished without closing its sockets is noticed.
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    // Every client holds up to two blocking calls (Stay, Pull): keep enough idle polling threads
+    // that gRPC reuses them instead of creating and destroying one per call (measured: thread
+    // start-up was the server's largest kernel cost).
+    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 2);
+    // Models are megabytes: a large HTTP/2 window lets a chunk go without waiting for window
+    // updates (the 64 KiB default made a 369 KB push take milliseconds on loopback).
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                                std::max(8, 2 * run_.clients + 2));
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", opt_.listen));
@@ -153,7 +173,8 @@ class FederationServer::Impl final : public proto::Federation::Service {
     reply->set_session(slot.session);
     LOG(INFO) << "client " << req->client_id() << (rejoin ? " rejoined" : " joined") << " (session "
               << slot.session << ", " << req->num_nodes() << " nodes)";
-    cv_.notify_all();
+    slot.wake.notify_all();
+    driver_cv_.notify_all();
     return grpc::Status::OK;
   }
 
@@ -173,7 +194,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
     const auto poll_end = Clock::now() + kPollInterval;
     while (!slot.pending && !finished_ && slot.session == session && !ctx->IsCancelled() &&
            Clock::now() < poll_end) {
-      cv_.wait_for(lock, std::chrono::milliseconds(100));
+      slot.wake.wait_for(lock, std::chrono::milliseconds(100));
     }
     if (slot.session != session) return grpc::Status(grpc::StatusCode::ABORTED, "superseded by a newer join");
     if (ctx->IsCancelled()) {
@@ -193,8 +214,23 @@ class FederationServer::Impl final : public proto::Federation::Service {
     header.set_task_id(task.id);
     header.set_round(task.round);
     static const std::string kEmpty;
+    const std::string* payload = task.payload ? task.payload.get() : &kEmpty;
+    std::string joined;  // the evaluation model first, then the task's own message
+    int64_t eval_bytes = 0;
+    if (task.eval_round > 0) {
+      header.set_eval_round(task.eval_round);
+      header.set_eval_reuses_train(task.eval_reuses_train);
+      header.set_eval_own_model(task.eval_own_model);
+      *header.mutable_eval_header() = task.eval_header;
+      if (task.eval_payload) {
+        eval_bytes = static_cast<int64_t>(task.eval_payload->size());
+        header.set_eval_payload_bytes(eval_bytes);
+        joined = *task.eval_payload + *payload;
+        payload = &joined;
+      }
+    }
     absl::StatusOr<StreamBytes> sent =
-        WriteChunked(header, task.payload ? *task.payload : kEmpty, opt_.chunk_bytes,
+        WriteChunked(header, *payload, opt_.chunk_bytes,
                      [&](const proto::Chunk& c) { return writer->Write(c); });
     lock.lock();
     if (!sent.ok()) {
@@ -203,8 +239,9 @@ class FederationServer::Impl final : public proto::Federation::Service {
     }
     if (task.kind == proto::FINISH) slot.finished = true;
     if (task.kind == proto::TRAIN || task.kind == proto::PREPARE) {
-      stats_.payload_down += sent->payload;
-      stats_.wire_down += sent->wire;
+      stats_.payload_down += sent->payload - eval_bytes;
+      stats_.wire_down += sent->wire - eval_bytes;
+      stats_.eval_down += eval_bytes;
     } else if (task.kind == proto::EVALUATE) {
       stats_.eval_down += sent->wire;
     }
@@ -212,7 +249,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
       slot.delivered = true;
       slot.down = *sent;
     }
-    cv_.notify_all();
+    driver_cv_.notify_all();
     return grpc::Status::OK;
   }
 
@@ -251,14 +288,16 @@ class FederationServer::Impl final : public proto::Federation::Service {
     }
     slot.delivered = true;  // an answer proves the task arrived, even if Pull has not noted it yet
     slot.up = got->bytes;
+    if (h.has_eval()) slot.eval = h.eval();
     if (h.kind() == proto::EVALUATE) {
       stats_.eval_up += got->bytes.wire;
     } else {
+      stats_.eval_up += static_cast<int64_t>(h.eval().ByteSizeLong());
       stats_.payload_up += got->bytes.payload;
       stats_.wire_up += got->bytes.wire;
     }
     reply->set_accepted(true);
-    cv_.notify_all();
+    driver_cv_.notify_all();
     return grpc::Status::OK;
   }
 
@@ -271,7 +310,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "unknown session: join again");
     }
     while (slot.session == session && !finished_ && !ctx->IsCancelled()) {
-      cv_.wait_for(lock, std::chrono::milliseconds(100));
+      slot.wake.wait_for(lock, std::chrono::milliseconds(100));
     }
     if (ctx->IsCancelled() && slot.session == session && !finished_) {
       Disconnect(req->client_id(), "connection lost");
@@ -303,7 +342,8 @@ class FederationServer::Impl final : public proto::Federation::Service {
     slot.connected = false;
     slot.pending.reset();
     if (slot.awaited != 0 && !slot.answer) slot.answer = absl::UnavailableError(absl::StrCat("client ", client, " ", why));
-    cv_.notify_all();
+    slot.wake.notify_all();
+    driver_cv_.notify_all();
   }
 
   // Hands every task to its client and waits for all answers, disconnections or the deadline.
@@ -322,12 +362,13 @@ class FederationServer::Impl final : public proto::Federation::Service {
       slot.delivered = false;
       slot.down = slot.up = StreamBytes();
       slot.answer.reset();
+      slot.eval.reset();
       asked.push_back(k);
     }
-    cv_.notify_all();
+    for (int k : asked) slots_[k].wake.notify_all();
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(opt_.round_deadline_s));
-    cv_.wait_until(lock, deadline, [&] {
+    driver_cv_.wait_until(lock, deadline, [&] {
       for (int k : asked) {
         if (!slots_[k].answer) return false;
       }
@@ -341,6 +382,8 @@ class FederationServer::Impl final : public proto::Federation::Service {
       const auto& payload = tasks.at(k).payload;
       o.down.payload = payload ? static_cast<int64_t>(payload->size()) : 0;
       o.up = slot.up;
+      o.eval = std::move(slot.eval);
+      slot.eval.reset();
       if (slot.answer) {
         o.answer = std::move(*slot.answer);
       } else {
@@ -380,7 +423,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
   int port_ = 0;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable driver_cv_;  // the round driver waits on it
   std::vector<Slot> slots_;
   int64_t num_features_ = 0, num_classes_ = 0;
   uint64_t next_session_ = 1;
@@ -400,7 +443,7 @@ absl::Status FederationServer::Impl::WaitForClients(int min_clients) {
   };
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(opt_.join_timeout_s));
-  if (!cv_.wait_until(lock, deadline, [&] { return joined() >= need; })) {
+  if (!driver_cv_.wait_until(lock, deadline, [&] { return joined() >= need; })) {
     return absl::DeadlineExceededError(absl::StrCat("only ", joined(), " of the ", need,
                                                     " clients needed were connected within ",
                                                     opt_.join_timeout_s, " s"));
@@ -413,15 +456,45 @@ absl::Status FederationServer::Impl::WaitForClients(int min_clients) {
 void FederationServer::Impl::Finish() {
   std::unique_lock<std::mutex> lock(mu_);
   finished_ = true;
-  cv_.notify_all();
+  for (Slot& s : slots_) s.wake.notify_all();
   // Give connected clients a moment to receive FINISH, so they exit instead of retrying.
-  cv_.wait_for(lock, std::chrono::seconds(10), [&] {
+  driver_cv_.wait_for(lock, std::chrono::seconds(10), [&] {
     for (const Slot& s : slots_) {
       if (s.joined && s.connected && !s.finished) return false;
     }
     return true;
   });
 }
+
+namespace {
+
+// A round that is aggregated but not yet scored: its evaluation rides on the next round's tasks.
+struct PendingEval {
+  RoundRecord rec;
+  std::optional<proto::Message> global;  // the model to score (global evaluation)
+  std::string stripped;                  // `global` serialised without its header
+  std::shared_ptr<const std::string> bytes;
+  Clock::time_point start;
+};
+
+std::string WithoutHeader(proto::Message m) {
+  m.clear_header();
+  return m.SerializeAsString();
+}
+
+PendingEval MakePending(RoundRecord rec, std::optional<proto::Message> global, Clock::time_point start) {
+  PendingEval p;
+  p.rec = std::move(rec);
+  p.start = start;
+  if (global) {
+    p.stripped = WithoutHeader(*global);
+    p.bytes = std::make_shared<const std::string>(global->SerializeAsString());
+    p.global = std::move(global);
+  }
+  return p;
+}
+
+}  // namespace
 
 absl::StatusOr<FederationResult> FederationServer::Impl::Run(
     const std::function<void(const RoundRecord&)>& on_round) {
@@ -440,6 +513,7 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
   const bool global_eval = run_.eval.model == EvalProtocol::Model::kGlobal;
 
   FederationResult result;
+  std::optional<PendingEval> pending;
   int first_round = 1;
   const std::string ckpt_path = opt_.checkpoint_dir + "/server_checkpoint.pb";
   if (opt_.resume && !opt_.checkpoint_dir.empty() && graph::io::FileExists(ckpt_path)) {
@@ -449,7 +523,9 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
     if (ckpt.version() != kServerCheckpointVersion || ckpt.run_fingerprint() != run_.Fingerprint()) {
       return absl::FailedPreconditionError(absl::StrCat(ckpt_path, ": checkpoint of a different run"));
     }
-    if (ckpt.round() < 1 || ckpt.round() > run_.rounds || ckpt.records_size() != ckpt.round()) {
+    if (ckpt.round() < 1 || ckpt.round() > run_.rounds || !ckpt.has_pending_eval() ||
+        ckpt.records_size() != ckpt.round() - 1 || ckpt.pending_record().round() != ckpt.round() ||
+        ckpt.has_pending_global() != global_eval) {
       return absl::DataLossError(absl::StrCat(ckpt_path, ": inconsistent checkpoint"));
     }
     FGL_RETURN_IF_ERROR(server->RestoreState(ckpt.server()));
@@ -458,6 +534,11 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
       result.bytes_up += p.bytes_up();
       result.bytes_down += p.bytes_down();
     }
+    RoundRecord rec = RoundRecordFromProto(ckpt.pending_record());
+    rec.clients.resize(run_.clients);
+    for (int k = 0; k < run_.clients; ++k) rec.clients[k].id = k;
+    pending = MakePending(std::move(rec), global_eval ? std::optional<proto::Message>(ckpt.pending_global())
+                                                      : std::nullopt, Clock::now());
     first_round = ckpt.round() + 1;
     LOG(INFO) << "resumed from " << ckpt_path << " after round " << ckpt.round();
   }
@@ -484,9 +565,82 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
     FGL_RETURN_IF_ERROR(server->FinishPreparation());
   }
 
+  // Every connected client scores the pending round's model, first thing in its next task.
+  auto attach_evaluation = [&](std::map<int, Task>& tasks) {
+    if (!pending) return;
+    const int round = pending->rec.round;
+    for (int k : ConnectedClients()) {
+      auto it = tasks.find(k);
+      if (it == tasks.end()) it = tasks.emplace(k, MakeTask(proto::EVALUATE, round, nullptr)).first;
+      Task& t = it->second;
+      t.eval_round = round;
+      if (!pending->global) {
+        t.eval_own_model = true;
+        continue;
+      }
+      t.eval_header = pending->global->header();
+      // The usual case (FedAvg and kin): the next broadcast carries the very same tensors, so the
+      // model travels once. Checked byte for byte, never assumed.
+      t.eval_reuses_train = t.kind == proto::TRAIN && t.stripped != nullptr && *t.stripped == pending->stripped;
+      if (!t.eval_reuses_train) t.eval_payload = pending->bytes;
+    }
+  };
+
+  // Completes the pending round's record from the evaluations in `outcomes`.
+  auto finish_evaluation = [&](std::map<int, Outcome>& outcomes) -> absl::Status {
+    if (!pending) return absl::OkStatus();
+    RoundRecord& rec = pending->rec;
+    std::vector<EvalCounts> counts;
+    std::vector<int64_t> eval_sizes;
+    for (auto& [k, o] : outcomes) {
+      absl::Status s = o.eval ? absl::OkStatus() : o.answer.status();
+      if (s.ok() && !o.eval) s = absl::DataLossError("no evaluation in the answer");
+      if (s.ok() && !o.eval->error().empty()) s = absl::InternalError(o.eval->error());
+      EvalCounts c;
+      if (s.ok()) {
+        const proto::EvalCounts& e = *o.eval;
+        c = {e.val_correct(), e.val_n(), e.test_correct(), e.test_n()};
+        if (c.val_correct < 0 || c.val_n < c.val_correct || c.test_correct < 0 ||
+            c.test_n < c.test_correct || e.num_nodes() <= 0) {
+          s = absl::InvalidArgumentError("evaluation counts inconsistent");
+        } else {
+          sizes[k] = e.num_nodes();
+        }
+      }
+      if (!s.ok()) {
+        LOG(WARNING) << "round " << rec.round << ": client " << k << " not evaluated: " << s;
+        continue;
+      }
+      counts.push_back(c);
+      eval_sizes.push_back(sizes[k]);
+      const RoundAccuracy acc = WeightedAccuracy(run_.eval, {c}, {1});
+      rec.clients[k].val_acc = acc.val;
+      rec.clients[k].test_acc = acc.test;
+    }
+    if (counts.empty()) {
+      return absl::UnavailableError(absl::StrCat("round ", rec.round, ": no client left to evaluate"));
+    }
+    const RoundAccuracy acc = WeightedAccuracy(run_.eval, counts, eval_sizes);
+    rec.val_acc = acc.val;
+    rec.test_acc = acc.test;
+    if (rec.seconds == 0) rec.seconds = Seconds(pending->start);
+    result.bytes_up += rec.bytes_up;
+    result.bytes_down += rec.bytes_down;
+    result.rounds.push_back(rec);
+    if (rec.round == run_.rounds && pending->bytes) result.final_global = *pending->bytes;
+    LOG(INFO) << "round " << rec.round << ": " << rec.participants << " participants, "
+              << rec.failed_clients << " left out, " << counts.size() << " evaluated, val "
+              << rec.val_acc << " test " << rec.test_acc << " (" << rec.seconds << " s)";
+    pending.reset();
+    if (on_round) on_round(result.rounds.back());
+    return absl::OkStatus();
+  };
+
   for (int r = first_round; r <= run_.rounds; ++r) {
     if (r > 1) FGL_RETURN_IF_ERROR(WaitForClients(std::max(1, opt_.min_clients_per_round)));
     const Clock::time_point round_start = Clock::now();
+    // A round lasts from its tasks going out to the next round's (the evaluation rides along).
+    if (pending) pending->rec.seconds = Seconds(pending->start);
     RoundRecord rec;
     rec.round = r;
     rec.clients.resize(run_.clients);
@@ -494,18 +648,31 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
     const RoundInfo info = ServerRound(run_, r);
     const std::vector<int> sampled = SampleClients(run_, r, run_.clients);
     std::map<int, Task> tasks;
+    auto train_task = [&](const proto::Message& m) {
+      Task t = MakeTask(proto::TRAIN, r, std::make_shared<const std::string>(m.SerializeAsString()));
+      if (pending && pending->global) t.stripped = std::make_shared<const std::string>(WithoutHeader(m));
+      return t;
+    };
     if (server->PersonalisedBroadcast()) {
       for (int k : sampled) {
         FGL_ASSIGN_OR_RETURN(proto::Message m, server->BroadcastTo(k, info));
-        tasks[k] = MakeTask(proto::TRAIN, r, std::make_shared<const std::string>(m.SerializeAsString()));
+        tasks[k] = train_task(m);
       }
     } else {
       FGL_ASSIGN_OR_RETURN(proto::Message m, server->Broadcast(info));
-      auto shared = std::make_shared<const std::string>(m.SerializeAsString());
-      for (int k : sampled) tasks[k] = MakeTask(proto::TRAIN, r, shared);
+      const Task shared = train_task(m);
+      for (int k : sampled) {
+        tasks[k] = shared;
+        tasks[k].id = next_task_++;
+      }
     }
+    attach_evaluation(tasks);
+    const Clock::time_point exchange_start = Clock::now();
     std::map<int, Outcome> outcomes = Exchange(tasks);
-    for (auto& [k, o] : outcomes) {  // client-id order: aggregation is deterministic
+    VLOG(1) << "round " << r << ": exchange " << Seconds(exchange_start) << " s";
+    FGL_RETURN_IF_ERROR(finish_evaluation(outcomes));
+    for (int k : sampled) {  // client-id order: aggregation is deterministic
+      Outcome& o = outcomes[k];
       ClientRecord& cr = rec.clients[k];
       if (o.delivered) {
         cr.bytes_down = o.down.payload;
@@ -534,68 +701,33 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
       cr.participated = true;
     }
     FGL_RETURN_IF_ERROR(server->FinishRound(info));
-
-    // Evaluation on every connected client: the global model, or each client's own.
-    std::shared_ptr<const std::string> global;
+    std::optional<proto::Message> global;
     if (global_eval) {
-      FGL_ASSIGN_OR_RETURN(proto::Message g, server->Broadcast(info));
-      global = std::make_shared<const std::string>(g.SerializeAsString());
+      FGL_ASSIGN_OR_RETURN(global, server->Broadcast(info));
     }
-    std::map<int, Task> evals;
-    for (int k : ConnectedClients()) evals[k] = MakeTask(proto::EVALUATE, r, global);
-    std::vector<EvalCounts> counts;
-    std::vector<int64_t> eval_sizes;
-    for (auto& [k, o] : Exchange(evals)) {
-      proto::Message m;
-      absl::Status s = o.answer.status();
-      if (s.ok() && !m.ParseFromString(*o.answer)) s = absl::DataLossError("cannot parse evaluation");
-      EvalCounts c;
-      if (s.ok()) {
-        auto get = [&](const char* key) -> int64_t {
-          auto it = m.scalars().find(key);
-          return it == m.scalars().end() ? -1 : static_cast<int64_t>(it->second);
-        };
-        c = {get("val_correct"), get("val_n"), get("test_correct"), get("test_n")};
-        const int64_t nodes = get("num_nodes");
-        if (c.val_correct < 0 || c.val_n < c.val_correct || c.test_correct < 0 ||
-            c.test_n < c.test_correct || nodes <= 0) {
-          s = absl::InvalidArgumentError("evaluation counts missing or inconsistent");
-        } else {
-          sizes[k] = nodes;
-        }
-      }
-      if (!s.ok()) {
-        LOG(WARNING) << "round " << r << ": client " << k << " not evaluated: " << s;
-        continue;
-      }
-      counts.push_back(c);
-      eval_sizes.push_back(sizes[k]);
-      const RoundAccuracy acc = WeightedAccuracy(run_.eval, {c}, {1});
-      rec.clients[k].val_acc = acc.val;
-      rec.clients[k].test_acc = acc.test;
-    }
-    if (counts.empty()) return absl::UnavailableError(absl::StrCat("round ", r, ": no client left to evaluate"));
-    const RoundAccuracy acc = WeightedAccuracy(run_.eval, counts, eval_sizes);
-    rec.val_acc = acc.val;
-    rec.test_acc = acc.test;
-    rec.seconds = Seconds(round_start);
-    result.bytes_up += rec.bytes_up;
-    result.bytes_down += rec.bytes_down;
-    result.rounds.push_back(rec);
-    if (r == run_.rounds && global) result.final_global = *global;
-    LOG(INFO) << "round " << r << ": " << rec.participants << " participants, " << rec.failed_clients
-              << " left out, " << counts.size() << " evaluated, val " << rec.val_acc << " test "
-              << rec.test_acc << " (" << rec.seconds << " s)";
+    pending = MakePending(std::move(rec), std::move(global), round_start);
     if (!opt_.checkpoint_dir.empty()) {
       proto::Checkpoint ckpt;
       ckpt.set_version(kServerCheckpointVersion);
       ckpt.set_run_fingerprint(run_.Fingerprint());
       ckpt.set_round(r);
       for (const RoundRecord& done : result.rounds) *ckpt.add_records() = RoundRecordToProto(done);
+      ckpt.set_has_pending_eval(true);
+      *ckpt.mutable_pending_record() = RoundRecordToProto(pending->rec);
+      if (pending->global) *ckpt.mutable_pending_global() = *pending->global;
       FGL_ASSIGN_OR_RETURN(*ckpt.mutable_server(), server->SaveState());
       FGL_RETURN_IF_ERROR(WriteFileAtomically(ckpt_path, ckpt));
+      if (r == opt_.testonly_kill_after_checkpoint) {
+        LOG(WARNING) << "killing the server after the checkpoint of round " << r << " (test)";
+        std::raise(SIGKILL);
+      }
     }
-    if (on_round) on_round(rec);  // after the checkpoint: a crash in it loses nothing
+  }
+  if (pending) {  // the last round's evaluation has no next round to ride on
+    std::map<int, Task> tasks;
+    attach_evaluation(tasks);
+    std::map<int, Outcome> outcomes = Exchange(tasks);
+    FGL_RETURN_IF_ERROR(finish_evaluation(outcomes));
   }
   result.train_s = Seconds(train_start);
   Finish();

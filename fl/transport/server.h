@@ -25,9 +25,13 @@ struct ServerOptions {
   int64_t chunk_bytes = 1 << 20;
   int64_t max_payload_bytes = int64_t{4} << 30;
   // After every round DIR/server_checkpoint.pb holds the server's state; with `resume` a restarted
-  // server continues from it (clients keep their own state and rejoin).
+  // server continues from it (clients keep their own state and rejoin). A restart reproduces an
+  // uninterrupted run when the server died between a checkpoint and the next round's tasks; if
+  // clients had already trained that round, they train it again.
   std::string checkpoint_dir;
   bool resume = false;
+  // Tests only: SIGKILL the server right after writing this round's checkpoint.
+  int testonly_kill_after_checkpoint = 0;
 };
 
 // Traffic at the transport. `payload` counts the serialised messages, as the simulator does;

@@ -37,7 +37,8 @@ ABSL_FLAG(bool, allow_insecure_remote, false, "Allow plaintext on a non-loopback
 ABSL_FLAG(int64_t, chunk_bytes, 1 << 20, "Payload bytes per gRPC message.");
 ABSL_FLAG(std::string, checkpoint_dir, "", "Write DIR/server_checkpoint.pb after every round.");
 ABSL_FLAG(bool, resume, false, "Continue from --checkpoint_dir when it holds this run's checkpoint.");
-ABSL_FLAG(int, testonly_kill_after_round, 0, "Tests only: SIGKILL the server after this round.");
+ABSL_FLAG(int, testonly_kill_after_checkpoint, 0,
+          "Tests only: SIGKILL the server after writing this round's checkpoint.");
 ABSL_FLAG(std::string, out, "", "Directory for result.json, rounds.jsonl and final_model.pb.");
 
 namespace fgl::fl::transport {
@@ -68,6 +69,7 @@ absl::Status Main() {
   opt.chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
   opt.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   opt.resume = absl::GetFlag(FLAGS_resume);
+  opt.testonly_kill_after_checkpoint = absl::GetFlag(FLAGS_testonly_kill_after_checkpoint);
   if (!opt.tls.enabled() && !IsLoopback(opt.listen) && !absl::GetFlag(FLAGS_allow_insecure_remote)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--listen=", opt.listen, " is not a loopback address: use TLS (--tls_cert/--tls_key) or "
@@ -86,10 +88,6 @@ absl::Status Main() {
   }
   FGL_ASSIGN_OR_RETURN(FederationResult r, server->Run([&](const RoundRecord& rec) {
     if (rounds.is_open()) rounds << RoundJson(rec) << "\n" << std::flush;
-    if (rec.round == absl::GetFlag(FLAGS_testonly_kill_after_round)) {
-      LOG(WARNING) << "killing the server after round " << rec.round << " (test)";
-      std::raise(SIGKILL);
-    }
   }));
   const TransportStats t = server->stats();
   const std::string json = absl::StrCat(
