@@ -18,7 +18,7 @@ absl::StatusOr<StreamBytes> WriteChunked(proto::ChunkHeader header, const std::s
   size_t offset = 0;
   do {
     const size_t n = std::min<size_t>(chunk_bytes, payload.size() - offset);
-    chunk.set_data(payload.substr(offset, n));
+    chunk.mutable_data()->assign(payload, offset, n);
     offset += n;
     bytes.wire += static_cast<int64_t>(chunk.ByteSizeLong());
     if (!write(chunk)) return absl::UnavailableError("peer closed the stream");
@@ -39,7 +39,6 @@ absl::StatusOr<Received> ReadChunked(const std::function<bool(proto::Chunk*)>& r
     return absl::ResourceExhaustedError(absl::StrCat(what, ": payload_bytes ", expected,
                                                      " outside [0, ", max_payload_bytes, "]"));
   }
-  r.payload.reserve(expected);
   for (bool first = true;; first = false) {
     if (!first) {
       if (static_cast<int64_t>(r.payload.size()) == expected) break;
@@ -54,7 +53,12 @@ absl::StatusOr<Received> ReadChunked(const std::function<bool(proto::Chunk*)>& r
       return absl::InvalidArgumentError(absl::StrCat(what, ": more payload than the header's ",
                                                      expected, " bytes"));
     }
-    r.payload += chunk.data();
+    if (r.payload.empty()) {
+      r.payload.swap(*chunk.mutable_data());  // a payload in one chunk is taken, not copied
+      r.payload.reserve(expected);
+    } else {
+      r.payload += chunk.data();
+    }
     if (first && expected == 0) break;
   }
   r.bytes.payload = expected;

@@ -13,6 +13,9 @@
 
 namespace fgl::fl::transport {
 
+// The largest chunk either side sends (and so the gRPC receive limit on both).
+constexpr int kMaxChunkBytes = 16 << 20;
+
 // Bytes a stream put on (or took off) the wire, framing included, and its payload alone.
 struct StreamBytes {
   int64_t wire = 0;

@@ -48,9 +48,7 @@ class Connection {
   Connection(const ClientOptions& opt, std::shared_ptr<grpc::ChannelCredentials> creds)
       : opt_(opt) {
     grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(static_cast<int>(opt.chunk_bytes + (1 << 16)) > (4 << 20)
-                                      ? static_cast<int>(opt.chunk_bytes + (1 << 16))
-                                      : (4 << 20));
+    args.SetMaxReceiveMessageSize(kMaxChunkBytes + (1 << 16));  // any server's chunk size
     args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);  // see server.cc
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
@@ -58,27 +56,7 @@ class Connection {
     stub_ = proto::Federation::NewStub(grpc::CreateCustomChannel(opt.server, creds, args));
   }
 
-  ~Connection() { EndStay(); }
-
-  // Opens the session-long Stay call on a background thread (see transport.proto).
-  void BeginStay(uint64_t session) {
-    EndStay();
-    stay_ctx_ = std::make_unique<grpc::ClientContext>();
-    stay_thread_ = std::thread([this, session, ctx = stay_ctx_.get()] {
-      proto::PullRequest req;
-      req.set_client_id(opt_.client_id);
-      req.set_token(opt_.token);
-      req.set_session(session);
-      proto::PushReply reply;
-      stub_->Stay(ctx, req, &reply);
-    });
-  }
-
-  void EndStay() {
-    if (!stay_thread_.joinable()) return;
-    stay_ctx_->TryCancel();
-    stay_thread_.join();
-  }
+  ~Connection() { Close(); }
 
   absl::StatusOr<uint64_t> Join(const proto::JoinRequest& req) {
     grpc::ClientContext ctx;
@@ -88,52 +66,66 @@ class Connection {
     return reply.session();
   }
 
-  absl::StatusOr<Received> Pull(uint64_t session, ClientStats& stats) {
-    grpc::ClientContext ctx;
-    proto::PullRequest req;
-    req.set_client_id(opt_.client_id);
-    req.set_token(opt_.token);
-    req.set_session(session);
-    std::unique_ptr<grpc::ClientReader<proto::Chunk>> reader = stub_->Pull(&ctx, req);
-    absl::StatusOr<Received> got = ReadChunked([&](proto::Chunk* c) { return reader->Read(c); },
+  // Opens the session's stream (transport.proto) and introduces this client on it.
+  absl::Status Open(uint64_t session) {
+    Close();
+    ctx_ = std::make_unique<grpc::ClientContext>();
+    stream_ = stub_->Session(ctx_.get());
+    proto::Chunk hello;
+    hello.mutable_header()->set_client_id(opt_.client_id);
+    hello.mutable_header()->set_token(opt_.token);
+    hello.mutable_header()->set_session(session);
+    if (!stream_->Write(hello)) return End("session");
+    return absl::OkStatus();
+  }
+
+  // The next task.
+  absl::StatusOr<Received> Next(ClientStats& stats) {
+    absl::StatusOr<Received> got = ReadChunked([&](proto::Chunk* c) { return stream_->Read(c); },
                                                opt_.max_payload_bytes, "task");
     if (!got.ok()) {
-      ctx.TryCancel();
-      const grpc::Status s = reader->Finish();
-      if (!s.ok()) return FromGrpc(s, "pull");
-      return got.status();
+      absl::Status ended = End("session");
+      return ended.ok() ? got.status() : ended;
     }
-    proto::Chunk extra;
-    while (reader->Read(&extra)) {
-    }
-    FGL_RETURN_IF_ERROR(FromGrpc(reader->Finish(), "pull"));
     stats.wire_down += got->bytes.wire;
     stats.payload_down += got->bytes.payload;
     return got;
   }
 
-  absl::Status Push(proto::ChunkHeader header, const std::string& payload, ClientStats& stats) {
-    grpc::ClientContext ctx;
-    proto::PushReply reply;
-    std::unique_ptr<grpc::ClientWriter<proto::Chunk>> writer = stub_->Push(&ctx, &reply);
+  absl::Status Answer(proto::ChunkHeader header, const std::string& payload, ClientStats& stats) {
     header.set_client_id(opt_.client_id);
-    header.set_token(opt_.token);
     absl::StatusOr<StreamBytes> sent = WriteChunked(header, payload, opt_.chunk_bytes,
-                                                    [&](const proto::Chunk& c) { return writer->Write(c); });
-    writer->WritesDone();
-    FGL_RETURN_IF_ERROR(FromGrpc(writer->Finish(), "push"));
-    FGL_RETURN_IF_ERROR(sent.status());
+                                                    [&](const proto::Chunk& c) { return stream_->Write(c); });
+    if (!sent.ok()) return End("answer");
     stats.wire_up += sent->wire;
     stats.payload_up += sent->payload;
-    if (!reply.accepted()) LOG(WARNING) << "server did not take the answer: " << reply.reason();
     return absl::OkStatus();
+  }
+
+  // Ends the stream politely (after FINISH) or, on a broken one, collects why it broke.
+  absl::Status End(const std::string& what) {
+    if (!stream_) return absl::OkStatus();
+    stream_->WritesDone();
+    absl::Status s = FromGrpc(stream_->Finish(), what);
+    stream_.reset();
+    ctx_.reset();
+    if (s.ok()) return absl::UnavailableError(absl::StrCat(what, ": stream ended"));
+    return s;
+  }
+
+  void Close() {
+    if (!stream_) return;
+    ctx_->TryCancel();
+    stream_->Finish();
+    stream_.reset();
+    ctx_.reset();
   }
 
  private:
   const ClientOptions& opt_;
   std::unique_ptr<proto::Federation::Stub> stub_;
-  std::unique_ptr<grpc::ClientContext> stay_ctx_;
-  std::thread stay_thread_;
+  std::unique_ptr<grpc::ClientContext> ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<proto::Chunk, proto::Chunk>> stream_;
 };
 
 // Errors after which retrying cannot help.
@@ -207,12 +199,13 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
         continue;
       }
       session = *joined;
-      conn.BeginStay(session);
+      if (absl::Status s = conn.Open(session); !s.ok()) {
+        FGL_RETURN_IF_ERROR(retry_or_fail(s));
+        continue;
+      }
       LOG(INFO) << "client " << opt.client_id << " joined " << opt.server << " (session " << session << ")";
     }
-    const Clock::time_point pull_start = Clock::now();
-    absl::StatusOr<Received> task = conn.Pull(session, stats);
-    VLOG(2) << "pull " << Seconds(pull_start) << " s";
+    absl::StatusOr<Received> task = conn.Next(stats);
     if (!task.ok()) {
       FGL_RETURN_IF_ERROR(retry_or_fail(task.status()));
       continue;
@@ -228,6 +221,7 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
     std::string payload;
     if (h.kind() == proto::WAIT) continue;
     if (h.kind() == proto::FINISH) {
+      (void)conn.End("session");
       LOG(INFO) << "client " << opt.client_id << ": run finished after " << stats.rounds_trained
                 << " rounds of training; bytes up " << stats.payload_up << " down " << stats.payload_down;
       if (stats_out) *stats_out = stats;
@@ -306,10 +300,7 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
       }
     }
     if (gate != nullptr) gate->Release();
-    const Clock::time_point push_start = Clock::now();
-    absl::Status pushed = conn.Push(answer, payload, stats);
-    VLOG(2) << "push " << Seconds(push_start) << " s (compute " << Seconds(task_start) << " s incl.)";
-    if (absl::Status s = pushed; !s.ok()) {
+    if (absl::Status s = conn.Answer(answer, payload, stats); !s.ok()) {
       LOG(WARNING) << "client " << opt.client_id << ": answer to task " << h.task_id() << " lost: " << s;
       FGL_RETURN_IF_ERROR(retry_or_fail(s));
     }
@@ -324,6 +315,9 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
 }
 
 absl::Status RunClient(const FederationOptions& run, const ClientOptions& opt, ClientStats* stats) {
+  if (opt.chunk_bytes < 1024 || opt.chunk_bytes > kMaxChunkBytes) {
+    return absl::InvalidArgumentError("chunk_bytes must be in [1 KiB, 16 MiB]");
+  }
   nn::SetComputeThreads(std::max(1, opt.threads));
   FGL_ASSIGN_OR_RETURN(ClientShard shard, LoadClientShard(run, opt.client_id));
   return ServeClient(run, opt, std::move(shard), nullptr, stats);

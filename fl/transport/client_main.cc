@@ -36,7 +36,7 @@ ABSL_FLAG(std::string, data_dir, "", "Dataset root; else $FGL_DATA_DIR, else ./d
 ABSL_FLAG(std::string, cache_dir, "", "Partition cache; default ~/.cache/fgl/partitions.");
 ABSL_FLAG(int, threads, 1, "Intra-op threads (1 reproduces the simulator bit for bit).");
 ABSL_FLAG(double, reconnect_s, 60, "Keep retrying an unreachable server this long.");
-ABSL_FLAG(int64_t, chunk_bytes, 1 << 20, "Payload bytes per gRPC message.");
+ABSL_FLAG(int64_t, chunk_bytes, 4 << 20, "Payload bytes per gRPC message.");
 ABSL_FLAG(int, testonly_bad_shape_round, 0, "Tests only: send a malformed reply in this round.");
 ABSL_FLAG(int, testonly_kill_after_round, 0, "Tests only: SIGKILL itself after this round.");
 

@@ -30,9 +30,6 @@ double Seconds(Clock::time_point since) {
 }
 
 constexpr uint32_t kServerCheckpointVersion = 1;
-// A Pull with nothing to hand out returns WAIT after this long: a heartbeat, and the moment a
-// client that went away without closing its connection is noticed.
-constexpr auto kPollInterval = std::chrono::seconds(5);
 
 // Compares secrets in time independent of where they differ.
 bool SameSecret(const std::string& a, const std::string& b) {
@@ -69,7 +66,8 @@ struct Slot {
   std::optional<absl::StatusOr<std::string>> answer;
   std::optional<proto::EvalCounts> eval;  // with the answer, when the task had an evaluation
   bool finished = false;  // received FINISH
-  std::condition_variable wake;  // this client's Pull and Stay handlers wait on it
+  std::condition_variable wake;  // this client's Session handler waits on it
+  grpc::ServerContext* ctx = nullptr;  // of the open Session, to end it from the round driver
 };
 
 // What one exchange with one client produced.
@@ -106,12 +104,12 @@ class FederationServer::Impl final : public proto::Federation::Service {
     grpc::ServerBuilder builder;
     builder.AddListeningPort(opt_.listen, creds, &port_);
     builder.RegisterService(this);
-    builder.SetMaxReceiveMessageSize(static_cast<int>(opt_.chunk_bytes + (1 << 16)));
+    builder.SetMaxReceiveMessageSize(kMaxChunkBytes + (1 << 16));  // any peer's chunk size
     // Clients ping every 10 s so that a host that vanished without closing its sockets is noticed.
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    // Every client holds up to two blocking calls (Stay, Pull): keep enough idle polling threads
-    // that gRPC reuses them instead of creating and destroying one per call (measured: thread
-    // start-up was the server's largest kernel cost).
+    // Every client holds one blocking call (its Session) for the whole run; keep enough polling
+    // threads that gRPC never creates and destroys one per call (thread start-up showed up as
+    // the server's largest kernel cost when each task was a call of its own).
     builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 2);
     // Models are megabytes: a large HTTP/2 window lets a chunk go without waiting for window
     // updates (the 64 KiB default made a 369 KB push take milliseconds on loopback).
@@ -163,6 +161,8 @@ class FederationServer::Impl final : public proto::Federation::Service {
     num_classes_ = req->num_classes();
     Slot& slot = slots_[req->client_id()];
     const bool rejoin = slot.joined;
+    if (slot.ctx != nullptr) slot.ctx->TryCancel();  // the previous session's stream
+    slot.ctx = nullptr;
     slot.joined = true;
     slot.connected = true;
     slot.session = next_session_++;
@@ -178,37 +178,106 @@ class FederationServer::Impl final : public proto::Federation::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Pull(grpc::ServerContext* ctx, const proto::PullRequest* req,
-                    grpc::ServerWriter<proto::Chunk>* writer) override {
+  // One client's session: hands out its tasks and takes its answers on one stream, so a task
+  // costs no new call, and a broken connection (crash, lost host) ends the stream at once.
+  grpc::Status Session(grpc::ServerContext* ctx,
+                       grpc::ServerReaderWriter<proto::Chunk, proto::Chunk>* stream) override {
+    proto::Chunk hello;
+    if (!stream->Read(&hello) || !hello.has_header()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "session: expected a header first");
+    }
+    const int id = hello.header().client_id();
     std::unique_lock<std::mutex> lock(mu_);
-    if (absl::Status s = Authenticate(req->client_id(), req->token()); !s.ok()) return ToGrpc(s);
-    Slot& slot = slots_[req->client_id()];
-    if (!slot.joined || slot.session != req->session()) {
+    if (absl::Status s = Authenticate(id, hello.header().token()); !s.ok()) return ToGrpc(s);
+    Slot& slot = slots_[id];
+    const uint64_t session = hello.header().session();
+    if (!slot.joined || slot.session != session) {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "unknown session: join again");
     }
-    if (!slot.connected) {
-      LOG(INFO) << "client " << req->client_id() << " is back";
-      slot.connected = true;
+    if (!slot.connected) LOG(INFO) << "client " << id << " is back";
+    slot.connected = true;
+    slot.ctx = ctx;
+    auto end = [&](const grpc::Status& status, const std::string& why) {
+      if (slot.session == session) {
+        if (!why.empty()) Disconnect(id, why);
+        if (slot.ctx == ctx) slot.ctx = nullptr;
+      }
+      return status;
+    };
+    for (;;) {
+      while (!slot.pending && !finished_ && slot.session == session && !ctx->IsCancelled()) {
+        slot.wake.wait_for(lock, std::chrono::milliseconds(200));
+      }
+      if (slot.session != session) return grpc::Status(grpc::StatusCode::ABORTED, "superseded by a newer join");
+      if (ctx->IsCancelled()) return end(grpc::Status::CANCELLED, "connection lost");
+      Task task;
+      if (slot.pending) {
+        task = std::move(*slot.pending);
+        slot.pending.reset();
+      } else {
+        task.kind = proto::FINISH;
+      }
+      lock.unlock();
+      int64_t eval_bytes = 0;
+      absl::StatusOr<StreamBytes> sent = SendTask(task, stream, eval_bytes);
+      lock.lock();
+      if (!sent.ok()) return end(grpc::Status::CANCELLED, "connection lost while sending work");
+      if (task.kind == proto::TRAIN || task.kind == proto::PREPARE) {
+        stats_.payload_down += sent->payload - eval_bytes;
+        stats_.wire_down += sent->wire - eval_bytes;
+        stats_.eval_down += eval_bytes;
+      } else if (task.kind == proto::EVALUATE) {
+        stats_.eval_down += sent->wire;
+      }
+      if (slot.session == session && slot.awaited == task.id) {
+        slot.delivered = true;
+        slot.down = *sent;
+      }
+      if (task.kind == proto::FINISH) {
+        slot.finished = true;
+        driver_cv_.notify_all();
+        return end(grpc::Status::OK, "");
+      }
+      lock.unlock();
+      absl::StatusOr<Received> got = ReadChunked([&](proto::Chunk* c) { return stream->Read(c); },
+                                                 opt_.max_payload_bytes, "answer");
+      lock.lock();
+      if (!got.ok()) {
+        if (!absl::IsUnavailable(got.status())) {
+          ++stats_.rejected_answers;
+          LOG(WARNING) << "client " << id << ": malformed answer: " << got.status().message();
+        }
+        return end(ToGrpc(got.status()), absl::IsUnavailable(got.status())
+                                             ? "connection lost while working on a task"
+                                             : std::string(got.status().message()));
+      }
+      const proto::ChunkHeader& h = got->header;
+      if (slot.session != session || h.task_id() != task.id || slot.awaited != task.id || slot.answer) {
+        ++stats_.rejected_answers;  // late: the round gave up on this task
+        continue;
+      }
+      if (!h.error().empty()) {
+        slot.answer = absl::InternalError(absl::StrCat("client ", id, " failed: ", h.error()));
+      } else {
+        slot.answer = std::move(got->payload);
+      }
+      slot.delivered = true;
+      slot.up = got->bytes;
+      if (h.has_eval()) slot.eval = h.eval();
+      if (task.kind == proto::EVALUATE) {
+        stats_.eval_up += got->bytes.wire;
+      } else {
+        stats_.eval_up += static_cast<int64_t>(h.eval().ByteSizeLong());
+        stats_.payload_up += got->bytes.payload;
+        stats_.wire_up += got->bytes.wire;
+      }
+      driver_cv_.notify_all();
     }
-    const uint64_t session = slot.session;
-    const auto poll_end = Clock::now() + kPollInterval;
-    while (!slot.pending && !finished_ && slot.session == session && !ctx->IsCancelled() &&
-           Clock::now() < poll_end) {
-      slot.wake.wait_for(lock, std::chrono::milliseconds(100));
-    }
-    if (slot.session != session) return grpc::Status(grpc::StatusCode::ABORTED, "superseded by a newer join");
-    if (ctx->IsCancelled()) {
-      Disconnect(req->client_id(), "connection lost while waiting for work");
-      return grpc::Status::CANCELLED;
-    }
-    Task task;
-    if (slot.pending) {
-      task = std::move(*slot.pending);
-      slot.pending.reset();
-    } else if (finished_) {
-      task.kind = proto::FINISH;
-    }
-    lock.unlock();
+  }
+
+  absl::StatusOr<StreamBytes> SendTask(const Task& task,
+                                       grpc::ServerReaderWriter<proto::Chunk, proto::Chunk>* stream,
+                                       int64_t& eval_bytes) {
     proto::ChunkHeader header;
     header.set_kind(task.kind);
     header.set_task_id(task.id);
@@ -216,7 +285,6 @@ class FederationServer::Impl final : public proto::Federation::Service {
     static const std::string kEmpty;
     const std::string* payload = task.payload ? task.payload.get() : &kEmpty;
     std::string joined;  // the evaluation model first, then the task's own message
-    int64_t eval_bytes = 0;
     if (task.eval_round > 0) {
       header.set_eval_round(task.eval_round);
       header.set_eval_reuses_train(task.eval_reuses_train);
@@ -229,93 +297,8 @@ class FederationServer::Impl final : public proto::Federation::Service {
         payload = &joined;
       }
     }
-    absl::StatusOr<StreamBytes> sent =
-        WriteChunked(header, *payload, opt_.chunk_bytes,
-                     [&](const proto::Chunk& c) { return writer->Write(c); });
-    lock.lock();
-    if (!sent.ok()) {
-      if (slot.session == session) Disconnect(req->client_id(), "connection lost while sending work");
-      return grpc::Status::CANCELLED;
-    }
-    if (task.kind == proto::FINISH) slot.finished = true;
-    if (task.kind == proto::TRAIN || task.kind == proto::PREPARE) {
-      stats_.payload_down += sent->payload - eval_bytes;
-      stats_.wire_down += sent->wire - eval_bytes;
-      stats_.eval_down += eval_bytes;
-    } else if (task.kind == proto::EVALUATE) {
-      stats_.eval_down += sent->wire;
-    }
-    if (task.id != 0 && slot.awaited == task.id) {
-      slot.delivered = true;
-      slot.down = *sent;
-    }
-    driver_cv_.notify_all();
-    return grpc::Status::OK;
-  }
-
-  grpc::Status Push(grpc::ServerContext*, grpc::ServerReader<proto::Chunk>* reader,
-                    proto::PushReply* reply) override {
-    absl::StatusOr<Received> got = ReadChunked([&](proto::Chunk* c) { return reader->Read(c); },
-                                               opt_.max_payload_bytes, "answer");
-    if (!got.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++stats_.rejected_answers;
-      LOG(WARNING) << "rejected an answer: " << got.status().message();
-      return ToGrpc(got.status());
-    }
-    proto::Chunk extra;
-    if (reader->Read(&extra)) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "answer: chunks after the payload");
-    }
-    const proto::ChunkHeader& h = got->header;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (absl::Status s = Authenticate(h.client_id(), h.token()); !s.ok()) {
-      ++stats_.rejected_answers;
-      LOG(WARNING) << "rejected an answer: " << s.message();
-      return ToGrpc(s);
-    }
-    Slot& slot = slots_[h.client_id()];
-    if (slot.session != h.session() || h.task_id() == 0 || slot.awaited != h.task_id() || slot.answer) {
-      ++stats_.rejected_answers;
-      reply->set_accepted(false);
-      reply->set_reason(absl::StrCat("task ", h.task_id(), " is not awaited (late or unknown)"));
-      return grpc::Status::OK;
-    }
-    if (!h.error().empty()) {
-      slot.answer = absl::InternalError(absl::StrCat("client ", h.client_id(), " failed: ", h.error()));
-    } else {
-      slot.answer = std::move(got->payload);
-    }
-    slot.delivered = true;  // an answer proves the task arrived, even if Pull has not noted it yet
-    slot.up = got->bytes;
-    if (h.has_eval()) slot.eval = h.eval();
-    if (h.kind() == proto::EVALUATE) {
-      stats_.eval_up += got->bytes.wire;
-    } else {
-      stats_.eval_up += static_cast<int64_t>(h.eval().ByteSizeLong());
-      stats_.payload_up += got->bytes.payload;
-      stats_.wire_up += got->bytes.wire;
-    }
-    reply->set_accepted(true);
-    driver_cv_.notify_all();
-    return grpc::Status::OK;
-  }
-
-  grpc::Status Stay(grpc::ServerContext* ctx, const proto::PullRequest* req, proto::PushReply*) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (absl::Status s = Authenticate(req->client_id(), req->token()); !s.ok()) return ToGrpc(s);
-    Slot& slot = slots_[req->client_id()];
-    const uint64_t session = req->session();
-    if (!slot.joined || slot.session != session) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "unknown session: join again");
-    }
-    while (slot.session == session && !finished_ && !ctx->IsCancelled()) {
-      slot.wake.wait_for(lock, std::chrono::milliseconds(100));
-    }
-    if (ctx->IsCancelled() && slot.session == session && !finished_) {
-      Disconnect(req->client_id(), "connection lost");
-    }
-    return grpc::Status::OK;
+    return WriteChunked(header, *payload, opt_.chunk_bytes,
+                        [&](const proto::Chunk& c) { return stream->Write(c); });
   }
 
   // --- the rounds ----------------------------------------------------------------------------
@@ -391,6 +374,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
                                                             opt_.round_deadline_s, " s deadline"));
         ++stats_.dropped;
         Disconnect(k, "missed the deadline");
+        if (slot.ctx != nullptr) slot.ctx->TryCancel();  // it rejoins when it is back
       }
       slot.awaited = 0;
       slot.answer.reset();
@@ -744,7 +728,7 @@ FederationServer::~FederationServer() = default;
 absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const FederationOptions& run,
                                                                           const ServerOptions& options) {
   if (run.clients < 1) return absl::InvalidArgumentError("need at least one client");
-  if (options.chunk_bytes < 1024 || options.chunk_bytes > (16 << 20)) {
+  if (options.chunk_bytes < 1024 || options.chunk_bytes > kMaxChunkBytes) {
     return absl::InvalidArgumentError("chunk_bytes must be in [1 KiB, 16 MiB]");
   }
   if (options.round_deadline_s <= 0 || options.join_timeout_s <= 0) {
