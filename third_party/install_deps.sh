@@ -17,6 +17,7 @@ PACKAGES=(
   libmetis-dev
   zlib1g-dev libzip-dev
   libgrpc++-dev protobuf-compiler-grpc
+  openssl iproute2  # the transport's TLS and network-namespace tests
 )
 
 SUDO=""
