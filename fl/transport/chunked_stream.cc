@@ -55,7 +55,7 @@ absl::StatusOr<Received> ReadChunked(const std::function<bool(proto::Chunk*)>& r
     }
     if (r.payload.empty()) {
       r.payload.swap(*chunk.mutable_data());  // a payload in one chunk is taken, not copied
-      r.payload.reserve(expected);
+      // No reserve(expected): the size is the peer's claim; memory grows only with what arrives.
     } else {
       r.payload += chunk.data();
     }

@@ -22,7 +22,7 @@ struct ClientOptions {
   // How long to keep trying while the server is unreachable (it may be restarting).
   double reconnect_s = 60;
   int64_t chunk_bytes = 4 << 20;  // a 2 MB model (Physics) goes in one message
-  int64_t max_payload_bytes = int64_t{4} << 30;
+  int64_t max_payload_bytes = int64_t{1} << 30;
   int threads = 1;  // intra-op threads; 1 matches the simulator's numbers exactly
   // Fault injection for the transport's tests: in this round, send a reply whose first tensor has
   // one extra row (the server must reject it and carry on).

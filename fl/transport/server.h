@@ -23,7 +23,7 @@ struct ServerOptions {
   std::string tokens_file;             // "client_id token" lines; empty: no tokens
   TlsFiles tls;
   int64_t chunk_bytes = 4 << 20;  // a 2 MB model (Physics) goes in one message
-  int64_t max_payload_bytes = int64_t{4} << 30;
+  int64_t max_payload_bytes = int64_t{1} << 30;
   // After every round DIR/server_checkpoint.pb holds the server's state; with `resume` a restarted
   // server continues from it (clients keep their own state and rejoin). A restart reproduces an
   // uninterrupted run when the server died between a checkpoint and the next round's tasks; if
