@@ -1,0 +1,414 @@
+// The FedSage family (Zhang et al., NeurIPS 2021) with OpenFGL's NeighGen sizes, as three
+// registered methods that share one client:
+//   fedsage_plus: rounds 1..gen_rounds train NeighGen (neighgen.h) jointly with the GraphSAGE
+//     classifier on the client's impaired graph (half of its non-train, non-test nodes hidden):
+//     loss = num_weight * SmoothL1(dGen, true missing count)
+//          + feat_weight * MissingFeatureLoss(fGen, hidden neighbours' features)
+//          + cls_weight * CE(classifier on the impaired graph mended with fGen's output).
+//     The cross-client term: the server averages the clients' NeighGen parameters every
+//     generator round (node-count weights), so each client's generator descends the
+//     feature-matching losses of all clients, each computed where its data lives. Only NeighGen
+//     parameters cross the wire, never node features. After the generator rounds each client
+//     mends its local graph once (generated neighbours joined both ways) and FedAvg of the
+//     classifier continues on the mended graphs.
+//   fedsage: FedAvg of the GraphSAGE classifier on the local subgraphs (no NeighGen, hence no
+//     cross-client term); neighgen=1 adds a NeighGen trained locally (no exchange).
+//   locsage: each client's GraphSAGE alone; neighgen=1 adds a local NeighGen (LocSage+).
+// The classifier is FedAvg'd in every round of the federated variants, generator rounds included.
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "fl/aggregate/weighted_mean.h"
+#include "fl/local_model.h"
+#include "fl/model_average_server.h"
+#include "fl/optimizer_state.h"
+#include "fl/registry.h"
+#include "graph/random.h"
+#include "methods/fedsage_plus/neighgen.h"
+#include "nn/losses/losses.h"
+#include "nn/ops/dropout.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::methods::fedsage_plus {
+namespace {
+
+constexpr char kGenPrefix[] = "neighgen.";
+constexpr char kGenAdam[] = "gen_adam.";
+constexpr char kMended[] = "mended";
+
+// One registered member of the family and its defaults.
+struct Variant {
+  const char* name;
+  const char* type;  // message type
+  bool federated;    // the classifier is FedAvg'd
+  bool neighgen;     // default of the "neighgen" param
+  bool cross_client; // default of the "cross_client" param
+};
+constexpr Variant kFedSagePlus{"fedsage_plus", "fedsage_plus.weights", true, true, true};
+constexpr Variant kFedSage{"fedsage", "fedsage.weights", true, false, false};
+constexpr Variant kLocSage{"locsage", "locsage.none", false, false, false};
+
+// The method params, resolved once.
+struct Settings {
+  bool neighgen = false, cross_client = false;
+  double hidden_portion = 0.5;
+  int64_t latent = 128, max_pred = 5, gen_hidden = 64;
+  int gen_rounds = 10;
+  double gen_dropout = 0.5, num_weight = 1, feat_weight = 1, cls_weight = 1;
+};
+
+absl::StatusOr<Settings> ReadSettings(const Variant& v, const fl::MethodConfig& c) {
+  Settings s;
+  s.neighgen = c.Param("neighgen", v.neighgen) != 0;
+  s.cross_client = s.neighgen && c.Param("cross_client", v.cross_client) != 0;
+  s.hidden_portion = c.Param("hidden_portion", 0.5);
+  s.latent = static_cast<int64_t>(c.Param("latent", 128));
+  s.max_pred = static_cast<int64_t>(c.Param("max_pred", 5));
+  s.gen_hidden = static_cast<int64_t>(c.Param("gen_hidden", 64));
+  s.gen_rounds = s.neighgen ? static_cast<int>(c.Param("gen_rounds", 10)) : 0;
+  s.gen_dropout = c.Param("gen_dropout", 0.5);
+  s.num_weight = c.Param("num_weight", 1);
+  s.feat_weight = c.Param("feat_weight", 1);
+  s.cls_weight = c.Param("cls_weight", 1);
+  if (!v.federated && s.cross_client) {
+    return absl::InvalidArgumentError(absl::StrCat(v.name, ": cross_client needs a federated variant"));
+  }
+  if (!(s.hidden_portion >= 0 && s.hidden_portion < 1) || s.latent < 1 || s.max_pred < 1 || s.gen_hidden < 1 ||
+      s.gen_rounds < 0 || !(s.gen_dropout >= 0 && s.gen_dropout < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        v.name, ": need hidden_portion in [0, 1), latent, max_pred, gen_hidden >= 1, gen_rounds >= 0, "
+                "gen_dropout in [0, 1)"));
+  }
+  return s;
+}
+
+// NeighGen built from a seed every party derives alike: the server's copy equals the clients'.
+NeighGen MakeNeighGen(const Settings& s, const fl::MethodConfig& config) {
+  torch::manual_seed(graph::Rng::Derive(config.seed, "fedsage_plus/neighgen"));
+  NeighGen gen(NeighGenOptions(config.num_features)
+                   .hidden(s.gen_hidden)
+                   .latent(s.latent)
+                   .max_pred(s.max_pred)
+                   .dropout(s.gen_dropout));
+  gen->to(config.device);
+  return gen;
+}
+
+fl::NamedTensors Named(const torch::nn::Module& module) {
+  fl::NamedTensors out;
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+// float [rows, cols] of N(0, 1) draws from `seed`: the noise fGen adds, independent of threads.
+torch::Tensor Noise(int64_t rows, int64_t cols, uint64_t seed, torch::Device device) {
+  graph::Rng rng(seed);
+  std::vector<float> v(static_cast<size_t>(rows * cols));
+  for (float& x : v) x = static_cast<float>(rng.Normal());
+  return torch::from_blob(v.data(), {rows, cols}, torch::kFloat).clone().to(device);
+}
+
+class FedSageClient final : public fl::ClientAlgorithm {
+ public:
+  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Create(const Variant& v,
+                                                                     std::shared_ptr<const fl::ClientData> data,
+                                                                     const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(Settings s, ReadSettings(v, config));
+    // The classifier's graph starts as the local graph; mending replaces it in place.
+    auto graph = std::make_shared<fl::ClientData>(*data);
+    FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::LocalModel> model, fl::LocalModel::Create(graph, config, config.seed));
+    std::unique_ptr<FedSageClient> c(new FedSageClient(v, s, std::move(data), std::move(graph), config, std::move(model)));
+    if (s.neighgen) FGL_RETURN_IF_ERROR(c->PrepareGenerator());
+    return std::unique_ptr<fl::ClientAlgorithm>(std::move(c));
+  }
+
+  absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server, const fl::RoundInfo& round) override {
+    const bool gen_phase = s_.neighgen && round.round <= s_.gen_rounds;
+    if (v_.federated) FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, model_->SharedParameters()));
+    if (gen_phase) {
+      if (s_.cross_client) FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, fl::WithPrefix(kGenPrefix, Named(*gen_))));
+      FGL_RETURN_IF_ERROR(TrainGenerator(round));
+    } else {
+      if (s_.neighgen && !mended_) FGL_RETURN_IF_ERROR(Mend());
+      FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
+      last_loss_ = model_->last_loss();
+    }
+    fl::proto::Message reply;
+    if (v_.federated) {
+      reply = fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, v_.type);
+      if (gen_phase && s_.cross_client) fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &reply);
+    } else {  // nothing but the loss metric leaves the client
+      reply.mutable_header()->set_sender(data_->id);
+      reply.mutable_header()->set_round(round.round);
+      reply.mutable_header()->set_type(v_.type);
+    }
+    fl::AddTrainLoss(last_loss_, &reply);
+    return reply;
+  }
+
+  // The classifier on the client's graph (mended once the generator rounds are over); logits of
+  // the original nodes only.
+  absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
+    if (v_.federated && global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, model_->SharedParameters()));
+    return model_->Predict().slice(0, 0, data_->data.num_nodes());
+  }
+
+  absl::StatusOr<fl::proto::Message> SaveState() const override {
+    fl::proto::Message m = model_->SaveState();
+    if (s_.neighgen) {
+      fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &m);
+      fl::SaveAdamState(*joint_, JointParameters(), kGenAdam, &m);
+      (*m.mutable_scalars())[kMended] = mended_ ? 1 : 0;
+    }
+    return m;
+  }
+
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    fl::proto::Message rest = state;
+    if (s_.neighgen) {
+      const std::string who = absl::StrCat(v_.name, " client ", data_->id, " state");
+      FGL_ASSIGN_OR_RETURN(auto gen, fl::TakeTensors(kGenPrefix, &rest));
+      FGL_ASSIGN_OR_RETURN(fl::NamedTensors loaded, fl::MatchTensors(gen, Named(*gen_), who));
+      {
+        torch::NoGradGuard no_grad;
+        const fl::NamedTensors targets = Named(*gen_);
+        for (size_t i = 0; i < targets.size(); ++i) targets[i].second.copy_(loaded[i].second);
+      }
+      FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
+      FGL_RETURN_IF_ERROR(fl::RestoreAdamState(state, tensors, JointParameters(), kGenAdam, who, joint_.get()));
+      FGL_RETURN_IF_ERROR(fl::TakeTensors(kGenAdam, &rest).status());
+      auto mended = state.scalars().find(kMended);
+      if (mended == state.scalars().end()) return absl::InvalidArgumentError(who + " lacks '" + kMended + "'");
+      *graph_ = *data_;
+      mended_ = false;
+      if (mended->second != 0) FGL_RETURN_IF_ERROR(Mend());
+    }
+    return model_->RestoreState(rest);
+  }
+
+ private:
+  FedSageClient(const Variant& v, const Settings& s, std::shared_ptr<const fl::ClientData> data,
+                std::shared_ptr<fl::ClientData> graph, const fl::MethodConfig& config,
+                std::unique_ptr<fl::LocalModel> model)
+      : v_(v), s_(s), data_(std::move(data)), graph_(std::move(graph)), config_(config), model_(std::move(model)) {}
+
+  // Hides half of the nodes that are neither training nor test nodes (the targets), builds
+  // NeighGen and the optimiser it shares with the classifier during the generator rounds.
+  absl::Status PrepareGenerator() {
+    gen_ = MakeNeighGen(s_, config_);
+    const torch::Tensor candidate = data_->split.train.logical_or(data_->split.test).logical_not();
+    const std::vector<int64_t> hidden = ChooseHidden(
+        candidate, s_.hidden_portion, graph::Rng::Derive(config_.seed, absl::StrCat("fedsage_plus/client/", data_->id)));
+    FGL_ASSIGN_OR_RETURN(ImpairedGraph impaired,
+                         HideNodes(data_->data.graph, data_->data.features, hidden, s_.max_pred));
+    const torch::Device d = config_.device;
+    FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(impaired.graph, d));
+    const torch::Tensor kept = torch::tensor(impaired.kept, torch::kInt64).to(d);
+    impaired_view_ = std::make_shared<nn::GraphView>(std::move(view));
+    impaired_features_ = impaired.features.to(d);
+    impaired_labels_ = data_->labels.index_select(0, kept);
+    impaired_train_ = data_->split.train.index_select(0, kept);
+    num_missing_ = impaired.num_missing.to(d);
+    missing_features_ = impaired.missing_features.to(d);
+    impaired_graph_ = std::move(impaired.graph);
+    std::vector<torch::Tensor> params;
+    for (const auto& [name, p] : JointParameters()) params.push_back(p);
+    joint_ = std::make_unique<torch::optim::Adam>(
+        params, torch::optim::AdamOptions(config_.lr).weight_decay(config_.weight_decay));
+    return absl::OkStatus();
+  }
+
+  // NeighGen's and the classifier's parameters, as the joint optimiser sees them.
+  fl::NamedTensors JointParameters() const {
+    fl::NamedTensors out = fl::WithPrefix(kGenPrefix, Named(*gen_));
+    for (auto& p : fl::WithPrefix("classifier.", model_->Parameters())) out.push_back(std::move(p));
+    return out;
+  }
+
+  // `local_epochs` joint steps on the impaired graph. The mended impaired graph is rebuilt every
+  // epoch from dGen's rounded counts; its generated features carry gradients into fGen.
+  absl::Status TrainGenerator(const fl::RoundInfo& round) {
+    nn::DropoutSeedScope dropout_stream(round.seed);
+    nn::GnnModel& classifier = model_->model();
+    gen_->train();
+    classifier.train();
+    const int64_t n = impaired_graph_.num_nodes();
+    for (int e = 0; e < config_.local_epochs; ++e) {
+      joint_->zero_grad();
+      const torch::Tensor noise =
+          Noise(n, s_.latent, graph::Rng::Derive(round.seed, absl::StrCat("fedsage_plus/noise/", e)), config_.device);
+      const NeighGenOutput out = gen_->forward(nn::NodeFeatures(impaired_features_), *impaired_view_, noise);
+      FGL_ASSIGN_OR_RETURN(MendedGraph mended, MendGraph(impaired_graph_, impaired_features_, out.num_missing, out.features));
+      FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(mended.graph, config_.device));
+      const torch::Tensor logits = classifier.forward(nn::NodeFeatures(mended.features), view).logits.slice(0, 0, n);
+      const torch::Tensor loss =
+          s_.num_weight * torch::nn::functional::smooth_l1_loss(out.num_missing, num_missing_) +
+          s_.feat_weight * MissingFeatureLoss(out.features, missing_features_, num_missing_) +
+          s_.cls_weight * nn::MaskedCrossEntropy(logits, impaired_labels_, impaired_train_);
+      last_loss_ = loss.item<double>();
+      if (!std::isfinite(last_loss_)) {
+        return absl::InvalidArgumentError(absl::StrCat(v_.name, " client ", data_->id, ": generator loss is ",
+                                                       last_loss_, " at epoch ", e + 1));
+      }
+      loss.backward();
+      joint_->step();
+    }
+    return absl::OkStatus();
+  }
+
+  // Mends the full local graph with NeighGen's eval-mode output (noise from the run's seed), once:
+  // the classifier trains and predicts on it from then on.
+  absl::Status Mend() {
+    torch::NoGradGuard no_grad;
+    gen_->eval();
+    const int64_t n = data_->data.num_nodes();
+    const torch::Tensor noise = Noise(
+        n, s_.latent, graph::Rng::Derive(config_.seed, absl::StrCat("fedsage_plus/mend/", data_->id)), config_.device);
+    const NeighGenOutput out = gen_->forward(*data_->features, *data_->view, noise);
+    FGL_ASSIGN_OR_RETURN(MendedGraph mended, MendGraph(data_->data.graph, data_->data.features.to(config_.device),
+                                                      out.num_missing, out.features));
+    const int64_t extra = mended.graph.num_nodes() - n;
+    FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(mended.graph, config_.device));
+    graph_->view = std::make_shared<nn::GraphView>(std::move(view));
+    graph_->features = std::make_shared<nn::NodeFeatures>(nn::NodeFeatures::WithSparseCopy(mended.features));
+    auto pad = [&](const torch::Tensor& t) { return torch::cat({t, torch::zeros({extra}, t.options())}); };
+    graph_->labels = pad(data_->labels);
+    graph_->split = {pad(data_->split.train), pad(data_->split.val), pad(data_->split.test)};
+    mended_ = true;
+    VLOG(2) << v_.name << " client " << data_->id << ": mended with " << extra << " generated neighbours";
+    return absl::OkStatus();
+  }
+
+  Variant v_;
+  Settings s_;
+  std::shared_ptr<const fl::ClientData> data_;
+  std::shared_ptr<fl::ClientData> graph_;  // what the classifier sees: local, then mended
+  fl::MethodConfig config_;
+  std::unique_ptr<fl::LocalModel> model_;
+  double last_loss_ = std::nan("");
+  // NeighGen and its training data (only with neighgen).
+  NeighGen gen_{nullptr};
+  std::unique_ptr<torch::optim::Adam> joint_;
+  graph::CsrGraph impaired_graph_;
+  std::shared_ptr<nn::GraphView> impaired_view_;
+  torch::Tensor impaired_features_, impaired_labels_, impaired_train_, num_missing_, missing_features_;
+  bool mended_ = false;
+};
+
+// FedAvg of the classifier (fl::ModelAverageServer); with the cross-client term, also the
+// node-count-weighted mean of the clients' NeighGen parameters during the generator rounds.
+class FedSageServer final : public fl::ServerAlgorithm {
+ public:
+  static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Create(const Variant& v, const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(Settings s, ReadSettings(v, config));
+    FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::ModelAverageServer> model, fl::ModelAverageServer::Create(config, v.type));
+    std::unique_ptr<FedSageServer> server(new FedSageServer(v, s, std::move(model)));
+    if (s.cross_client) server->gen_ = MakeNeighGen(s, config);
+    return std::unique_ptr<fl::ServerAlgorithm>(std::move(server));
+  }
+
+  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message m, model_->Broadcast(round));
+    if (gen_ && round.round <= s_.gen_rounds) fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &m);
+    return m;
+  }
+
+  absl::Status Accumulate(const fl::proto::Message& reply) override {
+    fl::proto::Message rest = reply;
+    FGL_ASSIGN_OR_RETURN(auto gen, fl::TakeTensors(kGenPrefix, &rest));
+    const bool expected = gen_ && static_cast<int>(reply.header().round()) <= s_.gen_rounds;
+    const std::string who = absl::StrCat(v_.name, ": reply from client ", reply.header().sender());
+    if (!expected && !gen.empty()) return absl::InvalidArgumentError(who + ": unexpected NeighGen tensors");
+    fl::NamedTensors matched;
+    if (expected) {
+      FGL_ASSIGN_OR_RETURN(matched, fl::MatchTensors(gen, Named(*gen_), who));
+    }
+    FGL_RETURN_IF_ERROR(model_->Accumulate(rest));  // checks type, num_nodes and the classifier
+    if (expected) {
+      std::map<std::string, torch::Tensor> by_name(matched.begin(), matched.end());
+      FGL_RETURN_IF_ERROR(gen_mean_->Accumulate(by_name, reply.scalars().at("num_nodes")));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status FinishRound(const fl::RoundInfo& round) override {
+    FGL_RETURN_IF_ERROR(model_->FinishRound(round));
+    std::unique_ptr<fl::WeightedMean> mean = std::exchange(gen_mean_, std::make_unique<fl::WeightedMean>());
+    if (!mean->CanReport()) return absl::OkStatus();
+    FGL_ASSIGN_OR_RETURN(auto averaged, std::move(*mean).Report());
+    torch::NoGradGuard no_grad;
+    for (auto& [name, t] : Named(*gen_)) t.copy_(averaged.at(name));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<fl::proto::Message> SaveState() const override {
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message m, model_->SaveState());
+    if (gen_) fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &m);
+    return m;
+  }
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    fl::proto::Message rest = state;
+    FGL_ASSIGN_OR_RETURN(auto gen, fl::TakeTensors(kGenPrefix, &rest));
+    if (gen_) {
+      FGL_ASSIGN_OR_RETURN(fl::NamedTensors loaded,
+                           fl::MatchTensors(gen, Named(*gen_), absl::StrCat(v_.name, " server state")));
+      torch::NoGradGuard no_grad;
+      const fl::NamedTensors targets = Named(*gen_);
+      for (size_t i = 0; i < targets.size(); ++i) targets[i].second.copy_(loaded[i].second);
+    }
+    return model_->RestoreState(rest);
+  }
+  std::vector<fl::ServerAggregate> Aggregates() override { return model_->Aggregates(); }
+
+ private:
+  FedSageServer(const Variant& v, const Settings& s, std::unique_ptr<fl::ModelAverageServer> model)
+      : v_(v), s_(s), model_(std::move(model)) {}
+  Variant v_;
+  Settings s_;
+  std::unique_ptr<fl::ModelAverageServer> model_;
+  NeighGen gen_{nullptr};
+  std::unique_ptr<fl::WeightedMean> gen_mean_ = std::make_unique<fl::WeightedMean>();
+};
+
+// LocSage's server: nothing to aggregate (as methods/local).
+class LocSageServer final : public fl::ServerAlgorithm {
+ public:
+  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
+    fl::proto::Message m;
+    m.mutable_header()->set_round(round.round);
+    m.mutable_header()->set_type(kLocSage.type);
+    return m;
+  }
+  absl::Status Accumulate(const fl::proto::Message&) override { return absl::OkStatus(); }
+  absl::Status FinishRound(const fl::RoundInfo&) override { return absl::OkStatus(); }
+  absl::StatusOr<fl::proto::Message> SaveState() const override { return fl::proto::Message(); }
+  absl::Status RestoreState(const fl::proto::Message&) override { return absl::OkStatus(); }
+};
+
+template <const Variant& V>
+absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(std::shared_ptr<const fl::ClientData> data,
+                                                                 const fl::MethodConfig& config) {
+  return FedSageClient::Create(V, std::move(data), config);
+}
+
+template <const Variant& V>
+absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
+  if (!V.federated) {
+    FGL_RETURN_IF_ERROR(ReadSettings(V, config).status());
+    return std::unique_ptr<fl::ServerAlgorithm>(new LocSageServer);
+  }
+  return FedSageServer::Create(V, config);
+}
+
+}  // namespace
+
+FGL_REGISTER_METHOD("fedsage_plus", MakeClient<kFedSagePlus>, MakeServer<kFedSagePlus>);
+FGL_REGISTER_METHOD("fedsage", MakeClient<kFedSage>, MakeServer<kFedSage>);
+FGL_REGISTER_METHOD("locsage", MakeClient<kLocSage>, MakeServer<kLocSage>);
+
+}  // namespace fgl::methods::fedsage_plus

@@ -1,0 +1,140 @@
+#include "methods/fedsage_plus/neighgen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "graph/random.h"
+#include "nn/ops/dropout.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::methods::fedsage_plus {
+
+NeighGenImpl::NeighGenImpl(const NeighGenOptions& options_) : options(options_) { reset(); }
+
+void NeighGenImpl::reset() {
+  auto made = nn::MakeModel(absl::StrCat("sage:layers=2,hidden=", options.hidden(), ",dropout=", options.dropout()),
+                            options.num_features(), options.latent());
+  CHECK(made.ok()) << made.status();  // a fixed, valid spec
+  encoder = register_module("encoder", *made);
+  dgen = register_module("dgen", torch::nn::Linear(options.latent(), 1));
+  fgen1 = register_module("fgen1", torch::nn::Linear(options.latent(), 256));
+  fgen2 = register_module("fgen2", torch::nn::Linear(256, 2048));
+  fgen_out = register_module("fgen_out", torch::nn::Linear(2048, options.max_pred() * options.num_features()));
+}
+
+NeighGenOutput NeighGenImpl::forward(const nn::NodeFeatures& x, const nn::GraphView& graph,
+                                     const torch::Tensor& noise) {
+  const torch::Tensor z = encoder->forward(x, graph).logits;
+  NeighGenOutput out;
+  out.num_missing = torch::relu(dgen->forward(z)).squeeze(1);
+  torch::Tensor h = torch::relu(fgen1->forward(z + noise));
+  h = torch::relu(fgen2->forward(h));
+  h = nn::Dropout(h, options.dropout(), is_training());
+  out.features = torch::tanh(fgen_out->forward(h)).view({z.size(0), options.max_pred(), options.num_features()});
+  return out;
+}
+
+absl::StatusOr<ImpairedGraph> HideNodes(const graph::CsrGraph& graph, const torch::Tensor& features,
+                                        const std::vector<int64_t>& hidden, int64_t max_pred) {
+  const int64_t n = graph.num_nodes();
+  std::vector<char> is_hidden(n, 0);
+  for (int64_t v : hidden) {
+    if (v < 0 || v >= n) return absl::InvalidArgumentError(absl::StrCat("hidden node ", v, " outside [0, ", n, ")"));
+    if (is_hidden[v]) return absl::InvalidArgumentError(absl::StrCat("hidden node ", v, " listed twice"));
+    is_hidden[v] = 1;
+  }
+  ImpairedGraph out;
+  for (int64_t v = 0; v < n; ++v) {
+    if (!is_hidden[v]) out.kept.push_back(v);
+  }
+  FGL_ASSIGN_OR_RETURN(graph::Subgraph sub, graph::InducedSubgraph(graph, out.kept));
+  out.graph = std::move(sub.graph);
+  const torch::Tensor x = features.to(torch::kCPU, torch::kFloat);
+  const int64_t k = static_cast<int64_t>(out.kept.size()), f = x.size(1);
+  out.features = x.index_select(0, torch::tensor(out.kept, torch::kInt64));
+  out.num_missing = torch::zeros({k}, torch::kFloat);
+  out.missing_features = torch::zeros({k, max_pred, f}, torch::kFloat);
+  const int64_t* row_ptr = graph.row_ptr().data_ptr<int64_t>();
+  const int64_t* col = graph.col().data_ptr<int64_t>();
+  auto missing = out.num_missing.accessor<float, 1>();
+  for (int64_t i = 0; i < k; ++i) {
+    const int64_t v = out.kept[i];
+    int64_t count = 0;
+    for (int64_t e = row_ptr[v]; e < row_ptr[v + 1]; ++e) {  // rows are sorted: ascending ids
+      const int64_t u = col[e];
+      if (u == v || !is_hidden[u]) continue;
+      if (count < max_pred) out.missing_features[i][count].copy_(x[u]);
+      ++count;
+    }
+    missing[i] = static_cast<float>(count);
+  }
+  return out;
+}
+
+std::vector<int64_t> ChooseHidden(const torch::Tensor& candidate, double portion, uint64_t seed) {
+  const torch::Tensor c = candidate.to(torch::kCPU, torch::kBool).contiguous();
+  std::vector<int64_t> pool;
+  const bool* p = c.data_ptr<bool>();
+  for (int64_t v = 0; v < c.numel(); ++v) {
+    if (p[v]) pool.push_back(v);
+  }
+  graph::Rng rng(seed, "fedsage_plus/hide");
+  rng.Shuffle(pool);
+  pool.resize(static_cast<size_t>(std::floor(portion * static_cast<double>(pool.size()))));
+  std::sort(pool.begin(), pool.end());
+  return pool;
+}
+
+torch::Tensor MissingFeatureLoss(const torch::Tensor& generated, const torch::Tensor& target,
+                                 const torch::Tensor& num_missing) {
+  const int64_t p = generated.size(1);
+  // dist[v, a, b] = mean_f (generated[v, a, f] - target[v, b, f])^2.
+  const torch::Tensor dist = (generated.unsqueeze(2) - target.unsqueeze(1)).pow(2).mean(-1);
+  const torch::Tensor k = num_missing.clamp(0, static_cast<double>(p)).floor().unsqueeze(1);  // [N, 1]
+  const torch::Tensor slot = torch::arange(p, generated.options()).unsqueeze(0);              // [1, P]
+  const torch::Tensor valid = slot < k;                                                       // [N, P]
+  // Closest real hidden neighbour of each generated slot; invalid targets can never be closest.
+  const torch::Tensor closest =
+      std::get<0>(torch::where(valid.unsqueeze(1), dist, torch::full_like(dist, 1e30)).min(2));
+  return torch::where(valid, closest, torch::zeros_like(closest)).sum(1).mean();
+}
+
+absl::StatusOr<MendedGraph> MendGraph(const graph::CsrGraph& graph, const torch::Tensor& x,
+                                      const torch::Tensor& num_missing, const torch::Tensor& generated) {
+  const int64_t n = graph.num_nodes(), p = generated.size(1);
+  if (x.size(0) != n || num_missing.numel() != n || generated.size(0) != n) {
+    return absl::InvalidArgumentError(absl::StrCat("MendGraph: ", n, " nodes but x has ", x.size(0),
+                                                   " rows, counts ", num_missing.numel(), ", generated ",
+                                                   generated.size(0)));
+  }
+  const torch::Tensor counts =
+      num_missing.detach().to(torch::kCPU, torch::kFloat).round().clamp(0, static_cast<double>(p)).to(torch::kInt64);
+  const int64_t* c = counts.data_ptr<int64_t>();
+  std::vector<int64_t> src, dst, rows;  // rows: flat index v * p + slot of each new node
+  const int64_t* row_ptr = graph.row_ptr().data_ptr<int64_t>();
+  const int64_t* col = graph.col().data_ptr<int64_t>();
+  for (int64_t v = 0; v < n; ++v) {
+    for (int64_t e = row_ptr[v]; e < row_ptr[v + 1]; ++e) {
+      src.push_back(v);
+      dst.push_back(col[e]);
+    }
+  }
+  int64_t next = n;
+  for (int64_t v = 0; v < n; ++v) {
+    for (int64_t s = 0; s < c[v]; ++s) {
+      src.push_back(v);
+      dst.push_back(next++);
+      rows.push_back(v * p + s);
+    }
+  }
+  MendedGraph out;
+  FGL_ASSIGN_OR_RETURN(out.graph, graph::CsrFromEdges(next, src, dst, {}, "mended graph"));
+  const torch::Tensor flat = generated.reshape({n * p, generated.size(2)});
+  out.features = rows.empty() ? x : torch::cat({x, flat.index_select(0, torch::tensor(rows, torch::kInt64).to(flat.device()))}, 0);
+  return out;
+}
+
+}  // namespace fgl::methods::fedsage_plus

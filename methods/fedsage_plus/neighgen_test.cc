@@ -1,0 +1,91 @@
+// NeighGen's training targets on a hand-made graph, the feature-matching loss by hand, mending,
+// and the generator's output shapes.
+#include "methods/fedsage_plus/neighgen.h"
+
+#include "gtest/gtest.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::methods::fedsage_plus {
+namespace {
+
+// 7 nodes, node v has features (v+1, v+1, v+1):
+//   0 - 1, 0 - 2, 0 - 3, 1 - 2, 1 - 4, 3 - 4, 4 - 5, 6 - 2, 6 - 4, 6 - 5
+// Hiding {2, 4, 5} keeps [0, 1, 3, 6] and the edges 0 - 1, 0 - 3.
+//   node 0 lost {2}       -> 1, features [x2, 0]
+//   node 1 lost {2, 4}    -> 2, features [x2, x4]
+//   node 3 lost {4}       -> 1, features [x4, 0]
+//   node 6 lost {2, 4, 5} -> 3, features [x2, x4] (max_pred 2: the first two by id)
+TEST(HideNodesTest, MissingNeighbourCountsAndFeatures) {
+  auto g = graph::CsrFromEdges(7, {0, 0, 0, 1, 1, 3, 4, 6, 6, 6}, {1, 2, 3, 2, 4, 4, 5, 2, 4, 5});
+  ASSERT_TRUE(g.ok());
+  const torch::Tensor x = (torch::arange(7, torch::kFloat) + 1).unsqueeze(1).repeat({1, 3});
+  ASSERT_OK_AND_ASSIGN(ImpairedGraph imp, HideNodes(*g, x, {2, 4, 5}, /*max_pred=*/2));
+  EXPECT_EQ(imp.kept, (std::vector<int64_t>{0, 1, 3, 6}));
+  EXPECT_EQ(imp.graph.num_nodes(), 4);
+  EXPECT_EQ(imp.graph.num_entries(), 4);  // 0 - 1 and 0 - 3 (impaired ids 0 - 1, 0 - 2), both ways
+  EXPECT_TRUE(torch::equal(imp.num_missing, torch::tensor({1.f, 2.f, 1.f, 3.f})));
+  EXPECT_TRUE(torch::equal(imp.features, x.index_select(0, torch::tensor({0, 1, 3, 6}))));
+  auto row = [](float v) { return torch::full({3}, v); };
+  const torch::Tensor zero = torch::zeros({3});
+  const torch::Tensor want = torch::stack({torch::stack({row(3), zero}), torch::stack({row(3), row(5)}),
+                                           torch::stack({row(5), zero}), torch::stack({row(3), row(5)})});
+  EXPECT_TRUE(torch::equal(imp.missing_features, want));
+}
+
+TEST(HideNodesTest, RejectsBadIds) {
+  auto g = graph::CsrFromEdges(3, {0, 1}, {1, 2});
+  ASSERT_TRUE(g.ok());
+  const torch::Tensor x = torch::zeros({3, 2});
+  EXPECT_FALSE(HideNodes(*g, x, {3}, 5).ok());
+  EXPECT_FALSE(HideNodes(*g, x, {1, 1}, 5).ok());
+}
+
+TEST(ChooseHiddenTest, HalfOfTheCandidatesSameSeedSameNodes) {
+  const torch::Tensor candidate = torch::tensor({true, false, true, true, false, true, true});
+  const std::vector<int64_t> a = ChooseHidden(candidate, 0.5, 3), b = ChooseHidden(candidate, 0.5, 3);
+  EXPECT_EQ(a, b);
+  ASSERT_EQ(a.size(), 2u);  // floor(0.5 * 5)
+  for (int64_t v : a) EXPECT_TRUE(candidate[v].item<bool>());
+}
+
+TEST(MissingFeatureLossTest, EachGeneratedSlotMatchesItsClosestHiddenNeighbour) {
+  // Node 0: 2 hidden neighbours a = (0, 0), b = (2, 2); generated (2, 0) and (0, 0).
+  //   slot 0: min(mse to a = 2, to b = 2) = 2; slot 1: min(0, 4) = 0 -> 2.
+  // Node 1: 1 hidden neighbour (1, 1); generated (1, 3), (9, 9): slot 1 is not used -> 2.
+  // Node 2: nothing hidden -> 0. Mean over 3 nodes: 4 / 3.
+  const torch::Tensor gen = torch::tensor({{{2.f, 0.f}, {0.f, 0.f}}, {{1.f, 3.f}, {9.f, 9.f}}, {{5.f, 5.f}, {5.f, 5.f}}});
+  const torch::Tensor target =
+      torch::tensor({{{0.f, 0.f}, {2.f, 2.f}}, {{1.f, 1.f}, {0.f, 0.f}}, {{0.f, 0.f}, {0.f, 0.f}}});
+  const torch::Tensor loss = MissingFeatureLoss(gen, target, torch::tensor({2.f, 1.f, 0.f}));
+  EXPECT_NEAR(loss.item<float>(), 4.f / 3, 1e-6);
+}
+
+TEST(MendGraphTest, GeneratedNeighboursJoinBothWays) {
+  auto g = graph::CsrFromEdges(2, {0}, {1});  // 0 - 1
+  ASSERT_TRUE(g.ok());
+  const torch::Tensor x = torch::zeros({2, 1});
+  const torch::Tensor generated = torch::tensor({{{1.f}, {2.f}, {3.f}}, {{4.f}, {5.f}, {6.f}}});
+  // Counts round to 2 and 0 (negative): nodes 2, 3 hang off node 0 with features 1, 2.
+  ASSERT_OK_AND_ASSIGN(MendedGraph m, MendGraph(*g, x, torch::tensor({1.6f, -0.7f}), generated));
+  EXPECT_EQ(m.graph.num_nodes(), 4);
+  EXPECT_TRUE(torch::equal(m.graph.row_ptr(), torch::tensor({0, 3, 4, 5, 6}, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(m.graph.col(), torch::tensor({1, 2, 3, 0, 0, 0}, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(m.features, torch::tensor({{0.f}, {0.f}, {1.f}, {2.f}})));
+}
+
+TEST(NeighGenTest, OutputShapesAndRange) {
+  torch::manual_seed(1);
+  NeighGen gen(NeighGenOptions(6).hidden(8).latent(4).max_pred(3));
+  auto g = graph::CsrFromEdges(5, {0, 1, 2, 3}, {1, 2, 3, 4});
+  ASSERT_TRUE(g.ok());
+  ASSERT_OK_AND_ASSIGN(nn::GraphView view, nn::GraphView::Create(*g));
+  gen->eval();
+  const NeighGenOutput out = gen->forward(nn::NodeFeatures(torch::randn({5, 6})), view, torch::randn({5, 4}));
+  EXPECT_EQ(out.num_missing.sizes(), (std::vector<int64_t>{5}));
+  EXPECT_EQ(out.features.sizes(), (std::vector<int64_t>{5, 3, 6}));
+  EXPECT_TRUE((out.num_missing >= 0).all().item<bool>());
+  EXPECT_TRUE((out.features.abs() < 1).all().item<bool>());
+}
+
+}  // namespace
+}  // namespace fgl::methods::fedsage_plus
