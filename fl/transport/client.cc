@@ -163,8 +163,15 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
   FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(run.method));
   FGL_ASSIGN_OR_RETURN(MethodConfig server_config,
                        ServerMethodConfig(run, shard.num_features, shard.num_classes));
-  FGL_ASSIGN_OR_RETURN(std::unique_ptr<ClientAlgorithm> algorithm,
-                       factories.client(shard.data, ClientMethodConfig(run, server_config, opt.client_id)));
+  std::unique_ptr<ClientAlgorithm> algorithm;
+  {
+    // Methods seed LibTorch's global generator and then build their models: with several clients
+    // in one process, one construction at a time keeps every initialisation the simulator's.
+    static std::mutex construction;
+    std::lock_guard<std::mutex> lock(construction);
+    FGL_ASSIGN_OR_RETURN(algorithm,
+                         factories.client(shard.data, ClientMethodConfig(run, server_config, opt.client_id)));
+  }
   const ClientData& data = *shard.data;
   LOG(INFO) << "client " << opt.client_id << ": " << data.data.num_nodes() << " nodes of " << run.dataset;
 
