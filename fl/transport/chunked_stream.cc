@@ -27,6 +27,23 @@ absl::StatusOr<StreamBytes> WriteChunked(proto::ChunkHeader header, const std::s
   return bytes;
 }
 
+absl::StatusOr<StreamBytes> WriteChunked(proto::ChunkHeader header, std::string&& payload,
+                                         int64_t chunk_bytes,
+                                         const std::function<bool(const proto::Chunk&)>& write) {
+  if (static_cast<int64_t>(payload.size()) > chunk_bytes || chunk_bytes < 1) {
+    return WriteChunked(std::move(header), static_cast<const std::string&>(payload), chunk_bytes, write);
+  }
+  StreamBytes bytes;
+  bytes.payload = static_cast<int64_t>(payload.size());
+  header.set_payload_bytes(bytes.payload);
+  proto::Chunk chunk;
+  *chunk.mutable_header() = std::move(header);
+  chunk.set_data(std::move(payload));
+  bytes.wire = static_cast<int64_t>(chunk.ByteSizeLong());
+  if (!write(chunk)) return absl::UnavailableError("peer closed the stream");
+  return bytes;
+}
+
 absl::StatusOr<Received> ReadChunked(const std::function<bool(proto::Chunk*)>& read,
                                      int64_t max_payload_bytes, const std::string& what) {
   Received r;

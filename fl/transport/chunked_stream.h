@@ -28,6 +28,11 @@ absl::StatusOr<StreamBytes> WriteChunked(proto::ChunkHeader header, const std::s
                                          int64_t chunk_bytes,
                                          const std::function<bool(const proto::Chunk&)>& write);
 
+// The same for a payload this side owns: one that fits in a chunk is moved into it, not copied.
+absl::StatusOr<StreamBytes> WriteChunked(proto::ChunkHeader header, std::string&& payload,
+                                         int64_t chunk_bytes,
+                                         const std::function<bool(const proto::Chunk&)>& write);
+
 struct Received {
   proto::ChunkHeader header;
   std::string payload;

@@ -48,6 +48,23 @@ TEST(ChunkedStream, RoundTripsAcrossChunkSizes) {
   }
 }
 
+TEST(ChunkedStream, OwnedPayloadIsMovedWhenItFitsOneChunk) {
+  for (int64_t chunk : {100, 1000}) {
+    std::string payload(500, 'y');
+    std::deque<proto::Chunk> chunks;
+    absl::StatusOr<StreamBytes> b = WriteChunked(proto::ChunkHeader(), std::move(payload), chunk,
+                                                 [&](const proto::Chunk& c) {
+                                                   chunks.push_back(c);
+                                                   return true;
+                                                 });
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(chunks.size(), chunk >= 500 ? 1u : 5u);
+    absl::StatusOr<Received> r = Read(chunks);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->payload, std::string(500, 'y'));
+  }
+}
+
 TEST(ChunkedStream, EmptyPayloadIsOneChunk) {
   std::deque<proto::Chunk> chunks = Write("", 100);
   ASSERT_EQ(chunks.size(), 1u);

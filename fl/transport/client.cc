@@ -92,9 +92,9 @@ class Connection {
     return got;
   }
 
-  absl::Status Answer(proto::ChunkHeader header, const std::string& payload, ClientStats& stats) {
+  absl::Status Answer(proto::ChunkHeader header, std::string payload, ClientStats& stats) {
     header.set_client_id(opt_.client_id);
-    absl::StatusOr<StreamBytes> sent = WriteChunked(header, payload, opt_.chunk_bytes,
+    absl::StatusOr<StreamBytes> sent = WriteChunked(header, std::move(payload), opt_.chunk_bytes,
                                                     [&](const proto::Chunk& c) { return stream_->Write(c); });
     if (!sent.ok()) return End("answer");
     stats.wire_up += sent->wire;
@@ -307,7 +307,7 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
       }
     }
     if (gate != nullptr) gate->Release();
-    if (absl::Status s = conn.Answer(answer, payload, stats); !s.ok()) {
+    if (absl::Status s = conn.Answer(answer, std::move(payload), stats); !s.ok()) {
       LOG(WARNING) << "client " << opt.client_id << ": answer to task " << h.task_id() << " lost: " << s;
       FGL_RETURN_IF_ERROR(retry_or_fail(s));
     }
