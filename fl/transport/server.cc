@@ -65,6 +65,7 @@ struct Slot {
   StreamBytes down, up;
   std::optional<absl::StatusOr<std::string>> answer;
   std::optional<proto::EvalCounts> eval;  // with the answer, when the task had an evaluation
+  std::shared_ptr<proto::Message> parsed;  // the answer, parsed on arrival (TRAIN)
   bool finished = false;  // received FINISH
   std::condition_variable wake;  // this client's Session handler waits on it
   grpc::ServerContext* ctx = nullptr;  // of the open Session, to end it from the round driver
@@ -75,6 +76,7 @@ struct Outcome {
   bool delivered = false;
   absl::StatusOr<std::string> answer = absl::UnavailableError("not asked");
   std::optional<proto::EvalCounts> eval;
+  std::shared_ptr<proto::Message> parsed;
   StreamBytes down, up;
 };
 
@@ -241,6 +243,12 @@ class FederationServer::Impl final : public proto::Federation::Service {
       lock.unlock();
       absl::StatusOr<Received> got = ReadChunked([&](proto::Chunk* c) { return stream->Read(c); },
                                                  opt_.max_payload_bytes, "answer");
+      // Parsed here, while other clients still train; the round only has to aggregate.
+      std::shared_ptr<proto::Message> parsed;
+      if (got.ok() && task.kind == proto::TRAIN && got->header.error().empty()) {
+        parsed = std::make_shared<proto::Message>();
+        if (!parsed->ParseFromString(got->payload)) parsed.reset();  // the round reports it
+      }
       lock.lock();
       if (!got.ok()) {
         if (!absl::IsUnavailable(got.status())) {
@@ -260,6 +268,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
         slot.answer = absl::InternalError(absl::StrCat("client ", id, " failed: ", h.error()));
       } else {
         slot.answer = std::move(got->payload);
+        slot.parsed = std::move(parsed);
       }
       slot.delivered = true;
       slot.up = got->bytes;
@@ -346,6 +355,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
       slot.down = slot.up = StreamBytes();
       slot.answer.reset();
       slot.eval.reset();
+      slot.parsed.reset();
       asked.push_back(k);
     }
     for (int k : asked) slots_[k].wake.notify_all();
@@ -366,6 +376,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
       o.down.payload = payload ? static_cast<int64_t>(payload->size()) : 0;
       o.up = slot.up;
       o.eval = std::move(slot.eval);
+      o.parsed = std::move(slot.parsed);
       slot.eval.reset();
       if (slot.answer) {
         o.answer = std::move(*slot.answer);
@@ -667,7 +678,8 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
         cr.bytes_up = static_cast<int64_t>(o.answer->size());
         rec.bytes_up += cr.bytes_up;
         proto::Message reply;
-        if (!reply.ParseFromString(*o.answer)) {
+        if (o.parsed) reply = std::move(*o.parsed);
+        if (!o.parsed && !reply.ParseFromString(*o.answer)) {
           accepted = absl::DataLossError("cannot parse reply");
         } else {
           if (auto loss = reply.scalars().find("train_loss"); loss != reply.scalars().end()) {
