@@ -44,6 +44,21 @@ absl::StatusOr<graph::NodeSplit> ClientSplit(const FederationOptions& o, const g
   return graph::MakeSplit(o.split, sub, graph::Rng::Derive(o.partition_seed, absl::StrCat("split/", k)));
 }
 
+absl::StatusOr<PartitionedDataset> LoadPartitionedDataset(const FederationOptions& o) {
+  PartitionedDataset out;
+  FGL_ASSIGN_OR_RETURN(out.data,
+                       graph::LoadDataset(o.dataset, graph::ResolveDataDir(o.data_dir), o.partition_seed));
+  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(o.partitioner));
+  const std::string cache = o.cache_dir.empty() ? graph::DefaultPartitionCacheDir() : o.cache_dir;
+  FGL_ASSIGN_OR_RETURN(out.partition,
+                       graph::CachedPartition(*partitioner, out.data, o.clients, o.partition_seed,
+                                              cache == "none" ? "" : cache));
+  if (out.partition.server_keeps_topology) {
+    return absl::UnimplementedError("node-level partitions need a node-level method (nFedGNN)");
+  }
+  return out;
+}
+
 absl::StatusOr<ClientShard> LoadClientShard(const FederationOptions& o, int client) {
   FGL_ASSIGN_OR_RETURN(std::vector<ClientShard> shards, LoadClientShards(o, {client}));
   return std::move(shards[0]);
@@ -56,16 +71,9 @@ absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOption
     return absl::InvalidArgumentError("method 'centralized' has no clients to distribute");
   }
   FGL_ASSIGN_OR_RETURN(torch::Device device, nn::ParseDevice(o.device));
-  FGL_ASSIGN_OR_RETURN(graph::Dataset data,
-                       graph::LoadDataset(o.dataset, graph::ResolveDataDir(o.data_dir), o.partition_seed));
-  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(o.partitioner));
-  const std::string cache = o.cache_dir.empty() ? graph::DefaultPartitionCacheDir() : o.cache_dir;
-  FGL_ASSIGN_OR_RETURN(graph::Partition partition,
-                       graph::CachedPartition(*partitioner, data, o.clients, o.partition_seed,
-                                              cache == "none" ? "" : cache));
-  if (partition.server_keeps_topology) {
-    return absl::UnimplementedError("node-level partitions need a node-level method (nFedGNN)");
-  }
+  FGL_ASSIGN_OR_RETURN(PartitionedDataset loaded, LoadPartitionedDataset(o));
+  const graph::Dataset& data = loaded.data;
+  const graph::Partition& partition = loaded.partition;
   std::vector<ClientShard> shards;
   for (int client : clients) {
     if (client < 0 || client >= partition.num_clients()) {

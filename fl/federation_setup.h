@@ -12,6 +12,7 @@
 #include "fl/federation.h"
 #include "fl/proto/checkpoint.pb.h"
 #include "graph/dataset.h"
+#include "graph/partition/partitioner.h"
 #include "graph/split.h"
 
 namespace fgl::fl {
@@ -26,6 +27,14 @@ absl::StatusOr<std::shared_ptr<ClientData>> MakeClientData(int id, graph::Datase
 
 // The split of client `k`'s subgraph: fixed by the partition seed, as the papers reuse one split.
 absl::StatusOr<graph::NodeSplit> ClientSplit(const FederationOptions& o, const graph::Dataset& sub, int k);
+
+// The run's dataset and its partition into clients (cached under o.cache_dir). Node-level
+// partitions are refused: they need a node-level method.
+struct PartitionedDataset {
+  graph::Dataset data;
+  graph::Partition partition;
+};
+absl::StatusOr<PartitionedDataset> LoadPartitionedDataset(const FederationOptions& o);
 
 // One client's share of a federation: loads the dataset, partitions it (cached) and keeps only
 // client `client`'s subgraph and split. What a client process holds.

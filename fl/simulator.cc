@@ -72,16 +72,9 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
   const int workers = std::max(1, o.threads);
   nn::SetComputeThreads(1);
   FGL_ASSIGN_OR_RETURN(torch::Device device, nn::ParseDevice(o.device));
-  FGL_ASSIGN_OR_RETURN(graph::Dataset data,
-                       graph::LoadDataset(o.dataset, graph::ResolveDataDir(o.data_dir), o.partition_seed));
-  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(o.partitioner));
-  const std::string cache = o.cache_dir.empty() ? graph::DefaultPartitionCacheDir() : o.cache_dir;
-  FGL_ASSIGN_OR_RETURN(graph::Partition partition,
-                       graph::CachedPartition(*partitioner, data, o.clients, o.partition_seed,
-                                              cache == "none" ? "" : cache));
-  if (partition.server_keeps_topology) {
-    return absl::UnimplementedError("node-level partitions need a node-level method (nFedGNN)");
-  }
+  FGL_ASSIGN_OR_RETURN(PartitionedDataset loaded, LoadPartitionedDataset(o));
+  graph::Dataset& data = loaded.data;
+  const graph::Partition& partition = loaded.partition;
 
   // Per-client subgraphs and splits, fixed by the partition seed (the papers reuse one split).
   std::vector<graph::Dataset> subsets;
