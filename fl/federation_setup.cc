@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "glog/logging.h"
 #include "graph/datasets.h"
 #include "graph/partition/partition_cache.h"
 #include "graph/partition/partitioner_registry.h"
@@ -174,6 +175,25 @@ RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalC
   }
   if (weight == 0) return {};
   return {100.0 * val / weight, 100.0 * test / weight};
+}
+
+absl::Status AccumulateReply(ServerAlgorithm& server, const absl::StatusOr<proto::Message>& reply,
+                             ClientRecord& client, RoundRecord& round) {
+  absl::Status accepted = reply.status();
+  if (reply.ok()) {
+    if (auto loss = reply->scalars().find("train_loss"); loss != reply->scalars().end()) {
+      client.train_loss = loss->second;
+    }
+    accepted = server.Accumulate(*reply);
+  }
+  if (!accepted.ok()) {
+    LOG(WARNING) << "round " << round.round << ": client " << client.id << " left out: " << accepted;
+    ++round.failed_clients;
+    return accepted;
+  }
+  ++round.participants;
+  client.participated = true;
+  return absl::OkStatus();
 }
 
 void SelectReportedRound(const EvalProtocol& eval, FederationResult& result) {

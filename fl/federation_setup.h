@@ -78,6 +78,12 @@ struct RoundAccuracy {
 RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalCounts>& counts,
                                const std::vector<int64_t>& sizes);
 
+// Hands one client's reply (or why there is none) to the server and records the outcome in the
+// round: the client's train loss and participation, or a warning and one more left-out client.
+// Returns why the reply was not taken.
+absl::Status AccumulateReply(ServerAlgorithm& server, const absl::StatusOr<proto::Message>& reply,
+                             ClientRecord& client, RoundRecord& round);
+
 // Picks the reported round per the protocol (ties go to the earliest) and fills the result's
 // reported_round, test_acc and val_acc. `result.rounds` must not be empty.
 void SelectReportedRound(const EvalProtocol& eval, FederationResult& result);

@@ -206,24 +206,15 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
       cr.seconds = train_seconds[i];
       cr.bytes_down = static_cast<int64_t>(down_for(i).size());
       rec.bytes_down += cr.bytes_down;
-      absl::Status accepted = replies[i].status();
-      if (replies[i].ok()) {
+      absl::StatusOr<proto::Message> reply = absl::UnknownError("no reply");
+      if (!replies[i].ok()) {
+        reply = replies[i].status();
+      } else {
         cr.bytes_up = static_cast<int64_t>(replies[i]->size());
         rec.bytes_up += cr.bytes_up;
-        FGL_ASSIGN_OR_RETURN(proto::Message at_server, Receive(*replies[i], "reply"));
-        if (auto loss = at_server.scalars().find("train_loss"); loss != at_server.scalars().end()) {
-          cr.train_loss = loss->second;
-        }
-        accepted = server->Accumulate(at_server);
+        reply = Receive(*replies[i], "reply");
       }
-      if (!accepted.ok()) {
-        if (o.strict) return accepted;
-        LOG(WARNING) << "round " << r << ": client " << k << " left out: " << accepted;
-        ++rec.failed_clients;
-        continue;
-      }
-      ++rec.participants;
-      cr.participated = true;
+      if (absl::Status s = AccumulateReply(*server, reply, cr, rec); !s.ok() && o.strict) return s;
     }
     FGL_RETURN_IF_ERROR(server->FinishRound(info));
 

@@ -673,28 +673,21 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
         cr.bytes_down = o.down.payload;
         rec.bytes_down += cr.bytes_down;
       }
-      absl::Status accepted = o.answer.status();
-      if (o.answer.ok()) {
+      absl::StatusOr<proto::Message> reply = absl::UnknownError("no reply");
+      if (!o.answer.ok()) {
+        reply = o.answer.status();
+      } else {
         cr.bytes_up = static_cast<int64_t>(o.answer->size());
         rec.bytes_up += cr.bytes_up;
-        proto::Message reply;
-        if (o.parsed) reply = std::move(*o.parsed);
-        if (!o.parsed && !reply.ParseFromString(*o.answer)) {
-          accepted = absl::DataLossError("cannot parse reply");
+        if (o.parsed) {
+          reply = std::move(*o.parsed);
+        } else if (proto::Message m; m.ParseFromString(*o.answer)) {
+          reply = std::move(m);
         } else {
-          if (auto loss = reply.scalars().find("train_loss"); loss != reply.scalars().end()) {
-            cr.train_loss = loss->second;
-          }
-          accepted = server->Accumulate(reply);
+          reply = absl::DataLossError("cannot parse reply");
         }
       }
-      if (!accepted.ok()) {
-        LOG(WARNING) << "round " << r << ": client " << k << " left out: " << accepted;
-        ++rec.failed_clients;
-        continue;
-      }
-      ++rec.participants;
-      cr.participated = true;
+      (void)AccumulateReply(*server, reply, cr, rec);  // a rejected client is left out of the round
     }
     FGL_RETURN_IF_ERROR(server->FinishRound(info));
     std::optional<proto::Message> global;
