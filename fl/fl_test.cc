@@ -32,6 +32,31 @@ TEST(TensorCodecTest, RoundTripAndShapeCheck) {
   EXPECT_THAT(DecodeTensor(neg), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bad shape")));
 }
 
+
+TEST(TensorCodecTest, LoadTensorsIsAllOrNothing) {
+  torch::Tensor a = torch::zeros({2, 3});
+  torch::Tensor b = torch::zeros({4}, torch::kFloat64);
+  const NamedTensors targets = {{"a", a}, {"b", b}};
+  proto::Message m;
+  AddTensors({{"a", torch::arange(6, torch::kFloat32).view({2, 3})},
+              {"b", torch::tensor({1.0, 2.0, std::nan(""), 4.0}, torch::kFloat64)}},
+             &m);
+  EXPECT_THAT(LoadTensors(m, targets), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'b' has NaN")));
+  EXPECT_EQ(a.abs().sum().item<float>(), 0.0f);  // 'a' was fine but is untouched
+  *m.mutable_tensors(1) = EncodeTensor("b", torch::tensor({1.0, 2.0, 3.0, 4.0}, torch::kFloat64));
+  ASSERT_OK(LoadTensors(m, targets));
+  EXPECT_TRUE(torch::equal(a, torch::arange(6, torch::kFloat32).view({2, 3})));
+  EXPECT_EQ(b[2].item<double>(), 3.0);
+  *m.add_tensors() = EncodeTensor("a", a);
+  EXPECT_THAT(LoadTensors(m, targets), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("twice")));
+  m.mutable_tensors()->RemoveLast();
+  m.mutable_tensors(0)->add_shape(2);
+  EXPECT_THAT(LoadTensors(m, targets), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bytes for shape")));
+  EXPECT_TRUE(AllFinite(torch::ones({3})));
+  EXPECT_FALSE(AllFinite(torch::tensor({1.0, -std::numeric_limits<double>::infinity()}, torch::kFloat64)));
+  EXPECT_FALSE(AllFinite(torch::tensor({NAN, 1.0f}).expand({2, 2})));  // non-contiguous path
+  EXPECT_TRUE(AllFinite(torch::arange(5)));
+}
 TEST(WeightedMeanTest, WeightsNodesAndRejectsNaN) {
   WeightedMean mean;
   ASSERT_OK(mean.Accumulate({{"w", torch::tensor({1.0f, 2.0f})}}, 1.0));
@@ -45,6 +70,38 @@ TEST(WeightedMeanTest, WeightsNodesAndRejectsNaN) {
   EXPECT_TRUE(torch::allclose(out["w"], torch::tensor({3.25f, 6.5f})));
 }
 
+// The one-pass float32 path must round exactly like the tensor expression it replaced, and the
+// bit-level finiteness check must catch +-Inf and NaN anywhere.
+TEST(WeightedMeanTest, FusedPathIsBitIdenticalToTensorOps) {
+  torch::manual_seed(3);
+  const std::vector<double> weights = {17.0, 3.5, 1.0 / 3.0, 250.0};
+  std::vector<torch::Tensor> parts;
+  WeightedMean mean;
+  torch::Tensor sum;
+  double total = 0;
+  for (double w : weights) {
+    torch::Tensor t = torch::randn({37, 11}) * 100;
+    parts.push_back(t);
+    ASSERT_OK(mean.Accumulate({{"w", t}}, w));
+    torch::Tensor c = t.to(torch::kFloat64) * w;
+    sum = sum.defined() ? sum.add_(c) : c;
+    total += w;
+  }
+  ASSERT_OK_AND_ASSIGN(auto out, std::move(mean).Report());
+  EXPECT_TRUE(torch::equal(out["w"], (sum / total).to(torch::kFloat32)));
+  for (float bad : {INFINITY, -INFINITY, NAN}) {
+    WeightedMean m;
+    torch::Tensor t = torch::ones({5, 7});
+    t[4][6] = bad;
+    EXPECT_THAT(m.Accumulate({{"w", t}}, 1.0), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not finite")));
+  }
+  // Non-contiguous and float64 contributions take the general path and still add up.
+  WeightedMean mixed;
+  ASSERT_OK(mixed.Accumulate({{"w", parts[0].t()}}, 1.0));
+  ASSERT_OK(mixed.Accumulate({{"w", parts[1].t().contiguous()}}, 1.0));
+  ASSERT_OK_AND_ASSIGN(auto mixed_out, std::move(mixed).Report());
+  EXPECT_TRUE(torch::allclose(mixed_out["w"], (parts[0].t() + parts[1].t()) / 2));
+}
 FederationOptions Small(const std::string& method) {
   FederationOptions o;
   o.dataset = "csbm:num_nodes=600,num_classes=4,num_features=16,homophily=0.85";

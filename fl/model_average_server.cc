@@ -137,7 +137,7 @@ absl::Status ModelAndMeanServer::Accumulate(const proto::Message& reply) {
   }
   // Both parts are checked before either is used: a bad reply leaves no trace.
   for (const auto& [name, t] : side) {
-    if (!torch::isfinite(t).all().item<bool>()) {
+    if (!AllFinite(t)) {
       return absl::InvalidArgumentError(absl::StrCat("reply from client ", reply.header().sender(), ": '",
                                                      prefix_, name, "' is not finite"));
     }

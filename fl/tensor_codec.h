@@ -25,6 +25,10 @@ proto::Tensor EncodeTensor(const std::string& name, const torch::Tensor& tensor)
 // does not match the shape. Returns a CPU tensor.
 absl::StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& tensor);
 
+// True when no entry is NaN or +-Inf (integer tensors always). One pass without allocation for
+// contiguous CPU float tensors.
+bool AllFinite(const torch::Tensor& tensor);
+
 // Appends every named tensor to `message` (detached copies).
 void AddTensors(const NamedTensors& tensors, proto::Message* message);
 
@@ -32,7 +36,8 @@ void AddTensors(const NamedTensors& tensors, proto::Message* message);
 absl::StatusOr<std::map<std::string, torch::Tensor>> DecodeTensors(const proto::Message& message);
 
 // Copies the message's tensors into `targets` (same names, shapes and dtypes; every target must
-// be present). Used to load received weights into a model without touching autograd.
+// be present; NaN/Inf refused). Used to load received weights into a model without touching
+// autograd. All-or-nothing: on an error no target has changed.
 absl::Status LoadTensors(const proto::Message& message, const NamedTensors& targets);
 
 // Removes the tensors named "<prefix><name>" from `message` and returns them decoded, keyed by
