@@ -1,5 +1,6 @@
 #include <cmath>
 #include "nn/losses/losses.h"
+#include "nn/ops/pairwise_abs_diff.h"
 
 #include "graph/testing/tiny_graphs.h"
 #include "gtest/gtest.h"
@@ -76,6 +77,26 @@ TEST(LossesTest, GeneratorDiversityMatchesTheFormulaAndCdistGradient) {
   const torch::Tensor g_got = torch::autograd::grad({got}, {x})[0];
   const torch::Tensor g_want = torch::autograd::grad({want}, {x})[0];
   EXPECT_TRUE(torch::allclose(g_got, g_want, 1e-4, 1e-6));
+}
+
+// The kernel runs across pairs in vector lanes but must round every pair's sum exactly as a plain
+// per-pair loop over features does (results recorded before the change depend on it).
+TEST(LossesTest, PairwiseMeanAbsDiffRoundsLikeAPerPairLoop) {
+  torch::manual_seed(5);
+  const torch::Tensor x = torch::randn({37, 301}) * 3;
+  const torch::Tensor got = PairwiseMeanAbsDiff(x);
+  const float* xp = x.data_ptr<float>();
+  const int64_t b = x.size(0), f = x.size(1);
+  for (int64_t i = 0; i < b; ++i) {
+    for (int64_t j = 0; j < b; ++j) {
+      float sum = 0;
+      if (i != j) {
+        for (int64_t t = 0; t < f; ++t) sum += std::fabs(xp[i * f + t] - xp[j * f + t]);
+        sum /= static_cast<float>(f);
+      }
+      ASSERT_EQ(got[i][j].item<float>(), sum) << i << "," << j;
+    }
+  }
 }
 
 TEST(LossesTest, ModelContrastivePrefersThePositive) {

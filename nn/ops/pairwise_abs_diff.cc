@@ -1,15 +1,19 @@
 #include "nn/ops/pairwise_abs_diff.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace fgl::nn {
 namespace {
 
+// acc[j] += |a_t - c[j]| for the pairs (i, j) of one row i at one feature t. Each pair keeps its
+// own accumulator and adds its features in ascending order, so every sum is rounded exactly as a
+// per-pair loop would round it, while the loop runs across pairs in vector lanes. (A per-pair
+// float sum cannot be vectorised without reordering it.)
 __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
-float MeanAbsDiff(const float* __restrict a, const float* __restrict c, int64_t f) {
-  float sum = 0;
-  for (int64_t t = 0; t < f; ++t) sum += std::fabs(a[t] - c[t]);
-  return sum / static_cast<float>(f);
+void AddAbsDiffAcrossPairs(float a_t, const float* __restrict c, int64_t n, float* __restrict acc) {
+  for (int64_t j = 0; j < n; ++j) acc[j] += std::fabs(a_t - c[j]);
 }
 
 // oa += w sign(a - c), oc -= w sign(a - c); branch-free so that it vectorises.
@@ -31,10 +35,18 @@ class PairwiseMeanAbsDiffFunction : public torch::autograd::Function<PairwiseMea
     ctx->save_for_backward({xc});
     const int64_t b = xc.size(0), f = xc.size(1);
     torch::Tensor d = torch::zeros({b, b}, xc.options());
+    // Features-major copy: row t holds feature t of every node, so the pairs (i, i+1..b-1) of
+    // one feature are contiguous.
+    const torch::Tensor xt = xc.t().contiguous();
     const float* xp = xc.data_ptr<float>();
+    const float* tp = xt.data_ptr<float>();
     float* dp = d.data_ptr<float>();
-    for (int64_t i = 0; i < b; ++i) {
-      for (int64_t j = i + 1; j < b; ++j) dp[i * b + j] = dp[j * b + i] = MeanAbsDiff(xp + i * f, xp + j * f, f);
+    std::vector<float> acc(b);
+    for (int64_t i = 0; i + 1 < b; ++i) {
+      const int64_t n = b - i - 1;
+      std::fill(acc.begin(), acc.begin() + n, 0.0f);
+      for (int64_t t = 0; t < f; ++t) AddAbsDiffAcrossPairs(xp[i * f + t], tp + t * b + i + 1, n, acc.data());
+      for (int64_t j = i + 1; j < b; ++j) dp[i * b + j] = dp[j * b + i] = acc[j - i - 1] / static_cast<float>(f);
     }
     return d;
   }
