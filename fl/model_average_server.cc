@@ -122,8 +122,8 @@ absl::StatusOr<proto::Message> ModelAndMeanServer::Broadcast(const RoundInfo& ro
 }
 
 absl::Status ModelAndMeanServer::Accumulate(const proto::Message& reply) {
-  proto::Message model_part = reply;
-  FGL_ASSIGN_OR_RETURN(auto side, TakeTensors(prefix_, &model_part));
+  proto::Message model_part;
+  FGL_ASSIGN_OR_RETURN(auto side, SplitTensors(prefix_, reply, &model_part));
   for (const auto& [name, t] : side_) {
     auto it = side.find(name);
     if (it == side.end() || it->second.sizes() != t.sizes()) {

@@ -213,6 +213,7 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
         cr.bytes_up = static_cast<int64_t>(replies[i]->size());
         rec.bytes_up += cr.bytes_up;
         reply = Receive(*replies[i], "reply");
+        std::string().swap(*replies[i]);  // parsed: the bytes are not needed again
       }
       if (absl::Status s = AccumulateReply(*server, reply, cr, rec); !s.ok() && o.strict) return s;
     }

@@ -67,6 +67,9 @@ absl::StatusOr<WireLayout> CheckWireLayout(const proto::Tensor& tensor) {
   return l;
 }
 
+absl::StatusOr<std::map<std::string, torch::Tensor>> DecodeWithoutPrefix(const std::string& prefix,
+                                                                          const proto::Message& message);
+
 bool AllFiniteWire(const proto::Tensor& tensor, torch::ScalarType type) {
   const int64_t bytes = static_cast<int64_t>(tensor.data().size());
   if (type == torch::kFloat32) return AllFiniteBits<uint32_t>(tensor.data().data(), bytes / 4);
@@ -122,6 +125,18 @@ absl::StatusOr<std::map<std::string, torch::Tensor>> DecodeTensors(const proto::
   return out;
 }
 
+namespace {
+
+absl::StatusOr<std::map<std::string, torch::Tensor>> DecodeWithoutPrefix(const std::string& prefix,
+                                                                          const proto::Message& message) {
+  FGL_ASSIGN_OR_RETURN(auto decoded, DecodeTensors(message));
+  std::map<std::string, torch::Tensor> out;
+  for (auto& [name, t] : decoded) out.emplace(name.substr(prefix.size()), std::move(t));
+  return out;
+}
+
+}  // namespace
+
 absl::Status LoadTensors(const proto::Message& message, const NamedTensors& targets) {
   // Every tensor of the message is checked before any target changes: a bad message leaves the
   // model as it was. Bytes go straight from the message into the targets (one read to check, one
@@ -162,19 +177,35 @@ absl::Status LoadTensors(const proto::Message& message, const NamedTensors& targ
 
 absl::StatusOr<std::map<std::string, torch::Tensor>> TakeTensors(const std::string& prefix,
                                                                   proto::Message* message) {
+  // Moves (swaps) the tensors apart instead of copying them: they can be hundreds of MB.
   proto::Message taken;
-  auto* tensors = message->mutable_tensors();
-  for (int i = 0; i < tensors->size();) {
-    if (tensors->Get(i).name().rfind(prefix, 0) == 0) {
-      *taken.add_tensors() = tensors->Get(i);
-      tensors->DeleteSubrange(i, 1);
-    } else {
-      ++i;
+  google::protobuf::RepeatedPtrField<proto::Tensor> kept;
+  for (proto::Tensor& t : *message->mutable_tensors()) {
+    (t.name().rfind(prefix, 0) == 0 ? taken.add_tensors() : kept.Add())->Swap(&t);
+  }
+  message->mutable_tensors()->Swap(&kept);
+  return DecodeWithoutPrefix(prefix, taken);
+}
+
+absl::StatusOr<std::map<std::string, torch::Tensor>> SplitTensors(const std::string& prefix,
+                                                                   const proto::Message& message,
+                                                                   proto::Message* rest) {
+  proto::Message taken;
+  if (rest != nullptr) {
+    *rest->mutable_header() = message.header();
+    *rest->mutable_scalars() = message.scalars();
+  }
+  std::map<std::string, torch::Tensor> out;
+  for (const proto::Tensor& t : message.tensors()) {
+    if (t.name().rfind(prefix, 0) != 0) {
+      if (rest != nullptr) *rest->add_tensors() = t;
+      continue;
+    }
+    FGL_ASSIGN_OR_RETURN(torch::Tensor decoded, DecodeTensor(t));
+    if (!out.emplace(t.name().substr(prefix.size()), std::move(decoded)).second) {
+      return absl::InvalidArgumentError(absl::StrCat("message has tensor '", t.name(), "' twice"));
     }
   }
-  FGL_ASSIGN_OR_RETURN(auto decoded, DecodeTensors(taken));
-  std::map<std::string, torch::Tensor> out;
-  for (auto& [name, t] : decoded) out.emplace(name.substr(prefix.size()), std::move(t));
   return out;
 }
 

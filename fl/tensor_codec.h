@@ -46,6 +46,12 @@ absl::Status LoadTensors(const proto::Message& message, const NamedTensors& targ
 absl::StatusOr<std::map<std::string, torch::Tensor>> TakeTensors(const std::string& prefix,
                                                                   proto::Message* message);
 
+// TakeTensors for a message that must stay as it is: the "<prefix>" tensors decoded (keyed by
+// <name>), and everything else copied into `rest` (if not null). Nothing is copied twice.
+absl::StatusOr<std::map<std::string, torch::Tensor>> SplitTensors(const std::string& prefix,
+                                                                   const proto::Message& message,
+                                                                   proto::Message* rest);
+
 // The tensors of `tensors` named as in `like`, in `like`'s order. InvalidArgument naming `who` and
 // the first tensor that is missing, shaped differently or (when `require_finite`) not finite.
 // How a server checks a reply or a checkpoint against the model it expects.
