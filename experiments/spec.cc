@@ -215,6 +215,7 @@ absl::StatusOr<fl::FederationOptions> ToFederationOptions(const proto::Experimen
     if (t.has_use_div()) o.method_params["use_div"] = t.use_div();
     if (t.has_use_diverg()) o.method_params["use_diverg"] = t.use_diverg();
     if (t.has_self_loop_weight()) o.method_params["self_loop_weight"] = t.self_loop_weight();
+    if (t.real_graph()) o.method_params["oracle_graph"] = 1;
   }
   o.rounds = e.rounds();
   o.local_epochs = e.local_epochs();

@@ -50,6 +50,10 @@ struct MethodConfig {
   std::map<std::string, double> params;  // method-specific, e.g. {"mu": 0.001}
   uint64_t seed = 0;
   torch::Device device = torch::kCPU;
+  // The whole dataset (every node and edge, no split), for oracle ablations that give the server
+  // real data (FedTAD-r-eq). Set for the server only, only by the simulator, and only when
+  // params["oracle_graph"] is 1; a transport server has no data and refuses such runs.
+  std::shared_ptr<const ClientData> oracle_graph;
 
   // params[key], or `fallback` when absent.
   double Param(const std::string& key, double fallback) const;

@@ -117,6 +117,7 @@ MethodConfig ClientMethodConfig(const FederationOptions& o, const MethodConfig& 
   const std::vector<std::string> specs = absl::StrSplit(o.model, ';', absl::SkipEmpty());
   MethodConfig config = server;
   config.model_spec = specs[client % specs.size()];
+  config.oracle_graph = nullptr;  // the server's alone
   return config;
 }
 

@@ -112,6 +112,10 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
   FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(method));
   FGL_ASSIGN_OR_RETURN(MethodConfig config,
                        ServerMethodConfig(o, data.num_features(), data.num_classes));
+  if (config.Param("oracle_graph", 0) != 0) {
+    const torch::Tensor none = torch::zeros({data.num_nodes()}, torch::kBool);
+    FGL_ASSIGN_OR_RETURN(config.oracle_graph, MakeClientData(-1, data, {none, none, none}, device));
+  }
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<ServerAlgorithm> server, factories.server(config));
   std::vector<std::unique_ptr<ClientAlgorithm>> algos;
   for (const auto& c : clients) {

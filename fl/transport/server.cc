@@ -733,6 +733,11 @@ FederationServer::~FederationServer() = default;
 absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const FederationOptions& run,
                                                                           const ServerOptions& options) {
   if (run.clients < 1) return absl::InvalidArgumentError("need at least one client");
+  if (auto it = run.method_params.find("oracle_graph"); it != run.method_params.end() && it->second != 0) {
+    return absl::FailedPreconditionError(
+        "this run gives the server the whole dataset (oracle_graph, an ablation such as FedTAD-r-eq); "
+        "a federation server holds no data: run it in the simulator (//experiments:run)");
+  }
   if (options.chunk_bytes < 1024 || options.chunk_bytes > kMaxChunkBytes) {
     return absl::InvalidArgumentError("chunk_bytes must be in [1 KiB, 16 MiB]");
   }

@@ -72,7 +72,6 @@ absl::StatusOr<std::unique_ptr<DataFreeDistiller>> DataFreeDistiller::Create(
       d->generator_->parameters(),
       torch::optim::AdamOptions(o.generator_lr).weight_decay(o.generator_weight_decay));
   d->labels_ = PseudoLabels(o.num_pseudo, num_classes).to(device);
-  d->class_size_ = torch::bincount(d->labels_.cpu(), {}, num_classes).to(device, torch::kFloat);
   return d;
 }
 
@@ -119,25 +118,74 @@ torch::Tensor DataFreeDistiller::TeacherLoss(const torch::Tensor& student_logits
   return (node_weight * kl).sum();
 }
 
+void DataFreeDistiller::UseRealGraph(std::shared_ptr<const nn::NodeFeatures> features,
+                                     std::shared_ptr<const nn::GraphView> view) {
+  real_features_ = std::move(features);
+  real_view_ = std::move(view);
+}
+
+std::vector<torch::Tensor> DataFreeDistiller::NodeWeights(const std::vector<Teacher>& teachers,
+                                                          const torch::Tensor& labels) const {
+  const torch::Tensor class_size = torch::bincount(labels.cpu(), {}, num_classes_).to(device_, torch::kFloat);
+  std::vector<torch::Tensor> out;
+  for (const Teacher& t : teachers) {
+    torch::Tensor w = t.weight.to(device_, torch::kFloat);
+    if (options_.loss_form == LossForm::kCode) w = w / class_size.clamp_min(1);
+    out.push_back(w.index_select(0, labels));
+  }
+  return out;
+}
+
+absl::Status DataFreeDistiller::DistillOnRealGraph(Student& student, const std::vector<Teacher>& teachers,
+                                                   uint64_t seed) {
+  nn::DropoutSeedScope dropout_stream(graph::Rng::Derive(seed, "fedtad/dropout"));
+  const int64_t num_teachers = static_cast<int64_t>(teachers.size());
+  for (int it = 0; it < options_.iterations; ++it) {
+    // The same schedule as on pseudo graphs: teacher logits once per iteration, then I_d steps.
+    std::vector<torch::Tensor> local(num_teachers);
+    torch::Tensor ensemble;
+    {
+      torch::NoGradGuard no_grad;
+      for (int64_t k = 0; k < num_teachers; ++k) {
+        teacher_models_[k]->train(options_.dropout_at_eval);
+        local[k] = teacher_models_[k]->forward(*real_features_, *real_view_).logits;
+        const torch::Tensor p = torch::softmax(local[k], 1);
+        ensemble = ensemble.defined() ? ensemble + p : p;
+      }
+    }
+    const std::vector<torch::Tensor> node_weight = NodeWeights(teachers, ensemble.argmax(1));
+    student.model->train();
+    for (int d = 0; d < options_.distill_steps; ++d) {
+      const torch::Tensor global_logits = student.model->forward(*real_features_, *real_view_).logits;
+      torch::Tensor loss = torch::zeros({}, global_logits.options());
+      for (int64_t k = 0; k < num_teachers; ++k) loss = loss + TeacherLoss(global_logits, local[k], node_weight[k]);
+      if (!std::isfinite(loss.item<double>())) {
+        return absl::InternalError(absl::StrCat("fedtad: distillation loss is ", loss.item<double>()));
+      }
+      student.optimizer->zero_grad();
+      loss.backward();
+      student.optimizer->step();
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DataFreeDistiller::Distill(const fl::NamedTensors& student_params,
                                         const std::vector<Teacher>& teachers, int slot, uint64_t seed) {
   if (teachers.empty() || options_.iterations == 0) return absl::OkStatus();
   FGL_ASSIGN_OR_RETURN(Student * student, GetStudent(slot));
   FGL_RETURN_IF_ERROR(CopyInto(student_params, NamedParameters(*student->model), "fedtad student"));
   FGL_RETURN_IF_ERROR(LoadTeachers(teachers));
+  if (real_view_) {
+    FGL_RETURN_IF_ERROR(DistillOnRealGraph(*student, teachers, seed));
+    student->model->eval();
+    return CopyInto(NamedParameters(*student->model), student_params, "fedtad student -> aggregate");
+  }
   nn::DropoutSeedScope dropout_stream(graph::Rng::Derive(seed, "fedtad/dropout"));
   graph::Rng noise_rng(seed, "fedtad/noise");
   const int64_t num_teachers = static_cast<int64_t>(teachers.size());
   const bool code = options_.loss_form == LossForm::kCode;
-
-  // Per-node weight of each teacher: phi[k, y_i], divided by the class's pseudo-node count in the
-  // code form (a mean within each class).
-  std::vector<torch::Tensor> node_weight;
-  for (const Teacher& t : teachers) {
-    torch::Tensor w = t.weight.to(device_, torch::kFloat);
-    if (code) w = w / class_size_.clamp_min(1);
-    node_weight.push_back(w.index_select(0, labels_));
-  }
+  const std::vector<torch::Tensor> node_weight = NodeWeights(teachers, labels_);
   auto set_frozen_mode = [&] {
     for (int64_t k = 0; k < num_teachers; ++k) teacher_models_[k]->train(options_.dropout_at_eval);
   };

@@ -64,6 +64,11 @@ class DataFreeDistiller {
   absl::Status Distill(const fl::NamedTensors& student, const std::vector<Teacher>& teachers,
                        int slot, uint64_t seed);
 
+  // Fig. 4(a) "r-eq", an oracle ablation: distil on this real graph instead of generated pseudo
+  // graphs (the generator is not trained). Each node counts for the class the teachers' ensemble
+  // gives it, since a data-free server has no labels. Features and view live on the device.
+  void UseRealGraph(std::shared_ptr<const nn::NodeFeatures> features, std::shared_ptr<const nn::GraphView> view);
+
   // Generator and optimiser states under "fedtad." names, for checkpoints.
   void SaveState(fl::proto::Message* message) const;
   absl::Status RestoreState(const fl::proto::Message& message);
@@ -81,6 +86,10 @@ class DataFreeDistiller {
   absl::Status LoadTeachers(const std::vector<Teacher>& teachers);
   torch::Tensor TeacherLoss(const torch::Tensor& student_logits, const torch::Tensor& teacher_logits,
                             const torch::Tensor& node_weight) const;
+  // Per-node weights of each teacher for nodes labelled `labels`: phi[k, y_i], divided by the
+  // class's node count in the code form (a mean within each class).
+  std::vector<torch::Tensor> NodeWeights(const std::vector<Teacher>& teachers, const torch::Tensor& labels) const;
+  absl::Status DistillOnRealGraph(Student& student, const std::vector<Teacher>& teachers, uint64_t seed);
 
   std::string model_spec_;
   int64_t num_features_, num_classes_;
@@ -89,9 +98,10 @@ class DataFreeDistiller {
   ConditionalGenerator generator_{nullptr};
   std::unique_ptr<torch::optim::Adam> generator_optimizer_;
   torch::Tensor labels_;       // pseudo labels [B]
-  torch::Tensor class_size_;   // pseudo nodes per class [C]
   std::vector<std::shared_ptr<nn::GnnModel>> teacher_models_;
   std::vector<Student> students_;
+  std::shared_ptr<const nn::NodeFeatures> real_features_;  // set: r-eq
+  std::shared_ptr<const nn::GraphView> real_view_;
 };
 
 }  // namespace fgl::methods::fedtad

@@ -231,6 +231,13 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> WrapServer(std::unique_ptr<
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<DataFreeDistiller> distiller,
                        DataFreeDistiller::Create(config.model_spec, config.num_features, config.num_classes,
                                                  OptionsFrom(config), config.seed, config.device));
+  if (config.Param("oracle_graph", 0) != 0) {  // Fig. 4(a) r-eq
+    if (config.oracle_graph == nullptr) {
+      return absl::FailedPreconditionError("fedtad: real_graph (r-eq) needs the whole dataset on the server; "
+                                           "only the simulator provides it");
+    }
+    distiller->UseRealGraph(config.oracle_graph->features, config.oracle_graph->view);
+  }
   return std::unique_ptr<fl::ServerAlgorithm>(
       new FedTadServer(std::move(base), std::move(distiller), config.num_classes));
 }
