@@ -2,13 +2,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include <fstream>
 
 #include "fl/algorithm.h"
 #include "fl/federation_setup.h"
@@ -187,24 +189,44 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     std::vector<double> train_seconds(sampled.size(), 0.0);
     rec.clients.resize(k_total);
     for (int k = 0; k < k_total; ++k) rec.clients[k].id = k;
-    ParallelFor(static_cast<int>(sampled.size()), workers, [&](int i) {
+    // Clients train on the workers. This thread takes each reply as soon as it and every reply
+    // before it are in (client-id order: aggregation is deterministic), so aggregation overlaps
+    // the last clients' training and a reply's bytes live only until they are aggregated.
+    const int n = static_cast<int>(sampled.size());
+    std::mutex done_mu;
+    std::condition_variable done_cv;
+    std::vector<char> done(n, 0);
+    auto train = [&](int i) {
       const int k = sampled[i];
       const Clock::time_point client_start = Clock::now();
       absl::StatusOr<proto::Message> received = Receive(down_for(i), "broadcast");
       if (!received.ok()) {
         replies[i] = received.status();
-        return;
-      }
-      absl::StatusOr<proto::Message> reply = algos[k]->Train(*received, ClientRound(info, k));
-      if (reply.ok()) {
-        replies[i] = reply->SerializeAsString();
       } else {
-        replies[i] = reply.status();
+        absl::StatusOr<proto::Message> reply = algos[k]->Train(*received, ClientRound(info, k));
+        replies[i] = reply.ok() ? absl::StatusOr<std::string>(reply->SerializeAsString()) : reply.status();
       }
       train_seconds[i] = Seconds(client_start);
-    });
-    // The server takes replies in client-id order: aggregation is deterministic.
-    for (size_t i = 0; i < sampled.size(); ++i) {
+      {
+        std::lock_guard<std::mutex> lock(done_mu);
+        done[i] = 1;
+      }
+      done_cv.notify_one();
+    };
+    std::atomic<int> next{0};
+    std::vector<std::thread> pool;
+    for (int w = 0; w < std::min(workers, n); ++w) {
+      pool.emplace_back([&] {
+        for (int i = next++; i < n; i = next++) train(i);
+      });
+    }
+    absl::Status failed;
+    for (int i = 0; i < n; ++i) {
+      {
+        std::unique_lock<std::mutex> lock(done_mu);
+        done_cv.wait(lock, [&] { return done[i] != 0; });
+      }
+      if (!failed.ok()) continue;
       const int k = sampled[i];
       ClientRecord& cr = rec.clients[k];
       cr.seconds = train_seconds[i];
@@ -219,8 +241,10 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
         reply = Receive(*replies[i], "reply");
         std::string().swap(*replies[i]);  // parsed: the bytes are not needed again
       }
-      if (absl::Status s = AccumulateReply(*server, reply, cr, rec); !s.ok() && o.strict) return s;
+      if (absl::Status st = AccumulateReply(*server, reply, cr, rec); !st.ok() && o.strict) failed = st;
     }
+    for (std::thread& t : pool) t.join();
+    FGL_RETURN_IF_ERROR(failed);
     FGL_RETURN_IF_ERROR(server->FinishRound(info));
 
     // Evaluation: every client scores the protocol's model on its own val/test nodes (in
