@@ -138,13 +138,15 @@ case "$CASE" in
   refuse)
     printf '0 tok-zero\n1 tok-one\n2 tok-two\n' >"$T/tokens"
     start_server run --tokens_file="$T/tokens"
-    start_client 0 client0 --token=tok-zero
-    start_client 1 client1 --token=tok-one --testonly_bad_shape_round=2
-    start_client 2 client2 --token=tok-two
+    # The impostor goes first: the server (waiting for all three) must refuse it, and a run this
+    # small would be over before a late impostor could even connect.
     start_client 0 impostor --token=wrong
     impostor=$CLIENT_PID
     wait "$impostor" && fail "a client with a wrong token was not refused"
     grep -q "wrong token" "$T/impostor.log" || fail "impostor's error does not say why"
+    start_client 0 client0 --token=tok-zero
+    start_client 1 client1 --token=tok-one --testonly_bad_shape_round=2
+    start_client 2 client2 --token=tok-two
     wait_server
     grep -q "round 2: client 1 left out" "$T/run.log" || fail "malformed reply not rejected"
     grep "round 2: client 1 left out" "$T/run.log" | grep -qi "shape" || fail "rejection does not name the shape"

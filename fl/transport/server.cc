@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "fl/federation_setup.h"
@@ -339,7 +340,10 @@ class FederationServer::Impl final : public proto::Federation::Service {
   }
 
   // Hands every task to its client and waits for all answers, disconnections or the deadline.
-  std::map<int, Outcome> Exchange(const std::map<int, Task>& tasks) {
+  // `on_answer` (if set) sees each answer on this thread as soon as it and every answer before it
+  // (in client-id order) are in, while later clients still work; the rest come back in the map.
+  std::map<int, Outcome> Exchange(const std::map<int, Task>& tasks,
+                                  const std::function<void(int, Outcome&)>& on_answer = nullptr) {
     std::map<int, Outcome> out;
     std::unique_lock<std::mutex> lock(mu_);
     std::vector<int> asked;
@@ -361,37 +365,55 @@ class FederationServer::Impl final : public proto::Federation::Service {
     for (int k : asked) slots_[k].wake.notify_all();
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(opt_.round_deadline_s));
+    size_t taken = 0;  // asked[0..taken) are handed to on_answer
+    if (on_answer) {
+      for (; taken < asked.size(); ++taken) {
+        const int k = asked[taken];
+        if (!driver_cv_.wait_until(lock, deadline, [&] { return slots_[k].answer.has_value(); })) break;
+        Outcome o = TakeOutcome(k, tasks.at(k));
+        lock.unlock();
+        on_answer(k, o);
+        lock.lock();
+        out[k] = std::move(o);
+      }
+    }
     driver_cv_.wait_until(lock, deadline, [&] {
-      for (int k : asked) {
-        if (!slots_[k].answer) return false;
+      for (size_t i = taken; i < asked.size(); ++i) {
+        if (!slots_[asked[i]].answer) return false;
       }
       return true;
     });
-    for (int k : asked) {
+    for (size_t i = taken; i < asked.size(); ++i) {
+      const int k = asked[i];
       Slot& slot = slots_[k];
-      Outcome& o = out[k];
-      o.delivered = slot.delivered;
-      o.down = slot.down;
-      const auto& payload = tasks.at(k).payload;
-      o.down.payload = payload ? static_cast<int64_t>(payload->size()) : 0;
-      o.up = slot.up;
-      o.eval = std::move(slot.eval);
-      o.parsed = std::move(slot.parsed);
-      slot.eval.reset();
-      if (slot.answer) {
-        o.answer = std::move(*slot.answer);
-      } else {
-        o.answer = absl::DeadlineExceededError(absl::StrCat("client ", k, " missed the ",
-                                                            opt_.round_deadline_s, " s deadline"));
+      if (!slot.answer) {
         ++stats_.dropped;
         Disconnect(k, "missed the deadline");
         if (slot.ctx != nullptr) slot.ctx->TryCancel();  // it rejoins when it is back
+        slot.answer = absl::DeadlineExceededError(absl::StrCat("client ", k, " missed the ",
+                                                               opt_.round_deadline_s, " s deadline"));
       }
-      slot.awaited = 0;
-      slot.answer.reset();
-      slot.pending.reset();
+      out[k] = TakeOutcome(k, tasks.at(k));
     }
     return out;
+  }
+
+  // Requires mu_ and an answer (or error) in the slot: moves it out and closes the task.
+  Outcome TakeOutcome(int k, const Task& task) {
+    Slot& slot = slots_[k];
+    Outcome o;
+    o.delivered = slot.delivered;
+    o.down = slot.down;
+    o.down.payload = task.payload ? static_cast<int64_t>(task.payload->size()) : 0;
+    o.up = slot.up;
+    o.eval = std::move(slot.eval);
+    o.parsed = std::move(slot.parsed);
+    slot.eval.reset();
+    o.answer = std::move(*slot.answer);
+    slot.awaited = 0;
+    slot.answer.reset();
+    slot.pending.reset();
+    return o;
   }
 
   std::vector<int> ConnectedClients() {
@@ -663,11 +685,10 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
     }
     attach_evaluation(tasks);
     const Clock::time_point exchange_start = Clock::now();
-    std::map<int, Outcome> outcomes = Exchange(tasks);
-    VLOG(1) << "round " << r << ": exchange " << Seconds(exchange_start) << " s";
-    FGL_RETURN_IF_ERROR(finish_evaluation(outcomes));
-    for (int k : sampled) {  // client-id order: aggregation is deterministic
-      Outcome& o = outcomes[k];
+    // Replies are aggregated in client-id order (deterministic, as in the simulator): each as
+    // soon as it and those before it are in, while later clients still train; the rest after.
+    std::set<int> aggregated;
+    auto aggregate = [&](int k, Outcome& o) {
       ClientRecord& cr = rec.clients[k];
       if (o.delivered) {
         cr.bytes_down = o.down.payload;
@@ -688,6 +709,16 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
         }
       }
       (void)AccumulateReply(*server, reply, cr, rec);  // a rejected client is left out of the round
+      aggregated.insert(k);
+    };
+    const std::set<int> sampled_ids(sampled.begin(), sampled.end());
+    std::map<int, Outcome> outcomes = Exchange(tasks, [&](int k, Outcome& o) {
+      if (sampled_ids.count(k) != 0) aggregate(k, o);
+    });
+    VLOG(1) << "round " << r << ": exchange " << Seconds(exchange_start) << " s";
+    FGL_RETURN_IF_ERROR(finish_evaluation(outcomes));
+    for (int k : sampled) {  // missed, failed or never asked: left out, in id order
+      if (aggregated.count(k) == 0) aggregate(k, outcomes[k]);
     }
     FGL_RETURN_IF_ERROR(server->FinishRound(info));
     std::optional<proto::Message> global;
