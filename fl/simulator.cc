@@ -215,13 +215,25 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     };
     std::atomic<int> next{0};
     std::vector<std::thread> pool;
-    for (int w = 0; w < std::min(workers, n); ++w) {
-      pool.emplace_back([&] {
-        for (int i = next++; i < n; i = next++) train(i);
-      });
+    // Joins the workers however this scope is left (an exception must not meet joinable threads).
+    struct JoinAll {
+      std::vector<std::thread>& threads;
+      ~JoinAll() {
+        for (std::thread& t : threads) {
+          if (t.joinable()) t.join();
+        }
+      }
+    } join_all{pool};
+    if (workers > 1) {
+      for (int w = 0; w < std::min(workers, n); ++w) {
+        pool.emplace_back([&] {
+          for (int i = next++; i < n; i = next++) train(i);
+        });
+      }
     }
     absl::Status failed;
     for (int i = 0; i < n; ++i) {
+      if (pool.empty()) train(i);  // one worker: this thread, one client at a time
       {
         std::unique_lock<std::mutex> lock(done_mu);
         done_cv.wait(lock, [&] { return done[i] != 0; });
@@ -244,6 +256,7 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
       if (absl::Status st = AccumulateReply(*server, reply, cr, rec); !st.ok() && o.strict) failed = st;
     }
     for (std::thread& t : pool) t.join();
+    pool.clear();
     FGL_RETURN_IF_ERROR(failed);
     FGL_RETURN_IF_ERROR(server->FinishRound(info));
 

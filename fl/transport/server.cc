@@ -713,7 +713,9 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
     };
     const std::set<int> sampled_ids(sampled.begin(), sampled.end());
     std::map<int, Outcome> outcomes = Exchange(tasks, [&](int k, Outcome& o) {
-      if (sampled_ids.count(k) != 0) aggregate(k, o);
+      if (sampled_ids.count(k) == 0) return;
+      aggregate(k, o);
+      if (o.answer.ok()) std::string().swap(*o.answer);  // aggregated: only its status is read later
     });
     VLOG(1) << "round " << r << ": exchange " << Seconds(exchange_start) << " s";
     FGL_RETURN_IF_ERROR(finish_evaluation(outcomes));
