@@ -120,6 +120,34 @@ std::string GainSection(const proto::Table& t,
 
 }  // namespace
 
+namespace {
+
+// What the filled cells cost to compute, from the runs' own logs: the regeneration budget.
+std::string ComputeLine(const proto::Table& t, const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  double total = 0;
+  size_t runs = 0;
+  std::vector<std::string> by_row;
+  for (const proto::Row& r : t.rows()) {
+    double row_s = 0;
+    for (const proto::Column& c : t.columns()) {
+      auto it = cells.find({r.key(), c.key()});
+      if (it == cells.end() || it->second.state != CellResult::State::kDone) continue;
+      row_s += it->second.run_seconds;
+      runs += it->second.values.size();
+    }
+    total += row_s;
+    if (row_s > 0) by_row.push_back(absl::StrFormat("%s %.2f", r.label().empty() ? r.key() : r.label(), row_s / 3600));
+  }
+  if (runs == 0) return "";
+  return absl::StrFormat(
+      "\n**Compute.** The %d runs behind the filled cells took %.2f h of wall time when they ran "
+      "(each run's own log; one thread per run, so two run side by side on a 2-core machine). "
+      "By row, in hours: %s.\n",
+      runs, total / 3600, absl::StrJoin(by_row, "; "));
+}
+
+}  // namespace
+
 std::string MarkdownReport(const proto::Table& t,
                            const std::map<std::pair<std::string, std::string>, CellResult>& cells,
                            const Provenance& p, const std::string& svg_name) {
@@ -144,6 +172,7 @@ std::string MarkdownReport(const proto::Table& t,
   absl::StrAppend(&md, "\n**Protocol.** ", p.protocol, "\n");
   if (!t.notes().empty()) absl::StrAppend(&md, "\n**Notes.** ", t.notes(), "\n");
   if (!svg_name.empty()) absl::StrAppend(&md, "\n![accuracy against round](", svg_name, ")\n");
+  absl::StrAppend(&md, ComputeLine(t, cells));
   absl::StrAppend(&md, "\n**Provenance.** Generated ", p.date, " from commit ", p.commit, " on ",
                   p.machine, "; seeds ", p.seeds, "; wall time ", absl::StrFormat("%.0f", p.wall_s),
                   " s (runs from the result cache cost nothing). Source: ", t.source(), ".\n");

@@ -19,6 +19,7 @@ struct CellResult {
   State state = State::kNotPrinted;
   std::vector<double> values;  // one per seed, percent
   std::string detail;          // error text for kFailed, missing file for kDataNotPresent
+  double run_seconds = 0;      // the runs' own logged wall time, summed over seeds
 };
 
 // "ours 76.3 ± 0.2 (paper 73.6 ± 0.4, Δ +2.7)"; markers for the other states.

@@ -52,13 +52,16 @@ TEST(ReportTest, MarkdownAndCsvCoverEveryCell) {
     *cell->mutable_paper() = Paper(80.6, 0.3);
   }
   std::map<std::pair<std::string, std::string>, CellResult> cells;
-  cells[{"fedavg", "cora_5"}] = {CellResult::State::kDone, {80.0, 82.0}, ""};
-  cells[{"fedavg", "pubmed_5"}] = {CellResult::State::kDataNotPresent, {}, ""};
+  cells[{"fedavg", "cora_5"}] = {CellResult::State::kDone, {80.0, 82.0}, "", 5400.0};
+  cells[{"fedavg", "pubmed_5"}] = {CellResult::State::kDataNotPresent, {}, "", 999.0};
   Provenance p;
   p.commit = "abc123";
   p.protocol = "louvain";
   const std::string md = MarkdownReport(t, cells, p, "t2.svg");
   EXPECT_THAT(md, HasSubstr("| FedAvg | 81.0 ± 1.4 (paper 80.6 ± 0.3, Δ +0.4) | data not present"));
+  // Only finished cells count towards the compute line (1.5 h over 2 runs).
+  EXPECT_THAT(md, HasSubstr("The 2 runs behind the filled cells took 1.50 h"));
+  EXPECT_THAT(md, HasSubstr("FedAvg 1.50"));
   EXPECT_THAT(md, HasSubstr("abc123"));
   EXPECT_THAT(md, HasSubstr("t2.svg"));
   const std::string csv = CsvReport(t, cells);

@@ -100,6 +100,15 @@ bool ParseTestAcc(const std::string& json, double* acc) {
   return true;
 }
 
+// The run's own wall time (seconds), as //experiments:run logged it.
+bool ParseWallSeconds(const std::string& json, double* seconds) {
+  static const std::regex re("\"wall_s\":([-0-9.eE+]+)");
+  std::smatch m;
+  if (!std::regex_search(json, m, re)) return false;
+  *seconds = std::stod(m[1]);
+  return true;
+}
+
 struct Job {
   std::string cell_key, spec_path, out_dir, result_path, rounds_path, log_path;
   pid_t pid = 0;
@@ -219,14 +228,17 @@ int Run() {
       job.result_path = absl::StrCat(cache, "/", hash, ".json");
       job.rounds_path = absl::StrCat(cache, "/", hash, ".rounds.jsonl");
       double acc;
-      if (ParseTestAcc(Slurp(job.result_path), &acc)) {
+      const std::string cached = Slurp(job.result_path);
+      if (ParseTestAcc(cached, &acc)) {
         r.values.push_back(acc);
+        if (double s; ParseWallSeconds(cached, &s)) r.run_seconds += s;
         if (!first_rounds.count(key)) first_rounds[key] = job.rounds_path;
         continue;
       }
       if (absl::GetFlag(FLAGS_cached_only)) {
         r.state = CellResult::State::kNotRun;
         r.values.clear();
+        r.run_seconds = 0;
         first_rounds.erase(key);
         break;
       }
@@ -281,6 +293,7 @@ int Run() {
       std::ofstream(j.result_path) << json;
       std::ofstream(j.rounds_path) << Slurp(listing + "/rounds.jsonl");
       r.values.push_back(acc);
+      if (double s; ParseWallSeconds(json, &s)) r.run_seconds += s;
       if (!first_rounds.count(job_cell[j.cell_key])) first_rounds[job_cell[j.cell_key]] = j.rounds_path;
     } else {
       r.state = CellResult::State::kFailed;
