@@ -123,7 +123,10 @@ class FedSageClient final : public fl::ClientAlgorithm {
     auto graph = std::make_shared<fl::ClientData>(*data);
     FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::LocalModel> model, fl::LocalModel::Create(graph, config, config.seed));
     std::unique_ptr<FedSageClient> c(new FedSageClient(v, s, std::move(data), std::move(graph), config, std::move(model)));
-    if (s.neighgen) FGL_RETURN_IF_ERROR(c->PrepareGenerator());
+    if (s.neighgen) {
+      c->gen_ = MakeNeighGen(s, config);
+      FGL_RETURN_IF_ERROR(c->PrepareGeneratorTraining());
+    }
     return std::unique_ptr<fl::ClientAlgorithm>(std::move(c));
   }
 
@@ -162,7 +165,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     fl::proto::Message m = model_->SaveState();
     if (s_.neighgen) {
       fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &m);
-      fl::SaveAdamState(*joint_, JointParameters(), kGenAdam, &m);
+      if (!mended_) fl::SaveAdamState(*joint_, JointParameters(), kGenAdam, &m);  // freed once mended
       (*m.mutable_scalars())[kMended] = mended_ ? 1 : 0;
     }
     return m;
@@ -179,11 +182,14 @@ class FedSageClient final : public fl::ClientAlgorithm {
         const fl::NamedTensors targets = Named(*gen_);
         for (size_t i = 0; i < targets.size(); ++i) targets[i].second.copy_(loaded[i].second);
       }
-      FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
-      FGL_RETURN_IF_ERROR(fl::RestoreAdamState(state, tensors, JointParameters(), kGenAdam, who, joint_.get()));
-      FGL_RETURN_IF_ERROR(fl::TakeTensors(kGenAdam, &rest).status());
       auto mended = state.scalars().find(kMended);
       if (mended == state.scalars().end()) return absl::InvalidArgumentError(who + " lacks '" + kMended + "'");
+      if (mended->second == 0) {  // still in the generator rounds: the joint optimiser resumes
+        if (!joint_) FGL_RETURN_IF_ERROR(PrepareGeneratorTraining());  // freed by an earlier Mend
+        FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
+        FGL_RETURN_IF_ERROR(fl::RestoreAdamState(state, tensors, JointParameters(), kGenAdam, who, joint_.get()));
+      }
+      FGL_RETURN_IF_ERROR(fl::TakeTensors(kGenAdam, &rest).status());
       *graph_ = *data_;
       mended_ = false;
       if (mended->second != 0) FGL_RETURN_IF_ERROR(Mend());
@@ -197,10 +203,9 @@ class FedSageClient final : public fl::ClientAlgorithm {
                 std::unique_ptr<fl::LocalModel> model)
       : v_(v), s_(s), data_(std::move(data)), graph_(std::move(graph)), config_(config), model_(std::move(model)) {}
 
-  // Hides half of the nodes that are neither training nor test nodes (the targets), builds
-  // NeighGen and the optimiser it shares with the classifier during the generator rounds.
-  absl::Status PrepareGenerator() {
-    gen_ = MakeNeighGen(s_, config_);
+  // Hides half of the nodes that are neither training nor test nodes (the targets) and builds the
+  // optimiser NeighGen shares with the classifier during the generator rounds.
+  absl::Status PrepareGeneratorTraining() {
     const torch::Tensor candidate = data_->split.train.logical_or(data_->split.test).logical_not();
     const std::vector<int64_t> hidden = ChooseHidden(
         candidate, s_.hidden_portion, graph::Rng::Derive(config_.seed, absl::StrCat("fedsage_plus/client/", data_->id)));
@@ -283,6 +288,13 @@ class FedSageClient final : public fl::ClientAlgorithm {
     graph_->labels = pad(data_->labels);
     graph_->split = {pad(data_->split.train), pad(data_->split.val), pad(data_->split.test)};
     mended_ = true;
+    // The generator's training state is never used again: its optimiser moments (2 × fGen, 560 MB
+    // per client on Coauthor-CS) and the impaired graph's targets ([N, 5, F]) go. NeighGen's
+    // parameters stay: a checkpoint rebuilds the mended graph from them.
+    joint_.reset();
+    impaired_view_.reset();
+    impaired_graph_ = graph::CsrGraph();
+    impaired_features_ = impaired_labels_ = impaired_train_ = num_missing_ = missing_features_ = torch::Tensor();
     VLOG(2) << v_.name << " client " << data_->id << ": mended with " << extra << " generated neighbours";
     return absl::OkStatus();
   }
