@@ -34,6 +34,7 @@
 #include "fl/simulator.h"
 #include "graph/io/file.h"
 #include "glog/logging.h"
+#include "nn/memory.h"
 #include "third_party/absl_ext/status_macros.h"
 
 ABSL_FLAG(std::string, dataset, "cora", "Dataset name or spec (graph/datasets.h).");
@@ -246,6 +247,7 @@ int Run() {
 }  // namespace fgl::experiments
 
 int main(int argc, char** argv) {
+  fgl::nn::ReuseFreedTensorMemory();
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;

@@ -14,6 +14,7 @@
 #include "fl/transport/spec_options.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
+#include "nn/memory.h"
 #include "third_party/absl_ext/status_macros.h"
 
 ABSL_FLAG(std::string, spec, "", "Experiment textproto: the same file the server runs.");
@@ -93,6 +94,7 @@ absl::Status Main() {
 }  // namespace fgl::fl::transport
 
 int main(int argc, char** argv) {
+  fgl::nn::ReuseFreedTensorMemory();
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;

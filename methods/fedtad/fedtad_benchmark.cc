@@ -4,6 +4,7 @@
 // their values. Not part of `bazel test`: bazel run -c opt //methods/fedtad:fedtad_benchmark
 #include "benchmark/benchmark.h"
 #include "methods/fedtad/distillation.h"
+#include "nn/memory.h"
 #include "nn/models/gnn_model.h"
 #include "nn/threads.h"
 
@@ -11,6 +12,7 @@ namespace fgl::methods::fedtad {
 namespace {
 
 void BM_ServerRound(benchmark::State& state) {
+  nn::ReuseFreedTensorMemory();  // as the run binaries do
   nn::SetComputeThreads(1);  // as in a federated run: one intra-op thread
   const int64_t features = state.range(0), classes = state.range(1), num_teachers = 10;
   const std::string spec = "gcn:layers=2,hidden=64,dropout=0.5";
