@@ -12,6 +12,7 @@
 #include "methods/fedtad/generator.h"
 #include "methods/fedtad/reliability.h"
 #include "nn/graph_view.h"
+#include "third_party/absl_ext/status_macros.h"
 #include "third_party/absl_ext/status_matchers.h"
 
 namespace fgl::methods::fedtad {
@@ -111,62 +112,64 @@ fl::NamedTensors Params(nn::GnnModel& m) {
   return out;
 }
 
-TEST(DistillerTest, StudentMovesTowardsTheTeachers) {
+// A student, a teacher (GCN, 8 features, 3 classes, from `seed`) and a distiller.
+struct DistillCase {
+  std::shared_ptr<nn::GnnModel> student, teacher;
+  std::unique_ptr<DataFreeDistiller> distiller;
+};
+absl::StatusOr<DistillCase> MakeDistillCase(uint64_t seed, const DistillationOptions& o) {
   const std::string spec = "gcn:layers=2,hidden=16,dropout=0.5";
-  torch::manual_seed(1);
-  ASSERT_OK_AND_ASSIGN(auto student, nn::MakeModel(spec, 8, 3));
-  ASSERT_OK_AND_ASSIGN(auto teacher, nn::MakeModel(spec, 8, 3));
+  torch::manual_seed(seed);
+  DistillCase c;
+  FGL_ASSIGN_OR_RETURN(c.student, nn::MakeModel(spec, 8, 3));
+  FGL_ASSIGN_OR_RETURN(c.teacher, nn::MakeModel(spec, 8, 3));
+  FGL_ASSIGN_OR_RETURN(c.distiller, DataFreeDistiller::Create(spec, 8, 3, o, 11, torch::kCPU));
+  return c;
+}
+
+// Mean |student - teacher| of the logits on (x, view), both in eval mode.
+double LogitGap(DistillCase& c, const nn::NodeFeatures& x, const nn::GraphView& view) {
+  torch::NoGradGuard no_grad;
+  c.student->eval();
+  c.teacher->eval();
+  return (c.student->forward(x, view).logits - c.teacher->forward(x, view).logits).abs().mean().item<double>();
+}
+
+TEST(DistillerTest, StudentMovesTowardsTheTeachers) {
   DistillationOptions o;
   o.num_pseudo = 30;
   o.distill_lr = 1e-2;
-  ASSERT_OK_AND_ASSIGN(auto distiller, DataFreeDistiller::Create(spec, 8, 3, o, 11, torch::kCPU));
+  ASSERT_OK_AND_ASSIGN(DistillCase c, MakeDistillCase(1, o));
   // Distance between the two models' logits on a fixed probe graph.
   const torch::Tensor probe = torch::randn({40, 8});
   ASSERT_OK_AND_ASSIGN(graph::CsrGraph pg, KnnPseudoGraph(probe, 5, 1.0f));
   ASSERT_OK_AND_ASSIGN(nn::GraphView view, nn::GraphView::Create(pg));
-  auto gap = [&] {
-    torch::NoGradGuard no_grad;
-    student->eval();
-    teacher->eval();
-    return (student->forward(probe, view).logits - teacher->forward(probe, view).logits).abs().mean().item<double>();
-  };
-  const double before = gap();
-  const fl::NamedTensors live = Params(*student);
+  const double before = LogitGap(c, probe, view);
+  const fl::NamedTensors live = Params(*c.student);
   for (int round = 0; round < 8; ++round) {
-    ASSERT_OK(distiller->Distill(live, {Teacher{Params(*teacher), torch::ones({3})}}, 0, round));
+    ASSERT_OK(c.distiller->Distill(live, {Teacher{Params(*c.teacher), torch::ones({3})}}, 0, round));
   }
-  EXPECT_LT(gap(), 0.7 * before);
-  EXPECT_THAT(distiller->Distill(live, {Teacher{Params(*teacher), torch::ones({2})}}, 0, 1),
+  EXPECT_LT(LogitGap(c, probe, view), 0.7 * before);
+  EXPECT_THAT(c.distiller->Distill(live, {Teacher{Params(*c.teacher), torch::ones({2})}}, 0, 1),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("class weights")));
 }
 
 // r-eq: distillation on a given real graph moves the student towards the teacher on that graph.
 TEST(DistillerTest, RealGraphAblationDistilsOnTheGivenGraph) {
-  const std::string spec = "gcn:layers=2,hidden=16,dropout=0.5";
-  torch::manual_seed(2);
-  ASSERT_OK_AND_ASSIGN(auto student, nn::MakeModel(spec, 8, 3));
-  ASSERT_OK_AND_ASSIGN(auto teacher, nn::MakeModel(spec, 8, 3));
   DistillationOptions o;
   o.distill_lr = 1e-2;
-  ASSERT_OK_AND_ASSIGN(auto distiller, DataFreeDistiller::Create(spec, 8, 3, o, 11, torch::kCPU));
+  ASSERT_OK_AND_ASSIGN(DistillCase c, MakeDistillCase(2, o));
   const torch::Tensor x = torch::randn({60, 8});
   ASSERT_OK_AND_ASSIGN(graph::CsrGraph g, KnnPseudoGraph(x, 4, 1.0f));
   ASSERT_OK_AND_ASSIGN(nn::GraphView view, nn::GraphView::Create(g));
   auto features = std::make_shared<const nn::NodeFeatures>(x);
-  auto shared_view = std::make_shared<const nn::GraphView>(view);
-  distiller->UseRealGraph(features, shared_view);
-  auto gap = [&] {
-    torch::NoGradGuard no_grad;
-    student->eval();
-    teacher->eval();
-    return (student->forward(*features, view).logits - teacher->forward(*features, view).logits).abs().mean().item<double>();
-  };
-  const double before = gap();
-  const fl::NamedTensors live = Params(*student);
+  c.distiller->UseRealGraph(features, std::make_shared<const nn::GraphView>(view));
+  const double before = LogitGap(c, *features, view);
+  const fl::NamedTensors live = Params(*c.student);
   for (int round = 0; round < 8; ++round) {
-    ASSERT_OK(distiller->Distill(live, {Teacher{Params(*teacher), torch::ones({3})}}, 0, round));
+    ASSERT_OK(c.distiller->Distill(live, {Teacher{Params(*c.teacher), torch::ones({3})}}, 0, round));
   }
-  EXPECT_LT(gap(), 0.5 * before);
+  EXPECT_LT(LogitGap(c, *features, view), 0.5 * before);
 }
 
 // A base method whose server exposes three aggregates (as a clustered or personalised method
