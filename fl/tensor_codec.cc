@@ -67,9 +67,6 @@ absl::StatusOr<WireLayout> CheckWireLayout(const proto::Tensor& tensor) {
   return l;
 }
 
-absl::StatusOr<std::map<std::string, torch::Tensor>> DecodeWithoutPrefix(const std::string& prefix,
-                                                                          const proto::Message& message);
-
 bool AllFiniteWire(const proto::Tensor& tensor, torch::ScalarType type) {
   const int64_t bytes = static_cast<int64_t>(tensor.data().size());
   if (type == torch::kFloat32) return AllFiniteBits<uint32_t>(tensor.data().data(), bytes / 4);
@@ -125,18 +122,6 @@ absl::StatusOr<std::map<std::string, torch::Tensor>> DecodeTensors(const proto::
   return out;
 }
 
-namespace {
-
-absl::StatusOr<std::map<std::string, torch::Tensor>> DecodeWithoutPrefix(const std::string& prefix,
-                                                                          const proto::Message& message) {
-  FGL_ASSIGN_OR_RETURN(auto decoded, DecodeTensors(message));
-  std::map<std::string, torch::Tensor> out;
-  for (auto& [name, t] : decoded) out.emplace(name.substr(prefix.size()), std::move(t));
-  return out;
-}
-
-}  // namespace
-
 absl::Status LoadTensors(const proto::Message& message, const NamedTensors& targets) {
   // Every tensor of the message is checked before any target changes: a bad message leaves the
   // model as it was. Bytes go straight from the message into the targets (one read to check, one
@@ -184,13 +169,12 @@ absl::StatusOr<std::map<std::string, torch::Tensor>> TakeTensors(const std::stri
     (t.name().rfind(prefix, 0) == 0 ? taken.add_tensors() : kept.Add())->Swap(&t);
   }
   message->mutable_tensors()->Swap(&kept);
-  return DecodeWithoutPrefix(prefix, taken);
+  return SplitTensors(prefix, taken, nullptr);
 }
 
 absl::StatusOr<std::map<std::string, torch::Tensor>> SplitTensors(const std::string& prefix,
                                                                    const proto::Message& message,
                                                                    proto::Message* rest) {
-  proto::Message taken;
   if (rest != nullptr) {
     *rest->mutable_header() = message.header();
     *rest->mutable_scalars() = message.scalars();

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"

@@ -154,18 +154,26 @@ absl::Status DataFreeDistiller::DistillOnRealGraph(Student& student, const std::
       }
     }
     const std::vector<torch::Tensor> node_weight = NodeWeights(teachers, ensemble.argmax(1));
-    student.model->train();
-    for (int d = 0; d < options_.distill_steps; ++d) {
-      const torch::Tensor global_logits = student.model->forward(*real_features_, *real_view_).logits;
-      torch::Tensor loss = torch::zeros({}, global_logits.options());
-      for (int64_t k = 0; k < num_teachers; ++k) loss = loss + TeacherLoss(global_logits, local[k], node_weight[k]);
-      if (!std::isfinite(loss.item<double>())) {
-        return absl::InternalError(absl::StrCat("fedtad: distillation loss is ", loss.item<double>()));
-      }
-      student.optimizer->zero_grad();
-      loss.backward();
-      student.optimizer->step();
+    FGL_RETURN_IF_ERROR(DistillSteps(student, *real_features_, *real_view_, local, node_weight));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DataFreeDistiller::DistillSteps(Student& student, const nn::NodeFeatures& features,
+                                             const nn::GraphView& view, const std::vector<torch::Tensor>& local,
+                                             const std::vector<torch::Tensor>& node_weight) {
+  student.model->train();
+  for (int d = 0; d < options_.distill_steps; ++d) {
+    const torch::Tensor global_logits = student.model->forward(features, view).logits;
+    torch::Tensor loss = torch::zeros({}, global_logits.options());
+    for (size_t k = 0; k < local.size(); ++k) loss = loss + TeacherLoss(global_logits, local[k], node_weight[k]);
+    if (!std::isfinite(loss.item<double>())) {
+      return absl::InternalError(absl::StrCat("fedtad: distillation loss is ", loss.item<double>()));
     }
+    student.optimizer->zero_grad();
+    loss.backward();
+    student.optimizer->step();
+    VLOG(2) << "fedtad distillation step " << d << ": loss " << loss.item<double>();
   }
   return absl::OkStatus();
 }
@@ -257,19 +265,7 @@ absl::Status DataFreeDistiller::Distill(const fl::NamedTensors& student_params,
       for (int64_t k = 0; k < num_teachers; ++k) local[k] = teacher_models_[k]->forward(features, view).logits;
     }
     VLOG(1) << "fedtad iteration " << it << ": mean |x| " << x.abs().mean().item<double>();
-    student->model->train();
-    for (int d = 0; d < options_.distill_steps; ++d) {
-      const torch::Tensor global_logits = student->model->forward(features, view).logits;
-      torch::Tensor loss = torch::zeros({}, x.options());
-      for (int64_t k = 0; k < num_teachers; ++k) loss = loss + TeacherLoss(global_logits, local[k], node_weight[k]);
-      if (!std::isfinite(loss.item<double>())) {
-        return absl::InternalError(absl::StrCat("fedtad: distillation loss is ", loss.item<double>()));
-      }
-      student->optimizer->zero_grad();
-      loss.backward();
-      student->optimizer->step();
-      VLOG(2) << "fedtad distillation step " << d << ": loss " << loss.item<double>();
-    }
+    FGL_RETURN_IF_ERROR(DistillSteps(*student, features, view, local, node_weight));
   }
   student->model->eval();
   return CopyInto(NamedParameters(*student->model), student_params, "fedtad student -> aggregate");

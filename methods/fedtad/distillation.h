@@ -90,6 +90,9 @@ class DataFreeDistiller {
   // class's node count in the code form (a mean within each class).
   std::vector<torch::Tensor> NodeWeights(const std::vector<Teacher>& teachers, const torch::Tensor& labels) const;
   absl::Status DistillOnRealGraph(Student& student, const std::vector<Teacher>& teachers, uint64_t seed);
+  // I_d steps of the student towards the teachers' fixed logits `local` on (features, view).
+  absl::Status DistillSteps(Student& student, const nn::NodeFeatures& features, const nn::GraphView& view,
+                            const std::vector<torch::Tensor>& local, const std::vector<torch::Tensor>& node_weight);
 
   std::string model_spec_;
   int64_t num_features_, num_classes_;
