@@ -60,6 +60,36 @@ TEST(MissingFeatureLossTest, EachGeneratedSlotMatchesItsClosestHiddenNeighbour) 
   EXPECT_NEAR(loss.item<float>(), 4.f / 3, 1e-6);
 }
 
+// The loss as autograd would run it over the whole [N, P, P, F] differences: the chunked,
+// argmin-saving version must give the same loss and the same gradient, bit for bit.
+torch::Tensor DirectMissingFeatureLoss(const torch::Tensor& generated, const torch::Tensor& target,
+                                       const torch::Tensor& num_missing) {
+  const int64_t p = generated.size(1);
+  const torch::Tensor dist = (generated.unsqueeze(2) - target.unsqueeze(1)).pow(2).mean(-1);
+  const torch::Tensor valid = torch::arange(p, generated.options()).unsqueeze(0) <
+                              num_missing.clamp(0, static_cast<double>(p)).floor().unsqueeze(1);
+  const torch::Tensor closest =
+      std::get<0>(torch::where(valid.unsqueeze(1), dist, torch::full_like(dist, 1e30)).min(2));
+  return torch::where(valid, closest, torch::zeros_like(closest)).sum(1).mean();
+}
+
+TEST(MissingFeatureLossTest, BitIdenticalToTheDirectExpressionAcrossChunks) {
+  torch::manual_seed(7);
+  // 5 * 5 * 1000 elements a node: 700 nodes span two chunks of the loss.
+  const int64_t n = 700, p = 5, f = 1000;
+  const torch::Tensor target = torch::randn({n, p, f});
+  const torch::Tensor counts = torch::randint(0, 8, {n}).to(torch::kFloat);  // 0 and over max_pred too
+  const torch::Tensor base = torch::randn({n, p, f});
+  torch::Tensor a = base.clone().requires_grad_(true), b = base.clone().requires_grad_(true);
+  const torch::Tensor ours = MissingFeatureLoss(a, target, counts);
+  const torch::Tensor direct = DirectMissingFeatureLoss(b, target, counts);
+  (ours * 3).backward();
+  (direct * 3).backward();
+  EXPECT_TRUE(torch::equal(ours, direct)) << ours.item<float>() << " vs " << direct.item<float>();
+  EXPECT_TRUE(torch::equal(a.grad(), b.grad()));
+  EXPECT_GT(a.grad().abs().sum().item<float>(), 0);
+}
+
 TEST(MendGraphTest, GeneratedNeighboursJoinBothWays) {
   auto g = graph::CsrFromEdges(2, {0}, {1});  // 0 - 1
   ASSERT_TRUE(g.ok());
