@@ -13,6 +13,7 @@
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "glog/logging.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::scaffold {
@@ -44,11 +45,20 @@ class ScaffoldClient final : public fl::ModelClient {
       start[name] = p.detach().clone();
     }
     fl::LocalModel::Hooks hooks;
+    bool first_step = true;
     hooks.after_backward = [&] {
       torch::NoGradGuard no_grad;
       for (const auto& [name, p] : params) {
-        if (p.grad().defined()) p.mutable_grad().add_(correction[name]);
+        if (!p.grad().defined()) continue;
+        // How much of the step is data and how much control: with Adam the control variates come
+        // out on another scale than the gradients (README, "Adam").
+        if (first_step && VLOG_IS_ON(2)) {
+          VLOG(2) << "scaffold client " << data_->id << " round " << round.round << " " << name << ": |grad| "
+                  << p.grad().norm().item<double>() << " |c - c_k| " << correction[name].norm().item<double>();
+        }
+        p.mutable_grad().add_(correction[name]);
       }
+      first_step = false;
     };
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
     // The control update uses the number of local steps and the learning rate, as OpenFGL does
