@@ -219,7 +219,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     impaired_labels_ = data_->labels.index_select(0, kept);
     impaired_train_ = data_->split.train.index_select(0, kept);
     num_missing_ = impaired.num_missing.to(d);
-    missing_features_ = impaired.missing_features.to(d);
+    missing_ = impaired.missing.To(d);
     impaired_graph_ = std::move(impaired.graph);
     std::vector<torch::Tensor> params;
     for (const auto& [name, p] : JointParameters()) params.push_back(p);
@@ -253,7 +253,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       const torch::Tensor logits = classifier.forward(nn::NodeFeatures(mended.features), view).logits.slice(0, 0, n);
       const torch::Tensor loss =
           s_.num_weight * torch::nn::functional::smooth_l1_loss(out.num_missing, num_missing_) +
-          s_.feat_weight * MissingFeatureLoss(out.features, missing_features_, num_missing_) +
+          s_.feat_weight * MissingFeatureLoss(out.features, missing_, num_missing_) +
           s_.cls_weight * nn::MaskedCrossEntropy(logits, impaired_labels_, impaired_train_);
       last_loss_ = loss.item<double>();
       if (!std::isfinite(last_loss_)) {
@@ -294,7 +294,8 @@ class FedSageClient final : public fl::ClientAlgorithm {
     joint_.reset();
     impaired_view_.reset();
     impaired_graph_ = graph::CsrGraph();
-    impaired_features_ = impaired_labels_ = impaired_train_ = num_missing_ = missing_features_ = torch::Tensor();
+    impaired_features_ = impaired_labels_ = impaired_train_ = num_missing_ = torch::Tensor();
+    missing_ = MissingNeighbours();
     VLOG(2) << v_.name << " client " << data_->id << ": mended with " << extra << " generated neighbours";
     return absl::OkStatus();
   }
@@ -311,7 +312,8 @@ class FedSageClient final : public fl::ClientAlgorithm {
   std::unique_ptr<torch::optim::Adam> joint_;
   graph::CsrGraph impaired_graph_;
   std::shared_ptr<nn::GraphView> impaired_view_;
-  torch::Tensor impaired_features_, impaired_labels_, impaired_train_, num_missing_, missing_features_;
+  torch::Tensor impaired_features_, impaired_labels_, impaired_train_, num_missing_;
+  MissingNeighbours missing_;
   bool mended_ = false;
 };
 

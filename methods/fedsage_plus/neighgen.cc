@@ -57,22 +57,43 @@ absl::StatusOr<ImpairedGraph> HideNodes(const graph::CsrGraph& graph, const torc
   const int64_t k = static_cast<int64_t>(out.kept.size()), f = x.size(1);
   out.features = x.index_select(0, torch::tensor(out.kept, torch::kInt64));
   out.num_missing = torch::zeros({k}, torch::kFloat);
-  out.missing_features = torch::zeros({k, max_pred, f}, torch::kFloat);
+  out.missing.index = torch::zeros({k, max_pred}, torch::kInt64);
+  // Table row of each hidden node: 1 + its rank among the hidden nodes, in id order.
+  std::vector<int64_t> row_of(n, 0), table_nodes;
+  for (int64_t v = 0; v < n; ++v) {
+    if (is_hidden[v]) {
+      table_nodes.push_back(v);
+      row_of[v] = static_cast<int64_t>(table_nodes.size());
+    }
+  }
+  out.missing.features = torch::cat(
+      {torch::zeros({1, f}, torch::kFloat), x.index_select(0, torch::tensor(table_nodes, torch::kInt64))});
   const int64_t* row_ptr = graph.row_ptr().data_ptr<int64_t>();
   const int64_t* col = graph.col().data_ptr<int64_t>();
   auto missing = out.num_missing.accessor<float, 1>();
+  auto index = out.missing.index.accessor<int64_t, 2>();
   for (int64_t i = 0; i < k; ++i) {
     const int64_t v = out.kept[i];
     int64_t count = 0;
     for (int64_t e = row_ptr[v]; e < row_ptr[v + 1]; ++e) {  // rows are sorted: ascending ids
       const int64_t u = col[e];
       if (u == v || !is_hidden[u]) continue;
-      if (count < max_pred) out.missing_features[i][count].copy_(x[u]);
+      if (count < max_pred) index[i][count] = row_of[u];
       ++count;
     }
     missing[i] = static_cast<float>(count);
   }
   return out;
+}
+
+torch::Tensor MissingNeighbours::Dense() const {
+  return features.index_select(0, index.reshape({-1})).view({index.size(0), index.size(1), features.size(1)});
+}
+
+MissingNeighbours MissingNeighbours::FromDense(const torch::Tensor& dense) {
+  const int64_t n = dense.size(0), p = dense.size(1), f = dense.size(2);
+  return {torch::cat({torch::zeros({1, f}, dense.options()), dense.reshape({n * p, f})}),
+          torch::arange(1, n * p + 1, torch::TensorOptions(torch::kInt64).device(dense.device())).view({n, p})};
 }
 
 std::vector<int64_t> ChooseHidden(const torch::Tensor& candidate, double portion, uint64_t seed) {
@@ -101,13 +122,17 @@ constexpr int64_t kChunkElements = int64_t{1} << 24;
 // direct expression (mean, pow and min backward), term for term, so results are bit-identical.
 class ClosestTarget : public torch::autograd::Function<ClosestTarget> {
  public:
+  // target_rows: float [1 + H, F]; target_index: int64 [N, P] (MissingNeighbours).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& generated,
-                               const torch::Tensor& target, const torch::Tensor& valid) {
+                               const torch::Tensor& target_rows, const torch::Tensor& target_index,
+                               const torch::Tensor& valid) {
     const int64_t n = generated.size(0), p = generated.size(1), f = generated.size(2);
     const int64_t rows = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(1, p * p * f));
     std::vector<torch::Tensor> closest, index;
     for (int64_t s = 0; s < n; s += rows) {
-      const torch::Tensor g = generated.slice(0, s, s + rows), t = target.slice(0, s, s + rows);
+      const torch::Tensor g = generated.slice(0, s, s + rows);
+      const torch::Tensor slots = target_index.slice(0, s, s + rows);
+      const torch::Tensor t = target_rows.index_select(0, slots.reshape({-1})).view({slots.size(0), p, f});
       const torch::Tensor dist = (g.unsqueeze(2) - t.unsqueeze(1)).pow(2).mean(-1);  // [rows, P, P]
       auto [value, at] =
           torch::where(valid.slice(0, s, s + rows).unsqueeze(1), dist, torch::full_like(dist, 1e30)).min(2);
@@ -115,7 +140,7 @@ class ClosestTarget : public torch::autograd::Function<ClosestTarget> {
       index.push_back(at);
     }
     const torch::Tensor at = closest.size() == 1 ? index[0] : torch::cat(index);
-    ctx->save_for_backward({generated, target, at});
+    ctx->save_for_backward({generated, target_rows, target_index.gather(1, at)});
     return closest.size() == 1 ? closest[0] : torch::cat(closest);
   }
 
@@ -123,26 +148,26 @@ class ClosestTarget : public torch::autograd::Function<ClosestTarget> {
                                                  torch::autograd::variable_list grad_output) {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor& generated = saved[0];
-    const torch::Tensor& at = saved[2];
+    const torch::Tensor& chosen_row = saved[2];  // [N, P]: the table row each slot matched
     const int64_t f = generated.size(2);
-    const torch::Tensor matched = saved[1].gather(1, at.unsqueeze(2).expand({-1, -1, f}));  // [N, P, F]
+    const torch::Tensor matched = saved[1].index_select(0, chosen_row.reshape({-1})).view(generated.sizes());
     // d/dg of mean_f (g - t)^2 at the chosen target: (grad / F) * (2 * (g - t)).
     const torch::Tensor grad = (grad_output[0].unsqueeze(2) / f) * (2.0 * (generated - matched));
-    return {grad, torch::Tensor(), torch::Tensor()};
+    return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
-torch::Tensor MissingFeatureLoss(const torch::Tensor& generated, const torch::Tensor& target,
+torch::Tensor MissingFeatureLoss(const torch::Tensor& generated, const MissingNeighbours& target,
                                  const torch::Tensor& num_missing) {
-  CHECK(!target.requires_grad()) << "MissingFeatureLoss: the targets are data, not parameters";
+  CHECK(!target.features.requires_grad()) << "MissingFeatureLoss: the targets are data, not parameters";
   const int64_t p = generated.size(1);
   const torch::Tensor k = num_missing.clamp(0, static_cast<double>(p)).floor().unsqueeze(1);  // [N, 1]
   const torch::Tensor slot = torch::arange(p, generated.options()).unsqueeze(0);              // [1, P]
   const torch::Tensor valid = slot < k;                                                       // [N, P]
   // Closest real hidden neighbour of each generated slot; invalid targets can never be closest.
-  const torch::Tensor closest = ClosestTarget::apply(generated, target, valid);
+  const torch::Tensor closest = ClosestTarget::apply(generated, target.features, target.index, valid);
   return torch::where(valid, closest, torch::zeros_like(closest)).sum(1).mean();
 }
 

@@ -49,19 +49,31 @@ class NeighGenImpl : public torch::nn::Module {
 };
 TORCH_MODULE(NeighGen);
 
+// The features of each node's first max_pred hidden neighbours, as rows of a table: a node's
+// slots share rows with its neighbours' instead of copying them ([n, max_pred, F] dense was 250 MB
+// per client on Coauthor-CS, mostly zeros).
+struct MissingNeighbours {
+  torch::Tensor features;  // float [1 + H, F]: row 0 is zeros (an empty slot), then hidden nodes
+  torch::Tensor index;     // int64 [n, max_pred]: the row of each slot, 0 where empty
+  // The dense [n, max_pred, F] form (zero rows in empty slots).
+  torch::Tensor Dense() const;
+  // From a dense [n, max_pred, F] tensor (every slot its own row).
+  static MissingNeighbours FromDense(const torch::Tensor& dense);
+  MissingNeighbours To(torch::Device device) const { return {features.to(device), index.to(device)}; }
+};
+
 // The local graph with some nodes hidden, and what each remaining node lost: NeighGen's targets.
 struct ImpairedGraph {
   graph::CsrGraph graph;            // induced on `kept`
   std::vector<int64_t> kept;        // impaired node i is local node kept[i] (ascending)
   torch::Tensor features;           // float [n_kept, F]
   torch::Tensor num_missing;        // float [n_kept]: neighbours of kept[i] that were hidden
-  torch::Tensor missing_features;   // float [n_kept, max_pred, F]: the features of the first
-                                    // max_pred hidden neighbours (ascending id), zero rows after
+  MissingNeighbours missing;        // the first max_pred hidden neighbours (ascending id)
 };
 
 // Hides `hidden` (distinct local ids) from `graph` (features float [N, F]).
-// Example: path 0-1-2-3, hidden {1}: kept [0, 2, 3], num_missing [1, 1, 0], missing_features
-// rows [x1, 0...], [x1, 0...], [0...]. InvalidArgument for an id outside [0, N) or a repeat.
+// Example: path 0-1-2-3, hidden {1}: kept [0, 2, 3], num_missing [1, 1, 0], missing (dense)
+// [x1, 0...], [x1, 0...], [0...]. InvalidArgument for an id outside [0, N) or a repeat.
 // complexity: O(N + E + N * max_pred * F).
 absl::StatusOr<ImpairedGraph> HideNodes(const graph::CsrGraph& graph, const torch::Tensor& features,
                                         const std::vector<int64_t>& hidden, int64_t max_pred);
@@ -74,8 +86,8 @@ std::vector<int64_t> ChooseHidden(const torch::Tensor& candidate, double portion
 // k_v = min(num_missing[v], max_pred) hidden neighbours, each of the first k_v generated features
 // is matched to its closest hidden neighbour (mean squared error over features); the sum over
 // those k_v slots is averaged over all N nodes (nodes without hidden neighbours add 0).
-// generated, target: float [N, max_pred, F]; num_missing float [N].
-torch::Tensor MissingFeatureLoss(const torch::Tensor& generated, const torch::Tensor& target,
+// generated: float [N, max_pred, F]; target: N nodes' slots; num_missing float [N].
+torch::Tensor MissingFeatureLoss(const torch::Tensor& generated, const MissingNeighbours& target,
                                  const torch::Tensor& num_missing);
 
 // A graph with generated neighbours appended: node v of `graph` gets

@@ -29,7 +29,8 @@ TEST(HideNodesTest, MissingNeighbourCountsAndFeatures) {
   const torch::Tensor zero = torch::zeros({3});
   const torch::Tensor want = torch::stack({torch::stack({row(3), zero}), torch::stack({row(3), row(5)}),
                                            torch::stack({row(5), zero}), torch::stack({row(3), row(5)})});
-  EXPECT_TRUE(torch::equal(imp.missing_features, want));
+  EXPECT_TRUE(torch::equal(imp.missing.Dense(), want));
+  EXPECT_EQ(imp.missing.features.size(0), 4);  // the zero row and the 3 hidden nodes, once each
 }
 
 TEST(HideNodesTest, RejectsBadIds) {
@@ -56,7 +57,7 @@ TEST(MissingFeatureLossTest, EachGeneratedSlotMatchesItsClosestHiddenNeighbour) 
   const torch::Tensor gen = torch::tensor({{{2.f, 0.f}, {0.f, 0.f}}, {{1.f, 3.f}, {9.f, 9.f}}, {{5.f, 5.f}, {5.f, 5.f}}});
   const torch::Tensor target =
       torch::tensor({{{0.f, 0.f}, {2.f, 2.f}}, {{1.f, 1.f}, {0.f, 0.f}}, {{0.f, 0.f}, {0.f, 0.f}}});
-  const torch::Tensor loss = MissingFeatureLoss(gen, target, torch::tensor({2.f, 1.f, 0.f}));
+  const torch::Tensor loss = MissingFeatureLoss(gen, MissingNeighbours::FromDense(target), torch::tensor({2.f, 1.f, 0.f}));
   EXPECT_NEAR(loss.item<float>(), 4.f / 3, 1e-6);
 }
 
@@ -81,7 +82,7 @@ TEST(MissingFeatureLossTest, BitIdenticalToTheDirectExpressionAcrossChunks) {
   const torch::Tensor counts = torch::randint(0, 8, {n}).to(torch::kFloat);  // 0 and over max_pred too
   const torch::Tensor base = torch::randn({n, p, f});
   torch::Tensor a = base.clone().requires_grad_(true), b = base.clone().requires_grad_(true);
-  const torch::Tensor ours = MissingFeatureLoss(a, target, counts);
+  const torch::Tensor ours = MissingFeatureLoss(a, MissingNeighbours::FromDense(target), counts);
   const torch::Tensor direct = DirectMissingFeatureLoss(b, target, counts);
   (ours * 3).backward();
   (direct * 3).backward();
