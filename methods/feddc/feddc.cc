@@ -14,6 +14,7 @@
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "glog/logging.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::feddc {
@@ -58,6 +59,21 @@ class FedDcClient final : public fl::ModelClient {
           correction = correction + (p * last_update_[name] - mean_update[name]).sum();
         }
         return 0.5 * alpha * drift + grad_scale * correction;
+      };
+      // How much of the first step is data and how much drift and correction (README, "Adam"): at
+      // theta = w the extra terms' gradient is alpha * h + grad_scale * d_k, the rest is the CE's.
+      bool first_step = true;
+      hooks.after_backward = [&] {
+        if (!first_step || !VLOG_IS_ON(2)) return;
+        first_step = false;
+        torch::NoGradGuard no_grad;
+        for (const auto& [name, p] : params) {
+          if (!p.grad().defined()) continue;
+          const torch::Tensor extra = alpha * drift_[name] + grad_scale * last_update_[name];
+          VLOG(2) << "feddc client " << data_->id << " round " << round.round << " " << name << ": |CE grad| "
+                  << (p.grad() - extra).norm().item<double>() << " |alpha h| " << (alpha * drift_[name]).norm().item<double>()
+                  << " |d_k / (lr E)| " << (grad_scale * last_update_[name]).norm().item<double>();
+        }
       };
     }
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
