@@ -166,6 +166,10 @@ absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& in, const std
   if (e.has_fedprox() && e.method() != "fedprox") return bad("fedprox params set for method " + e.method());
   if (e.has_moon() && e.method() != "moon") return bad("moon params set for method " + e.method());
   if (e.has_feddc() && e.method() != "feddc") return bad("feddc params set for method " + e.method());
+  if (e.has_fedpub() && e.method() != "fedpub" && e.method() != "fedpub+fedtad") {
+    return bad("fedpub params set for method " + e.method());
+  }
+  if (e.fedpub().l1() < 0 || e.fedpub().loc_l2() < 0) return bad("fedpub: l1 and loc_l2 must be >= 0");
   const bool fedtad = e.method() == "fedtad" || absl::EndsWith(e.method(), "+fedtad");
   if (e.has_fedtad() && !fedtad) return bad("fedtad params set for method " + e.method());
   if (e.has_fedtad() && (e.fedtad().reliability_noise() < 0 || e.fedtad().iterations() < 0 ||
@@ -201,6 +205,8 @@ absl::StatusOr<fl::FederationOptions> ToFederationOptions(const proto::Experimen
   if (e.moon().has_mu()) o.method_params["mu"] = e.moon().mu();
   if (e.moon().has_tau()) o.method_params["tau"] = e.moon().tau();
   if (e.feddc().has_alpha()) o.method_params["alpha"] = e.feddc().alpha();
+  if (e.fedpub().has_l1()) o.method_params["l1"] = e.fedpub().l1();
+  if (e.fedpub().has_loc_l2()) o.method_params["loc_l2"] = e.fedpub().loc_l2();
   if (e.has_fedtad()) {
     const proto::FedTadParams& t = e.fedtad();
     o.method_params["reliability"] = static_cast<double>(t.reliability());

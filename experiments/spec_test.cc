@@ -62,6 +62,16 @@ TEST(SpecTest, RejectsUnknownFieldsAndMethodsWithFileAndLine) {
   e.set_method("fedprox+fedtad");
   EXPECT_OK(Resolve(e, "x").status());
   e.clear_fedtad();
+  e.mutable_fedpub()->set_l1(0);  // typed method params only with their method
+  EXPECT_THAT(Resolve(e, "x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fedpub params")));
+  e.set_method("fedpub");
+  ASSERT_OK_AND_ASSIGN(proto::Experiment pub, Resolve(e, "x"));
+  ASSERT_OK_AND_ASSIGN(fl::FederationOptions pub_options, ToFederationOptions(pub, 2024));
+  EXPECT_EQ(pub_options.method_params.at("l1"), 0);
+  EXPECT_EQ(pub_options.method_params.count("loc_l2"), 0u);  // unset: the method's default
+  e.mutable_fedpub()->set_loc_l2(-1);
+  EXPECT_THAT(Resolve(e, "x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("loc_l2")));
+  e.clear_fedpub();
   EXPECT_EQ(GetMethodStatus("fedavg"), MethodStatus::kImplemented);
   e.set_method("fedavg");
   e.set_client_fraction(1.5);
