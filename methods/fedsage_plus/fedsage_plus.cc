@@ -289,7 +289,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     graph_->split = {pad(data_->split.train), pad(data_->split.val), pad(data_->split.test)};
     mended_ = true;
     // The generator's training state is never used again: its optimiser moments (2 × fGen, 560 MB
-    // per client on Coauthor-CS) and the impaired graph's targets ([N, 5, F]) go. NeighGen's
+    // per client on Coauthor-CS) and the impaired graph with its targets go. NeighGen's
     // parameters stay: a checkpoint rebuilds the mended graph from them.
     joint_.reset();
     impaired_view_.reset();
