@@ -74,7 +74,7 @@ struct ImpairedGraph {
 // Hides `hidden` (distinct local ids) from `graph` (features float [N, F]).
 // Example: path 0-1-2-3, hidden {1}: kept [0, 2, 3], num_missing [1, 1, 0], missing (dense)
 // [x1, 0...], [x1, 0...], [0...]. InvalidArgument for an id outside [0, N) or a repeat.
-// complexity: O(N + E + N * max_pred * F).
+// complexity: O(N + E + H * F) for H hidden nodes.
 absl::StatusOr<ImpairedGraph> HideNodes(const graph::CsrGraph& graph, const torch::Tensor& features,
                                         const std::vector<int64_t>& hidden, int64_t max_pred);
 
