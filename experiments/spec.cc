@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "fl/federation_spec.h"
 #include "fl/registry.h"
 #include "nn/models/gnn_model.h"
 #include "graph/io/file.h"
@@ -48,6 +49,11 @@ const std::set<std::string>& PlannedMethods() {
       "fedgkc_base", "fedgkc_smkd", "fedgkc_kama", "locmpa", "fedego_no_pl", "fedego_lambda0p5",
       "fedego_server"};
   return *planned;
+}
+
+absl::Status PrefixError(const absl::Status& s, const std::string& where) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
 }
 
 }  // namespace
@@ -134,109 +140,97 @@ MethodStatus GetMethodStatus(const std::string& method) {
   return MethodStatus::kUnknown;
 }
 
-absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& in, const std::string& where) {
-  proto::Experiment e = in;
-  auto bad = [&](const std::string& what) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
-  };
-  if (e.dataset().empty()) return bad("dataset is required");
-  if (e.method().empty()) return bad("method is required");
-  if (GetMethodStatus(e.method()) == MethodStatus::kUnknown) {
-    return bad(absl::StrCat("unknown method '", e.method(), "'"));
+namespace {
+
+using google::protobuf::FieldDescriptor;
+
+// Experiment's own fields (name, seeds, typed method parameters): those FederationSpec lacks.
+const std::vector<const FieldDescriptor*>& OwnFields() {
+  static const auto* own = [] {
+    auto* v = new std::vector<const FieldDescriptor*>;
+    const google::protobuf::Descriptor* e = proto::Experiment::descriptor();
+    for (int i = 0; i < e->field_count(); ++i) {
+      if (fl::proto::FederationSpec::descriptor()->FindFieldByNumber(e->field(i)->number()) == nullptr) {
+        v->push_back(e->field(i));
+      }
+    }
+    return v;
+  }();
+  return *own;
+}
+
+// The typed method-parameter fields that are set (fedprox, fedtad, ...).
+std::vector<const FieldDescriptor*> SetParamFields(const proto::Experiment& e) {
+  std::vector<const FieldDescriptor*> set;
+  for (const FieldDescriptor* f : OwnFields()) {
+    if (f->type() == FieldDescriptor::TYPE_MESSAGE && e.GetReflection()->HasField(e, f)) set.push_back(f);
   }
-  if (e.partitioner().empty()) e.set_partitioner("louvain");
-  if (e.clients() == 0) e.set_clients(10);
-  if (e.partition_seed() == 0) e.set_partition_seed(2024);
-  if (e.split().empty()) e.set_split("stratified:train=0.2,val=0.4");
-  if (e.model().empty()) e.set_model("gcn:layers=2,hidden=64,dropout=0.5");
-  if (e.rounds() == 0) e.set_rounds(100);
-  if (e.local_epochs() == 0) e.set_local_epochs(3);
-  if (e.lr() == 0) e.set_lr(0.01);
-  if (!e.has_weight_decay()) e.set_weight_decay(5e-4);
-  if (e.client_fraction() == 0) e.set_client_fraction(1.0);
-  if (e.eval().model().empty()) e.mutable_eval()->set_model("global");
-  if (e.eval().weighting().empty()) e.mutable_eval()->set_weighting("node");
-  if (e.eval().round().empty()) e.mutable_eval()->set_round("best_val");
-  // false is the default: spelled or not, the same experiment (and the same cache key).
-  if (e.eval().has_dropout_at_eval() && !e.eval().dropout_at_eval()) e.mutable_eval()->clear_dropout_at_eval();
+  return set;
+}
+
+// The FederationSpec fields of an Experiment (same numbers: a wire-format copy), without params.
+fl::proto::FederationSpec SpecFields(const proto::Experiment& e) {
+  fl::proto::FederationSpec spec;
+  spec.ParseFromString(e.SerializeAsString());
+  spec.DiscardUnknownFields();
+  return spec;
+}
+
+}  // namespace
+
+absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& in, const std::string& where) {
+  if (in.method().empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": method is required"));
+  if (GetMethodStatus(in.method()) == MethodStatus::kUnknown) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": unknown method '", in.method(), "'"));
+  }
+  FGL_ASSIGN_OR_RETURN(const fl::proto::FederationSpec spec, fl::ResolveFederationSpec(SpecFields(in), where));
+  proto::Experiment e;
+  e.ParseFromString(spec.SerializeAsString());
+  proto::Experiment own = in;
+  own.GetReflection()->SwapFields(&own, &e, OwnFields());
   if (e.seeds().empty()) {
     for (uint64_t s : {2024, 1, 2}) e.add_seeds(s);
   }
-  if (e.method() == "fedprox" && !e.has_fedprox()) e.mutable_fedprox()->set_mu(1e-3);
-  if (e.has_fedprox() && e.method() != "fedprox") return bad("fedprox params set for method " + e.method());
-  if (e.has_moon() && e.method() != "moon") return bad("moon params set for method " + e.method());
-  if (e.has_feddc() && e.method() != "feddc") return bad("feddc params set for method " + e.method());
-  if (e.has_fedpub() && e.method() != "fedpub" && e.method() != "fedpub+fedtad") {
-    return bad("fedpub params set for method " + e.method());
+  // results-v1 cache keys were computed with FedProx's mu spelled out in every FedProx spec.
+  if (e.method() == "fedprox" && !e.has_fedprox()) e.mutable_fedprox()->set_mu(e.fedprox().mu());
+  if (GetMethodStatus(e.method()) != MethodStatus::kImplemented) return e;
+  if (e.method() == "centralized") {
+    if (!SetParamFields(e).empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": centralized takes no params"));
+    return e;
   }
-  if (e.fedpub().l1() < 0 || e.fedpub().loc_l2() < 0) return bad("fedpub: l1 and loc_l2 must be >= 0");
-  const bool fedtad = e.method() == "fedtad" || absl::EndsWith(e.method(), "+fedtad");
-  if (e.has_fedtad() && !fedtad) return bad("fedtad params set for method " + e.method());
-  if (e.has_fedtad() && (e.fedtad().reliability_noise() < 0 || e.fedtad().iterations() < 0 ||
-                         e.fedtad().generator_steps() < 0 || e.fedtad().distill_steps() < 0)) {
-    return bad("fedtad: reliability_noise and step counts must be >= 0");
+  // Only the method's own parameter messages (and its plug-ins') may be set; then their values.
+  FGL_ASSIGN_OR_RETURN(const fl::MethodFactories method, fl::FindMethod(e.method()));
+  for (const FieldDescriptor* f : SetParamFields(e)) {
+    bool accepted = false;
+    std::vector<std::string> takes;
+    for (const fl::ParamsSpec& p : method.params) {
+      accepted |= p.type == f->message_type();
+      for (const FieldDescriptor* g : OwnFields()) {
+        if (g->message_type() == p.type) takes.push_back(g->name());
+      }
+    }
+    if (!accepted) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", f->name(), " params set for method '", e.method(),
+                                                     "', which takes ", takes.empty() ? "none" : absl::StrJoin(takes, ", ")));
+    }
+    // Named as the user spells them (fedtad.knn), before fl names them by type.
+    FGL_RETURN_IF_ERROR(PrefixError(fl::CheckFinite(e.GetReflection()->GetMessage(e, f), f->name()), where));
   }
-  if (e.clients() < 0) return bad(absl::StrCat("clients = ", e.clients()));
-  if (e.rounds() < 0 || e.local_epochs() < 0) return bad("rounds and local_epochs must be >= 0");
-  if (e.lr() < 0 || e.weight_decay() < 0) return bad("lr and weight_decay must be >= 0");
-  if (e.client_fraction() <= 0 || e.client_fraction() > 1) {
-    return bad(absl::StrCat("client_fraction = ", e.client_fraction(), " outside (0, 1]"));
-  }
-  const std::set<std::string> models = {"global", "local", "personalized"}, weightings = {"node", "unweighted"},
-                              rounds = {"best_val", "last", "best_test"};
-  if (!models.count(e.eval().model())) return bad("eval.model = " + e.eval().model());
-  if (!weightings.count(e.eval().weighting())) return bad("eval.weighting = " + e.eval().weighting());
-  if (!rounds.count(e.eval().round())) return bad("eval.round = " + e.eval().round());
+  FGL_RETURN_IF_ERROR(PrefixError(fl::CheckMethod(ToFederationSpec(e)).status(), where));
   return e;
 }
 
-absl::StatusOr<fl::FederationOptions> ToFederationOptions(const proto::Experiment& e, uint64_t seed) {
-  fl::FederationOptions o;
-  o.dataset = e.dataset();
-  o.data_dir = e.data_dir();
-  o.partitioner = e.partitioner();
-  o.clients = e.clients();
-  o.partition_seed = e.partition_seed();
-  o.split = e.split();
-  o.method = e.method();
-  o.model = e.model();
-  o.shared_group = e.shared_group();
-  if (e.has_fedprox()) o.method_params["mu"] = e.fedprox().mu();
-  if (e.moon().has_mu()) o.method_params["mu"] = e.moon().mu();
-  if (e.moon().has_tau()) o.method_params["tau"] = e.moon().tau();
-  if (e.feddc().has_alpha()) o.method_params["alpha"] = e.feddc().alpha();
-  if (e.fedpub().has_l1()) o.method_params["l1"] = e.fedpub().l1();
-  if (e.fedpub().has_loc_l2()) o.method_params["loc_l2"] = e.fedpub().loc_l2();
-  if (e.has_fedtad()) {
-    const proto::FedTadParams& t = e.fedtad();
-    o.method_params["reliability"] = static_cast<double>(t.reliability());
-    o.method_params["reliability_noise"] = t.reliability_noise();
-    o.method_params["loss_form"] = static_cast<double>(t.loss_form());
-    if (t.has_iterations()) o.method_params["iterations"] = t.iterations();
-    if (t.has_generator_steps()) o.method_params["generator_steps"] = t.generator_steps();
-    if (t.has_distill_steps()) o.method_params["distill_steps"] = t.distill_steps();
-    if (t.has_lambda_sem()) o.method_params["lambda_sem"] = t.lambda_sem();
-    if (t.has_lambda_div()) o.method_params["lambda_div"] = t.lambda_div();
-    if (t.has_use_sem()) o.method_params["use_sem"] = t.use_sem();
-    if (t.has_use_div()) o.method_params["use_div"] = t.use_div();
-    if (t.has_use_diverg()) o.method_params["use_diverg"] = t.use_diverg();
-    if (t.has_self_loop_weight()) o.method_params["self_loop_weight"] = t.self_loop_weight();
-    if (t.real_graph()) o.method_params["oracle_graph"] = 1;
+fl::proto::FederationSpec ToFederationSpec(const proto::Experiment& resolved) {
+  fl::proto::FederationSpec spec = SpecFields(resolved);
+  for (const FieldDescriptor* f : SetParamFields(resolved)) {
+    spec.add_method_params()->PackFrom(resolved.GetReflection()->GetMessage(resolved, f));
   }
-  o.rounds = e.rounds();
-  o.local_epochs = e.local_epochs();
-  o.lr = e.lr();
-  o.weight_decay = e.weight_decay();
-  o.client_fraction = e.client_fraction();
-  o.eval.model = e.eval().model() == "local"          ? fl::EvalProtocol::Model::kLocal
-                 : e.eval().model() == "personalized" ? fl::EvalProtocol::Model::kPersonalized
-                                                      : fl::EvalProtocol::Model::kGlobal;
-  o.eval.node_weighted = e.eval().weighting() == "node";
-  o.eval.round = e.eval().round() == "last"        ? fl::EvalProtocol::Round::kLast
-                 : e.eval().round() == "best_test" ? fl::EvalProtocol::Round::kBestTest
-                                                   : fl::EvalProtocol::Round::kBestVal;
-  o.eval.dropout_at_eval = e.eval().dropout_at_eval();
-  if (o.method == "local") o.eval.model = fl::EvalProtocol::Model::kLocal;
+  return spec;
+}
+
+fl::FederationOptions ToFederationOptions(const proto::Experiment& resolved, uint64_t seed) {
+  fl::FederationOptions o;
+  o.spec = ToFederationSpec(resolved);
   o.seed = seed;
   return o;
 }

@@ -23,8 +23,9 @@ absl::StatusOr<proto::Table> LoadTable(const std::string& path);
 // "clients=5", "eval.dropout_at_eval=true", "fedprox.mu=0.01").
 absl::Status ApplySet(const std::string& assignment, proto::Experiment* experiment);
 
-// Fills defaults (partition_seed 2024, rounds 100, local_epochs 3, lr 0.01, wd 5e-4, fraction
-// 1, split 20/40/40, seeds [2024, 1, 2], ...). `where` names the spec in errors.
+// Fills the FederationSpec defaults (fl::ResolveFederationSpec) and seeds [2024, 1, 2], and checks
+// every value: ranges, finiteness, the method's own parameter messages and their values. Errors
+// name `where`, the field and the value.
 absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& experiment, const std::string& where);
 
 // Method status: implemented (registered), planned (a baseline of the papers not built yet),
@@ -36,8 +37,10 @@ MethodStatus GetMethodStatus(const std::string& method);
 // SAGE): such cells are reported as not implemented rather than run with another model.
 bool ModelImplemented(const std::string& model_specs);
 
-// A resolved experiment as simulator options for one training seed.
-absl::StatusOr<fl::FederationOptions> ToFederationOptions(const proto::Experiment& resolved, uint64_t seed);
+// A resolved experiment as the run's FederationSpec (typed parameters packed into method_params),
+// and as simulator options for one training seed.
+fl::proto::FederationSpec ToFederationSpec(const proto::Experiment& resolved);
+fl::FederationOptions ToFederationOptions(const proto::Experiment& resolved, uint64_t seed);
 
 // The experiment of one table cell: base, then row, column and cell overrides.
 absl::StatusOr<proto::Experiment> CellExperiment(const proto::Table& table, const proto::Cell& cell);
@@ -47,6 +50,9 @@ absl::Status ValidateTable(const proto::Table& table, const std::string& where);
 
 // Canonical text of a resolved experiment (the cache key's input).
 std::string CanonicalText(const proto::Experiment& resolved);
+
+// The result version in every cache key; bump it when a change alters what a cached result means.
+inline constexpr char kResultVersion[] = "results-v1";
 
 // The result-cache key of one run: a hash of `version`, the resolved experiment without its name,
 // seed list and data root, and `seed`. Any hyperparameter, the seed or the version changes it.

@@ -1,8 +1,14 @@
 #include "experiments/spec.h"
 
-#include <fstream>
+#include <google/protobuf/text_format.h>
 
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "methods/fedprox/fedprox.pb.h"
+#include "methods/fedpub/fedpub.pb.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
 
@@ -32,11 +38,14 @@ TEST(SpecTest, LoadsResolvesAndConverts) {
   EXPECT_EQ(r.rounds(), 100);
   EXPECT_EQ(r.partition_seed(), 2024u);
   EXPECT_EQ(r.seeds_size(), 3);
-  ASSERT_OK_AND_ASSIGN(fl::FederationOptions o, ToFederationOptions(r, 7));
-  EXPECT_EQ(o.method_params.at("mu"), 0.01);
-  EXPECT_TRUE(o.eval.dropout_at_eval);
+  const fl::FederationOptions o = ToFederationOptions(r, 7);
+  ASSERT_EQ(o.spec.method_params_size(), 1);
+  methods::fedprox::FedProxParams mu;
+  ASSERT_TRUE(o.spec.method_params(0).UnpackTo(&mu));
+  EXPECT_EQ(mu.mu(), 0.01);
+  EXPECT_TRUE(o.eval().dropout_at_eval);
   EXPECT_EQ(o.seed, 7u);
-  EXPECT_EQ(o.clients, 5);
+  EXPECT_EQ(o.spec.clients(), 5);
 }
 
 TEST(SpecTest, RejectsUnknownFieldsAndMethodsWithFileAndLine) {
@@ -66,9 +75,13 @@ TEST(SpecTest, RejectsUnknownFieldsAndMethodsWithFileAndLine) {
   EXPECT_THAT(Resolve(e, "x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fedpub params")));
   e.set_method("fedpub");
   ASSERT_OK_AND_ASSIGN(proto::Experiment pub, Resolve(e, "x"));
-  ASSERT_OK_AND_ASSIGN(fl::FederationOptions pub_options, ToFederationOptions(pub, 2024));
-  EXPECT_EQ(pub_options.method_params.at("l1"), 0);
-  EXPECT_EQ(pub_options.method_params.count("loc_l2"), 0u);  // unset: the method's default
+  const fl::FederationOptions pub_options = ToFederationOptions(pub, 2024);
+  methods::fedpub::FedPubParams pub_params;
+  ASSERT_EQ(pub_options.spec.method_params_size(), 1);
+  ASSERT_TRUE(pub_options.spec.method_params(0).UnpackTo(&pub_params));
+  EXPECT_EQ(pub_params.l1(), 0);
+  EXPECT_FALSE(pub_params.has_loc_l2());  // unset: the declared default
+  EXPECT_EQ(pub_params.loc_l2(), 1e-3);
   e.mutable_fedpub()->set_loc_l2(-1);
   EXPECT_THAT(Resolve(e, "x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("loc_l2")));
   e.clear_fedpub();
@@ -139,6 +152,94 @@ TEST(SpecTest, SetOverridesAndCanonicalTextKeysTheCache) {
   a2.set_name("renamed");
   a2.add_seeds(99);
   EXPECT_EQ(ResultCacheKey(a, 1, "v1"), ResultCacheKey(a2, 1, "v1"));
+}
+
+// Zero is a value, not "unset"; non-finite numbers never reach a run. Each error names the option.
+TEST(SpecTest, RejectsZeroNonFiniteAndOutOfRangeValuesNamingTheField) {
+  auto resolve_with = [](const std::string& set) {
+    proto::Experiment e;
+    e.set_dataset("cora");
+    e.set_method("fedtad");
+    if (absl::Status s = ApplySet(set, &e); !s.ok()) return s;
+    return Resolve(e, "flags").status();
+  };
+  EXPECT_THAT(resolve_with("clients=0"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clients = 0")));
+  EXPECT_THAT(resolve_with("rounds=0"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rounds = 0")));
+  EXPECT_THAT(resolve_with("client_fraction=0"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("client_fraction = 0")));
+  EXPECT_THAT(resolve_with("lr=nan"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lr = nan")));
+  EXPECT_THAT(resolve_with("lr=0"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lr = 0")));
+  EXPECT_THAT(resolve_with("weight_decay=inf"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("weight_decay = inf")));
+  EXPECT_THAT(resolve_with("fedtad.generator_lr=nan"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fedtad.generator_lr = nan")));
+  EXPECT_THAT(resolve_with("fedtad.knn=0"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fedtad.knn = 0")));
+  EXPECT_THAT(resolve_with("fedtad.kNN=3"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no field 'kNN'")));
+  EXPECT_THAT(resolve_with("eval.model=glob"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("eval.model = glob")));
+  // A real zero where zero means something: weight decay 0 and partition seed 0 are kept.
+  proto::Experiment e;
+  e.set_dataset("cora");
+  e.set_method("fedavg");
+  ASSERT_OK(ApplySet("weight_decay=0", &e));
+  ASSERT_OK(ApplySet("partition_seed=0", &e));
+  ASSERT_OK_AND_ASSIGN(proto::Experiment r, Resolve(e, "x"));
+  EXPECT_EQ(r.weight_decay(), 0);
+  EXPECT_EQ(r.partition_seed(), 0u);
+}
+
+// Every documented option is reachable: each field of a method's params proto can be set from a
+// textproto and from --set, and arrives in the run's FederationSpec.
+TEST(SpecTest, EveryMethodParameterIsSettableAndTravelsToTheRun) {
+  const google::protobuf::Descriptor* d = proto::Experiment::descriptor();
+  int fields = 0;
+  for (int i = 0; i < d->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* params = d->field(i);
+    if (params->message_type() == nullptr || params->name() == "eval") continue;
+    // The method that takes these params (the field is named after it).
+    const std::string method = params->name();
+    for (int j = 0; j < params->message_type()->field_count(); ++j) {
+      const google::protobuf::FieldDescriptor* f = params->message_type()->field(j);
+      proto::Experiment e;
+      e.set_dataset("cora");
+      e.set_method(method);
+      // The field's own default, set explicitly, is always valid.
+      std::string value;
+      const google::protobuf::Message& defaults =
+          *google::protobuf::MessageFactory::generated_factory()->GetPrototype(params->message_type());
+      google::protobuf::TextFormat::PrintFieldValueToString(defaults, f, -1, &value);
+      if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_BOOL) value = f->default_value_bool() ? "true" : "false";
+      if (method == "fedsage_plus" && f->name() == "cross_client") value = "true";
+      const absl::Status set = ApplySet(absl::StrCat(method, ".", f->name(), "=", value), &e);
+      ASSERT_TRUE(set.ok()) << f->full_name() << ": " << set;
+      absl::StatusOr<proto::Experiment> r = Resolve(e, "x");
+      ASSERT_TRUE(r.ok()) << f->full_name() << "=" << value << ": " << r.status();
+      const fl::proto::FederationSpec spec = ToFederationSpec(*r);
+      ASSERT_EQ(spec.method_params_size(), 1) << f->full_name();
+      std::unique_ptr<google::protobuf::Message> got(defaults.New());
+      ASSERT_TRUE(spec.method_params(0).UnpackTo(got.get()));
+      EXPECT_TRUE(got->GetReflection()->HasField(*got, f)) << f->full_name();
+      ++fields;
+    }
+  }
+  EXPECT_GE(fields, 40);
+}
+
+// Experiment carries FederationSpec's fields flat: same names, numbers and types, so a
+// serialised Experiment is a FederationSpec.
+TEST(SpecTest, ExperimentCarriesEveryFederationSpecField) {
+  const google::protobuf::Descriptor* spec = fl::proto::FederationSpec::descriptor();
+  const google::protobuf::Descriptor* experiment = proto::Experiment::descriptor();
+  for (int i = 0; i < spec->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = spec->field(i);
+    if (f->name() == "method_params") continue;  // built from Experiment's typed fields
+    const google::protobuf::FieldDescriptor* g = experiment->FindFieldByNumber(f->number());
+    ASSERT_NE(g, nullptr) << f->name();
+    EXPECT_EQ(g->name(), f->name());
+    EXPECT_EQ(g->type(), f->type()) << f->name();
+    EXPECT_EQ(g->has_presence(), f->has_presence()) << f->name();
+    EXPECT_EQ(g->message_type(), f->message_type()) << f->name();
+  }
+  EXPECT_EQ(experiment->FindFieldByNumber(spec->FindFieldByName("method_params")->number()), nullptr);
 }
 
 TEST(TableTest, CellsMergeBaseRowColumnAndRejectBadKeys) {

@@ -15,10 +15,10 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -27,11 +27,15 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "experiments/report.h"
 #include "experiments/spec.h"
+#include "fl/proto/checkpoint.pb.h"
+#include "fl/proto/federation.pb.h"
+#include "fl/proto_json.h"
 #include "glog/logging.h"
 #include "graph/datasets.h"
 #include "graph/io/file.h"
@@ -58,9 +62,6 @@ extern char** environ;
 namespace fgl::experiments {
 namespace {
 
-// Bump when a change alters what a cached result means (e.g. a new evaluation rule).
-constexpr char kResultVersion[] = "results-v1";
-
 std::string Workspace() {
   const char* w = std::getenv("BUILD_WORKSPACE_DIRECTORY");
   if (w && *w) return w;
@@ -81,32 +82,52 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
-std::string CommandOutput(const std::string& cmd) {
+// The standard output of a command (found on PATH), trimmed; empty when it cannot run or fails.
+std::string CommandOutput(const std::vector<std::string>& args) {
+  char path[] = "/tmp/fgl-table-cmd-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return "";
+  close(fd);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, path, O_WRONLY | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
   std::string out;
-  if (FILE* f = popen(cmd.c_str(), "r")) {
-    char buf[256];
-    while (fgets(buf, sizeof(buf), f)) out += buf;
-    pclose(f);
+  if (posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) out = Slurp(path);
   }
+  posix_spawn_file_actions_destroy(&fa);
+  std::remove(path);
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return out;
 }
 
-bool ParseTestAcc(const std::string& json, double* acc) {
-  static const std::regex re("\"test_acc\":([-0-9.eE+]+)");
-  std::smatch m;
-  if (!std::regex_search(json, m, re)) return false;
-  *acc = std::stod(m[1]);
+// A run's result.json (fl.proto.RunResult); false when missing or unreadable (the run is redone).
+bool ReadResult(const std::string& path, fl::proto::RunResult* result) {
+  const std::string json = Slurp(path);
+  if (json.empty()) return false;
+  if (absl::Status s = fl::FromJson(json, result, path); !s.ok()) {
+    LOG(WARNING) << s;
+    return false;
+  }
   return true;
 }
 
-// The run's own wall time (seconds), as //experiments:run logged it.
-bool ParseWallSeconds(const std::string& json, double* seconds) {
-  static const std::regex re("\"wall_s\":([-0-9.eE+]+)");
-  std::smatch m;
-  if (!std::regex_search(json, m, re)) return false;
-  *seconds = std::stod(m[1]);
-  return true;
+// The seed_<s> directory a one-seed run wrote under `out_dir`, or "".
+std::string SeedDirectory(const std::string& out_dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(out_dir, ec)) {
+    if (entry.is_directory() && absl::StartsWith(entry.path().filename().string(), "seed_")) {
+      return entry.path().string();
+    }
+  }
+  return "";
 }
 
 struct Job {
@@ -179,7 +200,7 @@ int Run() {
       return 1;
     }
     if (quick) {
-      exp->set_rounds(std::min(exp->rounds() == 0 ? 100 : exp->rounds(), 3));
+      exp->set_rounds(std::min(exp->has_rounds() ? exp->rounds() : 100, 3));
     }
     exp->set_data_dir(data_dir);
     const std::string where = absl::StrCat(table_path, " cell (", cell.row(), ", ", cell.column(), ")");
@@ -227,11 +248,9 @@ int Run() {
       job.cell_key = hash;
       job.result_path = absl::StrCat(cache, "/", hash, ".json");
       job.rounds_path = absl::StrCat(cache, "/", hash, ".rounds.jsonl");
-      double acc;
-      const std::string cached = Slurp(job.result_path);
-      if (ParseTestAcc(cached, &acc)) {
-        r.values.push_back(acc);
-        if (double s; ParseWallSeconds(cached, &s)) r.run_seconds += s;
+      if (fl::proto::RunResult cached; ReadResult(job.result_path, &cached)) {
+        r.values.push_back(cached.test_acc());
+        r.run_seconds += cached.wall_s();
         if (!first_rounds.count(key)) first_rounds[key] = job.rounds_path;
         continue;
       }
@@ -284,16 +303,15 @@ int Run() {
     running.erase(it);
     ++done;
     CellResult& r = results[job_cell[j.cell_key]];
-    double acc;
-    std::string seed_dir;
     // run --spec --out=DIR writes DIR/seed_<s>/result.json.
-    const std::string listing = CommandOutput("ls -d " + j.out_dir + "/seed_* 2>/dev/null | head -1");
-    const std::string json = Slurp(listing + "/result.json");
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && ParseTestAcc(json, &acc)) {
-      std::ofstream(j.result_path) << json;
-      std::ofstream(j.rounds_path) << Slurp(listing + "/rounds.jsonl");
-      r.values.push_back(acc);
-      if (double s; ParseWallSeconds(json, &s)) r.run_seconds += s;
+    const std::string seed_dir = SeedDirectory(j.out_dir);
+    fl::proto::RunResult result;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !seed_dir.empty() &&
+        ReadResult(seed_dir + "/result.json", &result)) {
+      std::ofstream(j.result_path) << Slurp(seed_dir + "/result.json");
+      std::ofstream(j.rounds_path) << Slurp(seed_dir + "/rounds.jsonl");
+      r.values.push_back(result.test_acc());
+      r.run_seconds += result.wall_s();
       if (!first_rounds.count(job_cell[j.cell_key])) first_rounds[job_cell[j.cell_key]] = j.rounds_path;
     } else {
       r.state = CellResult::State::kFailed;
@@ -319,11 +337,11 @@ int Run() {
       plot_column = c.label().empty() ? c.key() : c.label();
       Series s;
       s.label = row.label().empty() ? row.key() : row.label();
-      static const std::regex re("\"round\":([0-9]+),\"val_acc\":[-0-9.eE+]+,\"test_acc\":([-0-9.eE+]+)");
       std::istringstream lines(Slurp(it->second));
       for (std::string line; std::getline(lines, line);) {
-        std::smatch m;
-        if (std::regex_search(line, m, re)) s.points.emplace_back(std::stoi(m[1]), std::stod(m[2]));
+        fl::proto::RoundRecord round;
+        if (line.empty() || !fl::FromJson(line, &round, it->second).ok()) continue;
+        s.points.emplace_back(round.round(), round.test_acc());
       }
       series.push_back(std::move(s));
     }
@@ -340,9 +358,9 @@ int Run() {
   char date[64];
   std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   prov.date = date;
-  prov.commit = CommandOutput("git -C '" + Workspace() + "' rev-parse --short HEAD 2>/dev/null");
+  prov.commit = CommandOutput({"git", "-C", Workspace(), "rev-parse", "--short", "HEAD"});
   if (prov.commit.empty()) prov.commit = "unknown";
-  if (!CommandOutput("git -C '" + Workspace() + "' status --porcelain --untracked-files=no 2>/dev/null").empty()) {
+  if (!CommandOutput({"git", "-C", Workspace(), "status", "--porcelain", "--untracked-files=no"}).empty()) {
     prov.commit += " (with uncommitted changes)";
   }
   struct utsname u;

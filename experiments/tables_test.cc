@@ -1,9 +1,16 @@
 // Every transcribed paper table loads, validates, and resolves every cell to a valid experiment.
 #include <dirent.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "experiments/spec.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
@@ -45,6 +52,47 @@ TEST(TablesTest, EveryTableLoadsAndEveryCellResolves) {
     }
   }
   EXPECT_GT(cells, 900);
+}
+
+// Every committed report lists the result-cache key of each run behind it. The keys the code
+// computes today must be those: a change of spec encoding that moved them would silently orphan
+// every cached run (and with it the reports' regeneration with --cached_only).
+TEST(TablesTest, CommittedReportsKeepTheirResultCacheKeys) {
+  int checked = 0;
+  for (const auto& paper : std::filesystem::directory_iterator("experiments/reports")) {
+    for (const auto& report : std::filesystem::directory_iterator(paper.path())) {
+      if (report.path().extension() != ".md") continue;
+      const std::string table_path = absl::StrCat("experiments/", paper.path().filename().string(), "/",
+                                                   report.path().stem().string(), ".textproto");
+      ASSERT_OK_AND_ASSIGN(proto::Table table, LoadTable(table_path));
+      std::ifstream in(report.path());
+      bool in_hashes = false;
+      for (std::string line; std::getline(in, line);) {
+        if (absl::StrContains(line, "Spec hashes")) in_hashes = true;
+        if (absl::StrContains(line, "</details>")) in_hashes = false;
+        absl::string_view rest = line;
+        if (!in_hashes || !absl::ConsumePrefix(&rest, "- ")) continue;
+        // "- row/column/seed 2024: `d55ff6cd4e78e6cb`"
+        const std::vector<std::string> parts = absl::StrSplit(rest, absl::MaxSplits(": `", 1));
+        ASSERT_EQ(parts.size(), 2u) << line;
+        const std::vector<std::string> id = absl::StrSplit(parts[0], '/');
+        ASSERT_EQ(id.size(), 3u) << line;
+        uint64_t seed = 0;
+        ASSERT_TRUE(absl::SimpleAtoi(absl::StripPrefix(id[2], "seed "), &seed)) << line;
+        const proto::Cell* cell = nullptr;
+        for (const proto::Cell& c : table.cells()) {
+          if (c.row() == id[0] && c.column() == id[1]) cell = &c;
+        }
+        ASSERT_NE(cell, nullptr) << report.path() << ": " << line;
+        ASSERT_OK_AND_ASSIGN(proto::Experiment e, CellExperiment(table, *cell));
+        ASSERT_OK_AND_ASSIGN(proto::Experiment resolved, Resolve(e, table_path));
+        EXPECT_EQ(absl::StrCat("`", ResultCacheKey(resolved, seed, kResultVersion), "`"), absl::StrCat("`", parts[1]))
+            << report.path() << ": " << line;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 600);
 }
 
 }  // namespace

@@ -5,13 +5,13 @@
 
 #include <torch/torch.h>
 
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "fl/method_params.h"
 #include "fl/proto/message.pb.h"
 #include "fl/tensor_codec.h"
 #include "graph/dataset.h"
@@ -47,17 +47,23 @@ struct MethodConfig {
   double lr = 0.01;
   double weight_decay = 5e-4;
   bool dropout_at_eval = false;  // FedTAD's official code evaluates with dropout on
-  std::map<std::string, double> params;  // method-specific, e.g. {"mu": 0.001}
+  // The typed parameters of the method and its plug-ins (fl/method_params.h): read them with
+  // MethodParams<P>(config).
+  std::vector<google::protobuf::Any> params;
   uint64_t seed = 0;
   torch::Device device = torch::kCPU;
   // The whole dataset (every node and edge, no split), for oracle ablations that give the server
   // real data (FedTAD-r-eq). Set for the server only, only by the simulator, and only when
-  // params["oracle_graph"] is 1; a transport server has no data and refuses such runs.
+  // the method's parameters ask for it (ParamsSpec::server_needs_dataset); a transport server has
+  // no data and refuses such runs.
   std::shared_ptr<const ClientData> oracle_graph;
-
-  // params[key], or `fallback` when absent.
-  double Param(const std::string& key, double fallback) const;
 };
+
+// The run's parameters of type P (P's declared defaults when the spec sets none).
+template <typename P>
+absl::StatusOr<P> MethodParams(const MethodConfig& config) {
+  return UnpackParams<P>(config.params);
+}
 
 class ClientAlgorithm {
  public:

@@ -1,18 +1,35 @@
 #include "fl/federation.h"
 
+#include <google/protobuf/text_format.h>
+
 #include "absl/strings/str_cat.h"
 
 namespace fgl::fl {
 
+EvalProtocol FederationOptions::eval() const {
+  const proto::EvalProtocol& e = spec.eval();
+  EvalProtocol p;
+  p.model = e.model() == "local"          ? EvalProtocol::Model::kLocal
+            : e.model() == "personalized" ? EvalProtocol::Model::kPersonalized
+                                          : EvalProtocol::Model::kGlobal;
+  if (spec.method() == "local") p.model = EvalProtocol::Model::kLocal;
+  p.node_weighted = e.weighting() != "unweighted";
+  p.round = e.round() == "last"        ? EvalProtocol::Round::kLast
+            : e.round() == "best_test" ? EvalProtocol::Round::kBestTest
+                                       : EvalProtocol::Round::kBestVal;
+  p.dropout_at_eval = e.dropout_at_eval();
+  return p;
+}
+
 std::string FederationOptions::Fingerprint() const {
-  std::string params;
-  for (const auto& [k, v] : method_params) absl::StrAppend(&params, k, "=", v, ";");
-  return absl::StrCat("dataset=", dataset, "|partitioner=", partitioner, "|clients=", clients,
-                      "|partition_seed=", partition_seed, "|split=", split, "|method=", method,
-                      "|model=", model, "|shared=", shared_group, "|params=", params,
-                      "|local_epochs=", local_epochs, "|lr=", lr, "|wd=", weight_decay,
-                      "|fraction=", client_fraction, "|eval=", eval.Card(), "|seed=", seed,
-                      "|device=", device);
+  proto::FederationSpec keyed = spec;
+  keyed.clear_data_dir();
+  keyed.clear_rounds();
+  std::string text;
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetSingleLineMode(true);
+  printer.PrintToString(keyed, &text);
+  return absl::StrCat(text, "|seed=", seed, "|device=", device);
 }
 
 std::string EvalProtocol::Card() const {

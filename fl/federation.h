@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "fl/proto/federation.pb.h"
+
 namespace fgl::fl {
 
 // How a result is scored; recorded with every result.
@@ -24,25 +26,10 @@ struct EvalProtocol {
   std::string Card() const;  // e.g. "model=global weighting=node round=best_val dropout_at_eval=0"
 };
 
+// One run: a resolved FederationSpec (fl/federation_spec.h), its training seed, and how the run
+// executes (none of which changes its numbers, except `device`).
 struct FederationOptions {
-  std::string dataset = "cora";
-  std::string data_dir;  // empty: $FGL_DATA_DIR, else ./data
-  std::string partitioner = "louvain";
-  int clients = 10;
-  uint64_t partition_seed = 2024;  // partition and splits: fixed across training seeds
-  std::string split = "stratified:train=0.2,val=0.4";
-  std::string method = "fedavg";  // a registered method, or "centralized"
-  // One spec for every client, or several separated by ';' (client k gets spec k mod n, as
-  // FedGKC assigns architectures); the server's model is the first.
-  std::string model = "gcn:layers=2,hidden=64,dropout=0.5";
-  std::string shared_group;  // "" (whole model), "head" or "body": what averaging methods share
-  std::map<std::string, double> method_params;
-  int rounds = 100;
-  int local_epochs = 3;
-  double lr = 0.01;
-  double weight_decay = 5e-4;
-  double client_fraction = 1.0;
-  EvalProtocol eval;
+  proto::FederationSpec spec;
   uint64_t seed = 2024;  // training: initialisation, dropout, client sampling
   std::string cache_dir;  // partition cache; empty: graph::DefaultPartitionCacheDir()
   std::string device = "cpu";
@@ -54,6 +41,8 @@ struct FederationOptions {
   int checkpoint_every = 0;
   bool resume = false;
 
+  // The spec's evaluation protocol ("local" methods are always scored on their own models).
+  EvalProtocol eval() const;
   // Every option that affects results except `rounds` (a resumed run may run longer).
   std::string Fingerprint() const;
 };

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "glog/logging.h"
+#include "fl/federation_spec.h"
 #include "graph/datasets.h"
 #include "graph/partition/partition_cache.h"
 #include "graph/partition/partitioner_registry.h"
@@ -19,11 +20,14 @@
 
 namespace fgl::fl {
 
-absl::Status ValidateOptions(const FederationOptions& o) {
-  if (o.rounds < 1 || o.local_epochs < 0 || !(o.client_fraction > 0) || o.client_fraction > 1) {
-    return absl::InvalidArgumentError("need rounds >= 1, local_epochs >= 0, client_fraction in (0, 1]");
+absl::StatusOr<FederationOptions> ResolveOptions(FederationOptions o) {
+  FGL_ASSIGN_OR_RETURN(o.spec, ResolveFederationSpec(std::move(o.spec), "run"));
+  FGL_RETURN_IF_ERROR(CheckMethod(o.spec).status());
+  if (o.threads < 1) return absl::InvalidArgumentError(absl::StrCat("threads = ", o.threads, ": must be >= 1"));
+  if (o.checkpoint_every < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint_every = ", o.checkpoint_every, ": must be >= 0"));
   }
-  return absl::OkStatus();
+  return o;
 }
 
 absl::StatusOr<std::shared_ptr<ClientData>> MakeClientData(int id, graph::Dataset data,
@@ -42,17 +46,17 @@ absl::StatusOr<std::shared_ptr<ClientData>> MakeClientData(int id, graph::Datase
 }
 
 absl::StatusOr<graph::NodeSplit> ClientSplit(const FederationOptions& o, const graph::Dataset& sub, int k) {
-  return graph::MakeSplit(o.split, sub, graph::Rng::Derive(o.partition_seed, absl::StrCat("split/", k)));
+  return graph::MakeSplit(o.spec.split(), sub, graph::Rng::Derive(o.spec.partition_seed(), absl::StrCat("split/", k)));
 }
 
 absl::StatusOr<PartitionedDataset> LoadPartitionedDataset(const FederationOptions& o) {
   PartitionedDataset out;
   FGL_ASSIGN_OR_RETURN(out.data,
-                       graph::LoadDataset(o.dataset, graph::ResolveDataDir(o.data_dir), o.partition_seed));
-  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(o.partitioner));
+                       graph::LoadDataset(o.spec.dataset(), graph::ResolveDataDir(o.spec.data_dir()), o.spec.partition_seed()));
+  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(o.spec.partitioner()));
   const std::string cache = o.cache_dir.empty() ? graph::DefaultPartitionCacheDir() : o.cache_dir;
   FGL_ASSIGN_OR_RETURN(out.partition,
-                       graph::CachedPartition(*partitioner, out.data, o.clients, o.partition_seed,
+                       graph::CachedPartition(*partitioner, out.data, o.spec.clients(), o.spec.partition_seed(),
                                               cache == "none" ? "" : cache));
   if (out.partition.server_keeps_topology) {
     return absl::UnimplementedError("node-level partitions need a node-level method (nFedGNN)");
@@ -65,10 +69,10 @@ absl::StatusOr<ClientShard> LoadClientShard(const FederationOptions& o, int clie
   return std::move(shards[0]);
 }
 
-absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOptions& o,
+absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOptions& options,
                                                           const std::vector<int>& clients) {
-  FGL_RETURN_IF_ERROR(ValidateOptions(o));
-  if (o.method == "centralized") {
+  FGL_ASSIGN_OR_RETURN(const FederationOptions o, ResolveOptions(options));
+  if (o.spec.method() == "centralized") {
     return absl::InvalidArgumentError("method 'centralized' has no clients to distribute");
   }
   FGL_ASSIGN_OR_RETURN(torch::Device device, nn::ParseDevice(o.device));
@@ -95,26 +99,26 @@ absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOption
 
 absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int64_t num_features,
                                                 int64_t num_classes) {
-  const std::vector<std::string> specs = absl::StrSplit(o.model, ';', absl::SkipEmpty());
+  const std::vector<std::string> specs = absl::StrSplit(o.spec.model(), ';', absl::SkipEmpty());
   if (specs.empty()) return absl::InvalidArgumentError("empty model spec");
   FGL_ASSIGN_OR_RETURN(torch::Device device, nn::ParseDevice(o.device));
   MethodConfig config;
   config.model_spec = specs[0];
-  config.shared_group = o.shared_group;
+  config.shared_group = o.spec.shared_group();
   config.num_features = num_features;
   config.num_classes = num_classes;
-  config.local_epochs = o.local_epochs;
-  config.lr = o.lr;
-  config.weight_decay = o.weight_decay;
-  config.dropout_at_eval = o.eval.dropout_at_eval;
-  config.params = o.method_params;
+  config.local_epochs = o.spec.local_epochs();
+  config.lr = o.spec.lr();
+  config.weight_decay = o.spec.weight_decay();
+  config.dropout_at_eval = o.eval().dropout_at_eval;
+  config.params = MethodParamsOf(o.spec);
   config.seed = graph::Rng::Derive(o.seed, "init");
   config.device = device;
   return config;
 }
 
 MethodConfig ClientMethodConfig(const FederationOptions& o, const MethodConfig& server, int client) {
-  const std::vector<std::string> specs = absl::StrSplit(o.model, ';', absl::SkipEmpty());
+  const std::vector<std::string> specs = absl::StrSplit(o.spec.model(), ';', absl::SkipEmpty());
   MethodConfig config = server;
   config.model_spec = specs[client % specs.size()];
   config.oracle_graph = nullptr;  // the server's alone
@@ -122,7 +126,7 @@ MethodConfig ClientMethodConfig(const FederationOptions& o, const MethodConfig& 
 }
 
 int ClientsPerRound(const FederationOptions& o, int num_clients) {
-  return std::max(1, static_cast<int>(std::lround(o.client_fraction * num_clients)));
+  return std::max(1, static_cast<int>(std::lround(o.spec.client_fraction() * num_clients)));
 }
 
 std::vector<int> SampleClients(const FederationOptions& o, int round, int num_clients) {
@@ -212,10 +216,10 @@ void SelectReportedRound(const EvalProtocol& eval, FederationResult& result) {
 }
 
 absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o) {
-  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(o.partitioner));
-  return absl::StrCat(o.eval.Card(), " shared=", o.shared_group.empty() ? "all" : o.shared_group,
-                      " split=", o.split, " partition=", partitioner->Fingerprint(),
-                      " clients=", o.clients, " partition_seed=", o.partition_seed);
+  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(o.spec.partitioner()));
+  return absl::StrCat(o.eval().Card(), " shared=", o.spec.shared_group().empty() ? "all" : o.spec.shared_group(),
+                      " split=", o.spec.split(), " partition=", partitioner->Fingerprint(),
+                      " clients=", o.spec.clients(), " partition_seed=", o.spec.partition_seed());
 }
 
 absl::Status WriteFileAtomically(const std::string& path, const google::protobuf::Message& message) {
@@ -245,7 +249,7 @@ RoundRecord RoundRecordFromProto(const proto::RoundRecord& p) {
   return r;
 }
 
-proto::RoundRecord RoundRecordToProto(const RoundRecord& r) {
+proto::RoundRecord RoundRecordToProto(const RoundRecord& r, bool with_clients) {
   proto::RoundRecord p;
   p.set_round(r.round);
   p.set_val_acc(r.val_acc);
@@ -255,6 +259,44 @@ proto::RoundRecord RoundRecordToProto(const RoundRecord& r) {
   p.set_bytes_up(r.bytes_up);
   p.set_bytes_down(r.bytes_down);
   p.set_seconds(r.seconds);
+  if (!with_clients) return p;
+  for (const ClientRecord& c : r.clients) {
+    proto::ClientRoundRecord& q = *p.add_clients();
+    q.set_id(c.id);
+    q.set_participated(c.participated);
+    if (std::isfinite(c.train_loss)) q.set_train_loss(c.train_loss);
+    q.set_val_acc(c.val_acc);
+    q.set_test_acc(c.test_acc);
+    q.set_bytes_up(c.bytes_up);
+    q.set_bytes_down(c.bytes_down);
+    q.set_seconds(c.seconds);
+  }
+  return p;
+}
+
+proto::RunResult RunResultToProto(const FederationOptions& o, const FederationResult& r) {
+  proto::RunResult p;
+  p.set_method(o.spec.method());
+  p.set_dataset(o.spec.dataset());
+  p.set_clients(o.spec.clients());
+  p.set_partitioner(o.spec.partitioner());
+  p.set_partition_seed(o.spec.partition_seed());
+  p.set_seed(o.seed);
+  p.set_model(o.spec.model());
+  p.set_rounds(o.spec.rounds());
+  p.set_local_epochs(o.spec.local_epochs());
+  p.set_test_acc(r.test_acc);
+  p.set_val_acc(r.val_acc);
+  p.set_best_round(r.reported_round);
+  p.set_bytes_up(r.bytes_up);
+  p.set_bytes_down(r.bytes_down);
+  p.set_preparation_bytes_up(r.preparation_bytes_up);
+  p.set_wall_s(r.wall_s);
+  p.set_train_s(r.train_s);
+  p.set_protocol(r.protocol);
+  for (int64_t n : r.client_sizes) p.add_client_sizes(n);
+  *p.mutable_spec() = o.spec;
+  p.mutable_spec()->clear_data_dir();  // where this machine keeps the data is not the run's
   return p;
 }
 

@@ -8,17 +8,21 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "fl/algorithm.h"
 #include "fl/federation.h"
+#include "fl/federation_spec.h"
 #include "fl/proto/checkpoint.pb.h"
+#include "fl/proto/federation.pb.h"
 #include "graph/dataset.h"
 #include "graph/partition/partitioner.h"
 #include "graph/split.h"
 
 namespace fgl::fl {
 
-// Rejects options no run can use (rounds < 1, fraction outside (0, 1], ...).
-absl::Status ValidateOptions(const FederationOptions& o);
+// `o` with its spec resolved (fl::ResolveFederationSpec: defaults filled, every value checked)
+// and its method and typed parameters checked. Every entry point of a run starts with it.
+absl::StatusOr<FederationOptions> ResolveOptions(FederationOptions o);
 
 // Builds a client's private data on `device` from its subgraph and split.
 absl::StatusOr<std::shared_ptr<ClientData>> MakeClientData(int id, graph::Dataset data,
@@ -91,9 +95,25 @@ void SelectReportedRound(const EvalProtocol& eval, FederationResult& result);
 // The protocol card every result carries: evaluation, sharing, split and partition.
 absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o);
 
-// Round records in checkpoints (without the per-client detail).
+// Round records as protos: in checkpoints without the per-client detail, in rounds.jsonl with it.
 RoundRecord RoundRecordFromProto(const proto::RoundRecord& p);
-proto::RoundRecord RoundRecordToProto(const RoundRecord& r);
+proto::RoundRecord RoundRecordToProto(const RoundRecord& r, bool with_clients = false);
+
+// A run's result as the proto written to result.json.
+proto::RunResult RunResultToProto(const FederationOptions& o, const FederationResult& r);
+
+// Runs fn() (returning Status or StatusOr); a C++ exception it throws (LibTorch's c10::Error,
+// std::bad_alloc, ...) becomes an INTERNAL status naming `stage` instead of ending the process.
+template <typename F>
+auto CatchExceptions(const std::string& stage, F&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat(stage, ": ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(stage, ": ", e.what()));
+  }
+}
 
 // Writes `message` to `path` atomically (a temporary file, then rename).
 absl::Status WriteFileAtomically(const std::string& path, const google::protobuf::Message& message);

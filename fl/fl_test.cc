@@ -104,12 +104,12 @@ TEST(WeightedMeanTest, FusedPathIsBitIdenticalToTensorOps) {
 }
 FederationOptions Small(const std::string& method) {
   FederationOptions o;
-  o.dataset = "csbm:num_nodes=600,num_classes=4,num_features=16,homophily=0.85";
-  o.partitioner = "louvain";
-  o.clients = 4;
-  o.method = method;
-  o.rounds = 8;
-  o.local_epochs = 2;
+  o.spec.set_dataset("csbm:num_nodes=600,num_classes=4,num_features=16,homophily=0.85");
+  o.spec.set_partitioner("louvain");
+  o.spec.set_clients(4);
+  o.spec.set_method(method);
+  o.spec.set_rounds(8);
+  o.spec.set_local_epochs(2);
   o.cache_dir = "none";
   o.seed = 7;
   return o;
@@ -155,25 +155,25 @@ TEST(SimulatorTest, CentralizedAndClientFractionAndErrors) {
   ASSERT_OK_AND_ASSIGN(FederationResult c, RunFederation(o));
   EXPECT_EQ(c.client_sizes, std::vector<int64_t>{600});
   o = Small("fedavg");
-  o.client_fraction = 0.5;
+  o.spec.set_client_fraction(0.5);
   ASSERT_OK_AND_ASSIGN(FederationResult half, RunFederation(o));
   for (const RoundRecord& rec : half.rounds) EXPECT_EQ(rec.participants, 2);
-  o.method = "fedavgg";
+  o.spec.set_method("fedavgg");
   EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kNotFound, HasSubstr("fedavgg")));
 }
 
 TEST(SimulatorTest, ResumedRunEqualsUninterruptedRun) {
   for (const std::string method : {"fedavg", "fedprox", "local"}) {
     FederationOptions o = Small(method);
-    o.eval.dropout_at_eval = true;  // the evaluation's randomness must resume too
+    o.spec.mutable_eval()->set_dropout_at_eval(true);  // the evaluation's randomness must resume too
     ASSERT_OK_AND_ASSIGN(FederationResult whole, RunFederation(o));
     const std::string dir = std::string(::testing::TempDir()) + "/ckpt_" + method;
     ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
     o.checkpoint_dir = dir;
     o.checkpoint_every = 3;
-    o.rounds = 5;  // "interrupted" after round 5; the last checkpoint is round 3
+    o.spec.set_rounds(5);  // "interrupted" after round 5; the last checkpoint is round 3
     ASSERT_OK(RunFederation(o).status());
-    o.rounds = 8;
+    o.spec.set_rounds(8);
     o.resume = true;
     ASSERT_OK_AND_ASSIGN(FederationResult resumed, RunFederation(o));
     ASSERT_EQ(resumed.rounds.size(), whole.rounds.size()) << method;
@@ -183,16 +183,16 @@ TEST(SimulatorTest, ResumedRunEqualsUninterruptedRun) {
       EXPECT_EQ(resumed.rounds[i].bytes_up, whole.rounds[i].bytes_up) << method;
     }
     // A checkpoint of a different run is refused.
-    o.lr = 0.02;
+    o.spec.set_lr(0.02);
     EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("different run")));
   }
 }
 
 TEST(SimulatorTest, DifferentArchitecturesShareOnlyAHead) {
   FederationOptions o = Small("fedavg");
-  o.clients = 2;
-  o.model = "gcn:layers=2,jk=max;sage:layers=2,jk=max";  // both end in a Linear(64 -> 4) head
-  o.shared_group = "head";
+  o.spec.set_clients(2);
+  o.spec.set_model("gcn:layers=2,jk=max;sage:layers=2,jk=max");  // both end in a Linear(64 -> 4) head
+  o.spec.set_shared_group("head");
   ASSERT_OK_AND_ASSIGN(FederationResult r, RunFederation(o));
   // Only head.weight [64, 4] and head.bias [4] travel: 260 floats = 1040 bytes per message.
   for (const RoundRecord& rec : r.rounds) {
@@ -201,7 +201,7 @@ TEST(SimulatorTest, DifferentArchitecturesShareOnlyAHead) {
   }
   EXPECT_GT(r.test_acc, 60.0);
   // Bodies of different shapes cannot be averaged: sharing everything is refused, not mixed up.
-  o.shared_group = "";
+  o.spec.set_shared_group("");
   EXPECT_FALSE(RunFederation(o).ok());
 }
 

@@ -24,11 +24,6 @@ Registry& Get() {
 
 }  // namespace
 
-double MethodConfig::Param(const std::string& key, double fallback) const {
-  auto it = params.find(key);
-  return it == params.end() ? fallback : it->second;
-}
-
 void RegisterMethod(const std::string& name, MethodFactories factories) {
   Registry& r = Get();
   std::lock_guard<std::mutex> lock(r.mu);
@@ -54,6 +49,8 @@ MethodFactories Compose(MethodFactories base, PluginFactories plugin) {
     if (!inner.ok()) return inner.status();
     return plugin.server(*std::move(inner), config);
   };
+  out.params = base.params;
+  out.params.insert(out.params.end(), plugin.params.begin(), plugin.params.end());
   return out;
 }
 

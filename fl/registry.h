@@ -21,6 +21,8 @@ using ServerFactory =
 struct MethodFactories {
   ClientFactory client;
   ServerFactory server;
+  // The parameter types it takes (its own, then its plug-ins'); empty: none.
+  std::vector<ParamsSpec> params;
 };
 
 // A server-side plug-in wraps any method's client and server: "fedprox+fedtad" is FedProx with
@@ -34,6 +36,7 @@ using ServerWrapper = std::function<absl::StatusOr<std::unique_ptr<ServerAlgorit
 struct PluginFactories {
   ClientWrapper client;
   ServerWrapper server;
+  std::vector<ParamsSpec> params;
 };
 
 void RegisterMethod(const std::string& name, MethodFactories factories);
@@ -59,16 +62,16 @@ struct PluginRegistrar {
 
 }  // namespace fgl::fl
 
-// FGL_REGISTER_METHOD("fedavg", ClientFactory, ServerFactory) in a method's *_register.cc.
+// FGL_REGISTER_METHOD("fedavg", ClientFactory, ServerFactory[, {fl::TypedParams(&Validate)}]).
 #define FGL_REGISTRY_CONCAT_INNER_(a, b) a##b
 #define FGL_REGISTRY_CONCAT_(a, b) FGL_REGISTRY_CONCAT_INNER_(a, b)
-#define FGL_REGISTER_METHOD(name, client, server)                                     \
+#define FGL_REGISTER_METHOD(name, client, server, ...)                                \
   static ::fgl::fl::MethodRegistrar FGL_REGISTRY_CONCAT_(fgl_method_registrar_, __LINE__)( \
-      name, ::fgl::fl::MethodFactories{client, server})
+      name, ::fgl::fl::MethodFactories{client, server, __VA_ARGS__})
 
-// FGL_REGISTER_PLUGIN("fedtad", ClientWrapper, ServerWrapper).
-#define FGL_REGISTER_PLUGIN(name, client, server)                                     \
+// FGL_REGISTER_PLUGIN("fedtad", ClientWrapper, ServerWrapper[, {fl::TypedParams(&Validate)}]).
+#define FGL_REGISTER_PLUGIN(name, client, server, ...)                                \
   static ::fgl::fl::PluginRegistrar FGL_REGISTRY_CONCAT_(fgl_plugin_registrar_, __LINE__)( \
-      name, ::fgl::fl::PluginFactories{client, server})
+      name, ::fgl::fl::PluginFactories{client, server, __VA_ARGS__})
 
 #endif  // FGL_FL_REGISTRY_H_

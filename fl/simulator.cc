@@ -63,12 +63,12 @@ void ParallelFor(int n, int workers, const std::function<void(int)>& fn) {
   for (std::thread& t : pool) t.join();
 }
 
-}  // namespace
-
-absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
-                                               const std::function<void(const RoundRecord&)>& on_round) {
+// The run; `stage` names what it is doing, for an exception's error.
+absl::StatusOr<FederationResult> Run(const FederationOptions& options,
+                                     const std::function<void(const RoundRecord&)>& on_round, std::string* stage) {
   const Clock::time_point start = Clock::now();
-  FGL_RETURN_IF_ERROR(ValidateOptions(o));
+  *stage = "setup";
+  FGL_ASSIGN_OR_RETURN(const FederationOptions o, ResolveOptions(options));
   // Clients train in parallel on `threads` workers, each with one intra-op thread, so the two
   // levels never oversubscribe the cores.
   const int workers = std::max(1, o.threads);
@@ -88,7 +88,7 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     splits.push_back(std::move(split));
   }
 
-  std::string method = o.method;
+  std::string method = o.spec.method();
   std::vector<std::shared_ptr<ClientData>> clients;
   if (method == "centralized") {
     // One client with the whole graph (all edges back) and the union of the clients' masks.
@@ -111,10 +111,11 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     }
   }
 
+  *stage = "creating the method";
   FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(method));
   FGL_ASSIGN_OR_RETURN(MethodConfig config,
                        ServerMethodConfig(o, data.num_features(), data.num_classes));
-  if (config.Param("oracle_graph", 0) != 0) {
+  if (ServerNeedsDataset(factories.params, config.params)) {
     const torch::Tensor none = torch::zeros({data.num_nodes()}, torch::kBool);
     FGL_ASSIGN_OR_RETURN(config.oracle_graph, MakeClientData(-1, data, {none, none, none}, device));
   }
@@ -139,7 +140,7 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
       return absl::FailedPreconditionError(absl::StrCat(
           ckpt_path, ": checkpoint of a different run (", ckpt.run_fingerprint(), ")"));
     }
-    if (ckpt.clients_size() != k_total || ckpt.round() < 1 || ckpt.round() > o.rounds ||
+    if (ckpt.clients_size() != k_total || ckpt.round() < 1 || ckpt.round() > o.spec.rounds() ||
         ckpt.records_size() != ckpt.round()) {
       return absl::DataLossError(absl::StrCat(ckpt_path, ": inconsistent checkpoint"));
     }
@@ -154,6 +155,7 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     LOG(INFO) << "resumed from " << ckpt_path << " after round " << ckpt.round();
   }
   const Clock::time_point train_start = Clock::now();
+  *stage = "preparation";
   if (first_round == 1) {
     // The one-off exchange before round 1, counted like any other traffic.
     for (int k = 0; k < k_total; ++k) {
@@ -166,8 +168,9 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     }
     FGL_RETURN_IF_ERROR(server->FinishPreparation());
   }
-  for (int r = first_round; r <= o.rounds; ++r) {
+  for (int r = first_round; r <= o.spec.rounds(); ++r) {
     const Clock::time_point round_start = Clock::now();
+    *stage = absl::StrCat("round ", r, ": server");
     RoundRecord rec;
     rec.round = r;
     const RoundInfo info = ServerRound(o, r);
@@ -203,7 +206,9 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
       if (!received.ok()) {
         replies[i] = received.status();
       } else {
-        absl::StatusOr<proto::Message> reply = algos[k]->Train(*received, ClientRound(info, k));
+        absl::StatusOr<proto::Message> reply =
+            CatchExceptions(absl::StrCat("round ", r, ": client ", k, " training"),
+                            [&] { return algos[k]->Train(*received, ClientRound(info, k)); });
         replies[i] = reply.ok() ? absl::StatusOr<std::string>(reply->SerializeAsString()) : reply.status();
       }
       train_seconds[i] = Seconds(client_start);
@@ -264,30 +269,32 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
     // parallel). Seeded per client, so dropout at evaluation does not depend on what ran before
     // (checkpoint/resume) or on the thread that runs it.
     proto::Message global;
-    if (o.eval.model == EvalProtocol::Model::kGlobal) {
+    if (o.eval().model == EvalProtocol::Model::kGlobal) {
       FGL_ASSIGN_OR_RETURN(global, server->Broadcast(info));
     }
     std::vector<absl::StatusOr<EvalCounts>> counts(k_total, absl::UnknownError("not run"));
     ParallelFor(k_total, workers, [&](int k) {
-      counts[k] = EvaluateClient(*algos[k], *clients[k],
-                                 o.eval.model == EvalProtocol::Model::kGlobal ? &global : nullptr, info);
+      counts[k] = CatchExceptions(absl::StrCat("round ", r, ": client ", k, " evaluation"), [&] {
+        return EvaluateClient(*algos[k], *clients[k],
+                              o.eval().model == EvalProtocol::Model::kGlobal ? &global : nullptr, info);
+      });
     });
     std::vector<EvalCounts> ok_counts;
     for (int k = 0; k < k_total; ++k) {
       FGL_RETURN_IF_ERROR(counts[k].status());
       ok_counts.push_back(*counts[k]);
-      const RoundAccuracy acc = WeightedAccuracy(o.eval, {*counts[k]}, {1});
+      const RoundAccuracy acc = WeightedAccuracy(o.eval(), {*counts[k]}, {1});
       rec.clients[k].val_acc = acc.val;
       rec.clients[k].test_acc = acc.test;
     }
-    const RoundAccuracy acc = WeightedAccuracy(o.eval, ok_counts, result.client_sizes);
+    const RoundAccuracy acc = WeightedAccuracy(o.eval(), ok_counts, result.client_sizes);
     rec.val_acc = acc.val;
     rec.test_acc = acc.test;
     rec.seconds = Seconds(round_start);
     result.bytes_up += rec.bytes_up;
     result.bytes_down += rec.bytes_down;
     result.rounds.push_back(rec);
-    if (r == o.rounds && o.eval.model == EvalProtocol::Model::kGlobal) {
+    if (r == o.spec.rounds() && o.eval().model == EvalProtocol::Model::kGlobal) {
       result.final_global = global.SerializeAsString();
     }
     VLOG(1) << "round " << r << " val " << rec.val_acc << " test " << rec.test_acc;
@@ -307,10 +314,24 @@ absl::StatusOr<FederationResult> RunFederation(const FederationOptions& o,
   }
   result.train_s = Seconds(train_start);
 
-  SelectReportedRound(o.eval, result);
+  SelectReportedRound(o.eval(), result);
   FGL_ASSIGN_OR_RETURN(result.protocol, ProtocolCard(o));
   result.wall_s = Seconds(start);
   return result;
+}
+
+}  // namespace
+
+absl::StatusOr<FederationResult> RunFederation(const FederationOptions& options,
+                                               const std::function<void(const RoundRecord&)>& on_round) {
+  std::string stage;
+  try {
+    return Run(options, on_round, &stage);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat(stage, ": ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(stage, ": ", e.what()));
+  }
 }
 
 }  // namespace fgl::fl

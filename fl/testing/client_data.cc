@@ -29,11 +29,11 @@ std::shared_ptr<ClientData> CsbmClient(int64_t num_nodes, int64_t num_features, 
 
 FederationOptions SmallFederation(const std::string& method) {
   FederationOptions o;
-  o.dataset = "csbm:num_nodes=600,num_classes=4,num_features=16,homophily=0.85";
-  o.clients = 4;
-  o.method = method;
-  o.rounds = 6;
-  o.local_epochs = 2;
+  o.spec.set_dataset("csbm:num_nodes=600,num_classes=4,num_features=16,homophily=0.85");
+  o.spec.set_clients(4);
+  o.spec.set_method(method);
+  o.spec.set_rounds(6);
+  o.spec.set_local_epochs(2);
   o.cache_dir = "none";
   o.seed = 7;
   return o;

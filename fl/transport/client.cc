@@ -160,7 +160,7 @@ class ComputeGate {
 absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt, ClientShard shard,
                          ComputeGate* gate, ClientStats* stats_out) {
   ClientStats stats;
-  FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(run.method));
+  FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(run.spec.method()));
   FGL_ASSIGN_OR_RETURN(MethodConfig server_config,
                        ServerMethodConfig(run, shard.num_features, shard.num_classes));
   std::unique_ptr<ClientAlgorithm> algorithm;
@@ -173,7 +173,7 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
                          factories.client(shard.data, ClientMethodConfig(run, server_config, opt.client_id)));
   }
   const ClientData& data = *shard.data;
-  LOG(INFO) << "client " << opt.client_id << ": " << data.data.num_nodes() << " nodes of " << run.dataset;
+  LOG(INFO) << "client " << opt.client_id << ": " << data.data.num_nodes() << " nodes of " << run.spec.dataset();
 
   FGL_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> creds, MakeChannelCredentials(opt.tls));
   Connection conn(opt, creds);
@@ -321,7 +321,8 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
   }
 }
 
-absl::Status RunClient(const FederationOptions& run, const ClientOptions& opt, ClientStats* stats) {
+absl::Status RunClient(const FederationOptions& options, const ClientOptions& opt, ClientStats* stats) {
+  FGL_ASSIGN_OR_RETURN(const FederationOptions run, ResolveOptions(options));
   if (opt.chunk_bytes < 1024 || opt.chunk_bytes > kMaxChunkBytes) {
     return absl::InvalidArgumentError("chunk_bytes must be in [1 KiB, 16 MiB]");
   }
@@ -330,9 +331,10 @@ absl::Status RunClient(const FederationOptions& run, const ClientOptions& opt, C
   return ServeClient(run, opt, std::move(shard), nullptr, stats);
 }
 
-absl::Status RunClients(const FederationOptions& run, const ClientOptions& opt,
+absl::Status RunClients(const FederationOptions& unresolved, const ClientOptions& opt,
                         const std::vector<int>& ids, int parallel,
                         const std::map<int, std::string>& tokens) {
+  FGL_ASSIGN_OR_RETURN(const FederationOptions run, ResolveOptions(unresolved));
   if (ids.empty()) return absl::InvalidArgumentError("no client ids");
   nn::SetComputeThreads(std::max(1, opt.threads));
   FGL_ASSIGN_OR_RETURN(std::vector<ClientShard> shards, LoadClientShards(run, ids));

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "fl/federation_setup.h"
 #include "fl/transport/client.h"
 #include "fl/transport/spec_options.h"
 #include "glog/logging.h"
@@ -48,7 +49,7 @@ absl::Status Main() {
   FGL_ASSIGN_OR_RETURN(FederationOptions run, OptionsFromSpec(absl::GetFlag(FLAGS_spec),
                                                               absl::GetFlag(FLAGS_set),
                                                               absl::GetFlag(FLAGS_seed)));
-  if (!absl::GetFlag(FLAGS_data_dir).empty()) run.data_dir = absl::GetFlag(FLAGS_data_dir);
+  if (!absl::GetFlag(FLAGS_data_dir).empty()) run.spec.set_data_dir(absl::GetFlag(FLAGS_data_dir));
   run.cache_dir = absl::GetFlag(FLAGS_cache_dir);
   ClientOptions opt;
   opt.server = absl::GetFlag(FLAGS_server);
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
-  if (absl::Status s = fgl::fl::transport::Main(); !s.ok()) {
+  if (absl::Status s = fgl::fl::CatchExceptions("client", fgl::fl::transport::Main); !s.ok()) {
     LOG(ERROR) << "client " << absl::GetFlag(FLAGS_client_id) << ": " << s;
     return 1;
   }

@@ -91,7 +91,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
  public:
   Impl(FederationOptions run, ServerOptions options, std::map<int, std::string> tokens)
       : run_(std::move(run)), opt_(std::move(options)), tokens_(std::move(tokens)),
-        slots_(run_.clients) {
+        slots_(run_.spec.clients()) {
     // Sessions of a previous server process (before a restart) must never match this one's.
     std::random_device rd;
     next_session_ = ((uint64_t{rd()} << 32) | rd()) & ~(uint64_t{1} << 63);
@@ -118,7 +118,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
     // updates (the 64 KiB default made a 369 KB push take milliseconds on loopback).
     builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
     builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
-                                std::max(8, 2 * run_.clients + 2));
+                                std::max(8, 2 * run_.spec.clients() + 2));
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", opt_.listen));
@@ -151,7 +151,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
                           absl::StrCat("client ", req->client_id(), " runs a different experiment: ",
                                        req->run_fingerprint(), " (server: ", run_.Fingerprint(), ")"));
     }
-    if (req->num_clients() != run_.clients || req->num_nodes() <= 0 || req->num_features() <= 0 ||
+    if (req->num_clients() != run_.spec.clients() || req->num_nodes() <= 0 || req->num_features() <= 0 ||
         req->num_classes() <= 1 ||
         (num_features_ != 0 && (req->num_features() != num_features_ || req->num_classes() != num_classes_))) {
       ++stats_.refused_joins;
@@ -317,8 +317,8 @@ class FederationServer::Impl final : public proto::Federation::Service {
 
  private:
   absl::Status Authenticate(int client, const std::string& token) const {
-    if (client < 0 || client >= run_.clients) {
-      return absl::InvalidArgumentError(absl::StrCat("client id ", client, " outside [0, ", run_.clients, ")"));
+    if (client < 0 || client >= run_.spec.clients()) {
+      return absl::InvalidArgumentError(absl::StrCat("client id ", client, " outside [0, ", run_.spec.clients(), ")"));
     }
     if (tokens_.empty()) return absl::OkStatus();
     auto it = tokens_.find(client);
@@ -419,7 +419,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
   std::vector<int> ConnectedClients() {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<int> ids;
-    for (int k = 0; k < run_.clients; ++k) {
+    for (int k = 0; k < run_.spec.clients(); ++k) {
       if (slots_[k].joined && slots_[k].connected) ids.push_back(k);
     }
     return ids;
@@ -451,7 +451,7 @@ class FederationServer::Impl final : public proto::Federation::Service {
 };
 
 absl::Status FederationServer::Impl::WaitForClients(int min_clients) {
-  const int need = min_clients > 0 ? std::min(min_clients, run_.clients) : run_.clients;
+  const int need = min_clients > 0 ? std::min(min_clients, run_.spec.clients()) : run_.spec.clients();
   std::unique_lock<std::mutex> lock(mu_);
   auto joined = [&] {
     int n = 0;
@@ -465,7 +465,7 @@ absl::Status FederationServer::Impl::WaitForClients(int min_clients) {
                                                     " clients needed were connected within ",
                                                     opt_.join_timeout_s, " s"));
   }
-  if (!started_) LOG(INFO) << joined() << " of " << run_.clients << " clients joined; starting";
+  if (!started_) LOG(INFO) << joined() << " of " << run_.spec.clients() << " clients joined; starting";
   started_ = true;
   return absl::OkStatus();
 }
@@ -516,9 +516,8 @@ PendingEval MakePending(RoundRecord rec, std::optional<proto::Message> global, C
 absl::StatusOr<FederationResult> FederationServer::Impl::Run(
     const std::function<void(const RoundRecord&)>& on_round) {
   const Clock::time_point start = Clock::now();
-  FGL_RETURN_IF_ERROR(ValidateOptions(run_));
   FGL_RETURN_IF_ERROR(WaitForClients(opt_.min_clients));
-  FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(run_.method));
+  FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(run_.spec.method()));
   int64_t features, classes;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -527,7 +526,7 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
   }
   FGL_ASSIGN_OR_RETURN(MethodConfig config, ServerMethodConfig(run_, features, classes));
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<ServerAlgorithm> server, factories.server(config));
-  const bool global_eval = run_.eval.model == EvalProtocol::Model::kGlobal;
+  const bool global_eval = run_.eval().model == EvalProtocol::Model::kGlobal;
 
   FederationResult result;
   std::optional<PendingEval> pending;
@@ -540,7 +539,7 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
     if (ckpt.version() != kServerCheckpointVersion || ckpt.run_fingerprint() != run_.Fingerprint()) {
       return absl::FailedPreconditionError(absl::StrCat(ckpt_path, ": checkpoint of a different run"));
     }
-    if (ckpt.round() < 1 || ckpt.round() > run_.rounds || !ckpt.has_pending_eval() ||
+    if (ckpt.round() < 1 || ckpt.round() > run_.spec.rounds() || !ckpt.has_pending_eval() ||
         ckpt.records_size() != ckpt.round() - 1 || ckpt.pending_record().round() != ckpt.round() ||
         ckpt.has_pending_global() != global_eval) {
       return absl::DataLossError(absl::StrCat(ckpt_path, ": inconsistent checkpoint"));
@@ -552,14 +551,14 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
       result.bytes_down += p.bytes_down();
     }
     RoundRecord rec = RoundRecordFromProto(ckpt.pending_record());
-    rec.clients.resize(run_.clients);
-    for (int k = 0; k < run_.clients; ++k) rec.clients[k].id = k;
+    rec.clients.resize(run_.spec.clients());
+    for (int k = 0; k < run_.spec.clients(); ++k) rec.clients[k].id = k;
     pending = MakePending(std::move(rec), global_eval ? std::optional<proto::Message>(ckpt.pending_global())
                                                       : std::nullopt, Clock::now());
     first_round = ckpt.round() + 1;
     LOG(INFO) << "resumed from " << ckpt_path << " after round " << ckpt.round();
   }
-  std::vector<int64_t> sizes(run_.clients, 0);
+  std::vector<int64_t> sizes(run_.spec.clients(), 0);
   const Clock::time_point train_start = Clock::now();
 
   if (first_round == 1) {
@@ -630,21 +629,21 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
       }
       counts.push_back(c);
       eval_sizes.push_back(sizes[k]);
-      const RoundAccuracy acc = WeightedAccuracy(run_.eval, {c}, {1});
+      const RoundAccuracy acc = WeightedAccuracy(run_.eval(), {c}, {1});
       rec.clients[k].val_acc = acc.val;
       rec.clients[k].test_acc = acc.test;
     }
     if (counts.empty()) {
       return absl::UnavailableError(absl::StrCat("round ", rec.round, ": no client left to evaluate"));
     }
-    const RoundAccuracy acc = WeightedAccuracy(run_.eval, counts, eval_sizes);
+    const RoundAccuracy acc = WeightedAccuracy(run_.eval(), counts, eval_sizes);
     rec.val_acc = acc.val;
     rec.test_acc = acc.test;
     if (rec.seconds == 0) rec.seconds = Seconds(pending->start);
     result.bytes_up += rec.bytes_up;
     result.bytes_down += rec.bytes_down;
     result.rounds.push_back(rec);
-    if (rec.round == run_.rounds && pending->bytes) result.final_global = *pending->bytes;
+    if (rec.round == run_.spec.rounds() && pending->bytes) result.final_global = *pending->bytes;
     LOG(INFO) << "round " << rec.round << ": " << rec.participants << " participants, "
               << rec.failed_clients << " left out, " << counts.size() << " evaluated, val "
               << rec.val_acc << " test " << rec.test_acc << " (" << rec.seconds << " s)";
@@ -653,17 +652,17 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
     return absl::OkStatus();
   };
 
-  for (int r = first_round; r <= run_.rounds; ++r) {
+  for (int r = first_round; r <= run_.spec.rounds(); ++r) {
     if (r > 1) FGL_RETURN_IF_ERROR(WaitForClients(std::max(1, opt_.min_clients_per_round)));
     const Clock::time_point round_start = Clock::now();
     // A round lasts from its tasks going out to the next round's (the evaluation rides along).
     if (pending) pending->rec.seconds = Seconds(pending->start);
     RoundRecord rec;
     rec.round = r;
-    rec.clients.resize(run_.clients);
-    for (int k = 0; k < run_.clients; ++k) rec.clients[k].id = k;
+    rec.clients.resize(run_.spec.clients());
+    for (int k = 0; k < run_.spec.clients(); ++k) rec.clients[k].id = k;
     const RoundInfo info = ServerRound(run_, r);
-    const std::vector<int> sampled = SampleClients(run_, r, run_.clients);
+    const std::vector<int> sampled = SampleClients(run_, r, run_.spec.clients());
     std::map<int, Task> tasks;
     auto train_task = [&](const proto::Message& m) {
       Task t = MakeTask(proto::TRAIN, r, std::make_shared<const std::string>(m.SerializeAsString()));
@@ -754,7 +753,7 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
   result.train_s = Seconds(train_start);
   Finish();
   for (int64_t s : sizes) result.client_sizes.push_back(s);
-  SelectReportedRound(run_.eval, result);
+  SelectReportedRound(run_.eval(), result);
   FGL_ASSIGN_OR_RETURN(result.protocol, ProtocolCard(run_));
   result.wall_s = Seconds(start);
   return result;
@@ -763,10 +762,11 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
 FederationServer::FederationServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 FederationServer::~FederationServer() = default;
 
-absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const FederationOptions& run,
+absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const FederationOptions& unresolved,
                                                                           const ServerOptions& options) {
-  if (run.clients < 1) return absl::InvalidArgumentError("need at least one client");
-  if (auto it = run.method_params.find("oracle_graph"); it != run.method_params.end() && it->second != 0) {
+  FGL_ASSIGN_OR_RETURN(const FederationOptions run, ResolveOptions(unresolved));
+  FGL_ASSIGN_OR_RETURN(const MethodFactories factories, CheckMethod(run.spec));
+  if (ServerNeedsDataset(factories.params, MethodParamsOf(run.spec))) {
     return absl::FailedPreconditionError(
         "this run gives the server the whole dataset (oracle_graph, an ablation such as FedTAD-r-eq); "
         "a federation server holds no data: run it in the simulator (//experiments:run)");
@@ -781,9 +781,9 @@ absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const 
   if (!options.tokens_file.empty()) {
     FGL_ASSIGN_OR_RETURN(tokens, LoadTokens(options.tokens_file));
     for (const auto& [id, token] : tokens) {
-      if (id >= run.clients) {
+      if (id >= run.spec.clients()) {
         return absl::InvalidArgumentError(absl::StrCat(options.tokens_file, ": client ", id,
-                                                       " outside [0, ", run.clients, ")"));
+                                                       " outside [0, ", run.spec.clients(), ")"));
       }
     }
   }

@@ -11,7 +11,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "fl/federation_setup.h"
+#include "fl/proto_json.h"
 #include "fl/transport/server.h"
 #include "fl/transport/spec_options.h"
 #include "glog/logging.h"
@@ -45,19 +46,12 @@ ABSL_FLAG(std::string, out, "", "Directory for result.json, rounds.jsonl and fin
 namespace fgl::fl::transport {
 namespace {
 
-std::string RoundJson(const RoundRecord& r) {
-  return absl::StrCat("{\"round\":", r.round, ",\"val_acc\":", r.val_acc, ",\"test_acc\":", r.test_acc,
-                      ",\"participants\":", r.participants, ",\"failed_clients\":", r.failed_clients,
-                      ",\"bytes_up\":", r.bytes_up, ",\"bytes_down\":", r.bytes_down,
-                      ",\"seconds\":", r.seconds, "}");
-}
-
 absl::Status Main() {
   FGL_ASSIGN_OR_RETURN(FederationOptions run, OptionsFromSpec(absl::GetFlag(FLAGS_spec),
                                                               absl::GetFlag(FLAGS_set),
                                                               absl::GetFlag(FLAGS_seed)));
-  if (const int n = absl::GetFlag(FLAGS_clients); n != 0 && n != run.clients) {
-    return absl::InvalidArgumentError(absl::StrCat("--clients=", n, " but the spec has ", run.clients));
+  if (const int n = absl::GetFlag(FLAGS_clients); n != 0 && n != run.spec.clients()) {
+    return absl::InvalidArgumentError(absl::StrCat("--clients=", n, " but the spec has ", run.spec.clients()));
   }
   ServerOptions opt;
   opt.listen = absl::GetFlag(FLAGS_listen);
@@ -88,20 +82,21 @@ absl::Status Main() {
     rounds.open(out + "/rounds.jsonl", std::ios::trunc);
   }
   FGL_ASSIGN_OR_RETURN(FederationResult r, server->Run([&](const RoundRecord& rec) {
-    if (rounds.is_open()) rounds << RoundJson(rec) << "\n" << std::flush;
+    if (rounds.is_open()) rounds << ToJsonLine(RoundRecordToProto(rec, /*with_clients=*/true)) << "\n" << std::flush;
   }));
   const TransportStats t = server->stats();
-  const std::string json = absl::StrCat(
-      "{\"method\":\"", run.method, "\",\"dataset\":\"", run.dataset, "\",\"clients\":", run.clients,
-      ",\"seed\":", run.seed, ",\"rounds\":", run.rounds, ",\"test_acc\":", r.test_acc,
-      ",\"val_acc\":", r.val_acc, ",\"best_round\":", r.reported_round, ",\"bytes_up\":", r.bytes_up,
-      ",\"bytes_down\":", r.bytes_down, ",\"preparation_bytes_up\":", r.preparation_bytes_up,
-      ",\"transport\":{\"payload_up\":", t.payload_up, ",\"payload_down\":", t.payload_down,
-      ",\"wire_up\":", t.wire_up, ",\"wire_down\":", t.wire_down, ",\"eval_up\":", t.eval_up,
-      ",\"eval_down\":", t.eval_down, ",\"refused_joins\":", t.refused_joins,
-      ",\"rejected_answers\":", t.rejected_answers, ",\"dropped\":", t.dropped, "}",
-      ",\"wall_s\":", r.wall_s, ",\"train_s\":", r.train_s, ",\"protocol\":\"", r.protocol,
-      "\",\"client_sizes\":[", absl::StrJoin(r.client_sizes, ","), "]}");
+  proto::RunResult result = RunResultToProto(run, r);
+  proto::TransportStats& w = *result.mutable_transport();
+  w.set_payload_up(t.payload_up);
+  w.set_payload_down(t.payload_down);
+  w.set_wire_up(t.wire_up);
+  w.set_wire_down(t.wire_down);
+  w.set_eval_up(t.eval_up);
+  w.set_eval_down(t.eval_down);
+  w.set_refused_joins(t.refused_joins);
+  w.set_rejected_answers(t.rejected_answers);
+  w.set_dropped(t.dropped);
+  const std::string json = ToJsonLine(result);
   if (!out.empty()) {
     std::ofstream(out + "/result.json", std::ios::trunc) << json << "\n";
     if (!r.final_global.empty()) {
@@ -120,7 +115,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
-  if (absl::Status s = fgl::fl::transport::Main(); !s.ok()) {
+  if (absl::Status s = fgl::fl::CatchExceptions("server", fgl::fl::transport::Main); !s.ok()) {
     LOG(ERROR) << s;
     return 1;
   }

@@ -20,7 +20,7 @@ absl::StatusOr<FederationOptions> OptionsFromSpec(const std::string& spec_path, 
                                                  "' is not implemented"));
   }
   if (seed == 0) seed = resolved.seeds(0);
-  return experiments::ToFederationOptions(resolved, seed);
+  return experiments::ToFederationOptions(resolved, seed);  // resolved: every field present
 }
 
 }  // namespace fgl::fl::transport

@@ -31,13 +31,17 @@ constexpr size_t kMinZipBytes = 22;
 struct DtypeEntry {
   absl::string_view descr;
   NpyDtype dtype;
-  int64_t item_size;
+  // The torch dtype of the same width that holds the raw bytes. Torch 1.13 has no uint32 or
+  // uint64, so those are held by the signed type; IntValues() undoes the uint32 wrap.
+  torch::ScalarType raw;
 };
 
 constexpr DtypeEntry kDtypes[] = {
-    {"<f4", NpyDtype::kFloat32, 4}, {"<f8", NpyDtype::kFloat64, 8}, {"|i1", NpyDtype::kInt8, 1},
-    {"<i4", NpyDtype::kInt32, 4},   {"<i8", NpyDtype::kInt64, 8},   {"|u1", NpyDtype::kUint8, 1},
-    {"<u4", NpyDtype::kUint32, 4},  {"<u8", NpyDtype::kUint64, 8},  {"|b1", NpyDtype::kBool, 1},
+    {"<f4", NpyDtype::kFloat32, torch::kFloat32}, {"<f8", NpyDtype::kFloat64, torch::kFloat64},
+    {"|i1", NpyDtype::kInt8, torch::kInt8},       {"<i4", NpyDtype::kInt32, torch::kInt32},
+    {"<i8", NpyDtype::kInt64, torch::kInt64},     {"|u1", NpyDtype::kUint8, torch::kUInt8},
+    {"<u4", NpyDtype::kUint32, torch::kInt32},    {"<u8", NpyDtype::kUint64, torch::kInt64},
+    {"|b1", NpyDtype::kBool, torch::kBool},
 };
 
 const DtypeEntry& Entry(NpyDtype dtype) {
@@ -251,10 +255,35 @@ std::string FortranToC(absl::string_view src, const std::vector<int64_t>& shape,
   return out;
 }
 
-template <typename From, typename To>
-void CastCopy(const NpyArray& a, To* out) {
-  absl::Span<const From> v = a.values<From>();
-  for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<To>(v[i]);
+bool IsFloat(NpyDtype dtype) { return dtype == NpyDtype::kFloat32 || dtype == NpyDtype::kFloat64; }
+
+// The elements in a tensor of the raw dtype (a copy: from_blob only borrows `a.data`).
+torch::Tensor RawTensor(const NpyArray& a) {
+  return torch::from_blob(const_cast<char*>(a.data.data()), a.shape, Entry(a.dtype).raw).clone();
+}
+
+// An integer or bool array as int64: the exact values, except that uint64 above INT64_MAX
+// wraps to negative (as static_cast<int64_t> does).
+torch::Tensor IntValues(const NpyArray& a) {
+  torch::Tensor t = RawTensor(a).to(torch::kInt64);
+  if (a.dtype == NpyDtype::kUint32) t.bitwise_and_(int64_t{0xffffffff});
+  return t;
+}
+
+// The C-order index of the first true element of `mask`, or -1.
+int64_t FirstTrue(const torch::Tensor& mask) {
+  const torch::Tensor at = mask.reshape(-1).nonzero();
+  return at.numel() == 0 ? -1 : at[0][0].item<int64_t>();
+}
+
+// uint64 values held in int64 rounded to float32 exactly as static_cast<float>(uint64_t):
+// a wrapped value v >= 2^63 becomes (v >> 1) | (v & 1), whose low bit keeps the rounding
+// sticky, converted and doubled, so it rounds once and never through double.
+torch::Tensor Uint64ToFloat32(const torch::Tensor& raw) {
+  const torch::Tensor halved = raw.bitwise_right_shift(1)
+                                   .bitwise_and(std::numeric_limits<int64_t>::max())
+                                   .bitwise_or(raw.bitwise_and(1));
+  return torch::where(raw.lt(0), halved.to(torch::kFloat32).mul(2), raw.to(torch::kFloat32));
 }
 
 }  // namespace
@@ -265,7 +294,9 @@ void CheckNpyDtype(NpyDtype have, NpyDtype want) {
 }
 }  // namespace internal
 
-int64_t NpyItemSize(NpyDtype dtype) { return Entry(dtype).item_size; }
+int64_t NpyItemSize(NpyDtype dtype) {
+  return static_cast<int64_t>(c10::elementSize(Entry(dtype).raw));
+}
 absl::string_view NpyDescr(NpyDtype dtype) { return Entry(dtype).descr; }
 
 int64_t NpyArray::numel() const {
@@ -360,129 +391,41 @@ absl::StatusOr<NpyArray> ReadNpyFile(const std::string& path, const std::string&
 }
 
 absl::StatusOr<torch::Tensor> NpyToFloat32Tensor(const NpyArray& a, const std::string& source) {
-  torch::Tensor t = torch::empty(a.shape, torch::kFloat32);
-  float* out = t.data_ptr<float>();
-  switch (a.dtype) {
-    case NpyDtype::kFloat32:
-      if (!a.data.empty()) std::memcpy(out, a.data.data(), a.data.size());
-      break;
-    case NpyDtype::kFloat64:
-      CastCopy<double>(a, out);
-      break;
-    case NpyDtype::kInt8:
-      CastCopy<int8_t>(a, out);
-      break;
-    case NpyDtype::kInt32:
-      CastCopy<int32_t>(a, out);
-      break;
-    case NpyDtype::kInt64:
-      CastCopy<int64_t>(a, out);
-      break;
-    case NpyDtype::kUint8:
-      CastCopy<uint8_t>(a, out);
-      break;
-    case NpyDtype::kUint32:
-      CastCopy<uint32_t>(a, out);
-      break;
-    case NpyDtype::kUint64:
-      CastCopy<uint64_t>(a, out);
-      break;
-    case NpyDtype::kBool:
-      CastCopy<bool>(a, out);
-      break;
-  }
-  return t;
+  if (a.dtype == NpyDtype::kUint32) return IntValues(a).to(torch::kFloat32);
+  if (a.dtype == NpyDtype::kUint64) return Uint64ToFloat32(RawTensor(a));
+  return RawTensor(a).to(torch::kFloat32);
 }
 
 absl::StatusOr<torch::Tensor> NpyToInt64Tensor(const NpyArray& a, const std::string& source) {
-  torch::Tensor t = torch::empty(a.shape, torch::kInt64);
-  int64_t* out = t.data_ptr<int64_t>();
-  switch (a.dtype) {
-    case NpyDtype::kFloat32:
-    case NpyDtype::kFloat64:
+  if (IsFloat(a.dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": expected an integer array, got ", NpyDescr(a.dtype)));
+  }
+  torch::Tensor t = IntValues(a);
+  if (a.dtype == NpyDtype::kUint64) {
+    if (const int64_t i = FirstTrue(t.lt(0)); i >= 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat(source, ": expected an integer array, got ", NpyDescr(a.dtype)));
-    case NpyDtype::kInt8:
-      CastCopy<int8_t>(a, out);
-      break;
-    case NpyDtype::kInt32:
-      CastCopy<int32_t>(a, out);
-      break;
-    case NpyDtype::kInt64:
-      if (!a.data.empty()) std::memcpy(out, a.data.data(), a.data.size());
-      break;
-    case NpyDtype::kUint8:
-      CastCopy<uint8_t>(a, out);
-      break;
-    case NpyDtype::kUint32:
-      CastCopy<uint32_t>(a, out);
-      break;
-    case NpyDtype::kUint64: {
-      absl::Span<const uint64_t> v = a.values<uint64_t>();
-      for (size_t i = 0; i < v.size(); ++i) {
-        if (v[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(source, ": element ", i, " = ", v[i], " does not fit int64"));
-        }
-        out[i] = static_cast<int64_t>(v[i]);
-      }
-      break;
+          absl::StrCat(source, ": element ", i, " = ",
+                       static_cast<uint64_t>(t.reshape(-1)[i].item<int64_t>()),
+                       " does not fit int64"));
     }
-    case NpyDtype::kBool:
-      CastCopy<bool>(a, out);
-      break;
   }
   return t;
 }
-
-namespace {
-template <typename T>
-absl::Status ZeroOneCopy(const NpyArray& a, bool* out, const std::string& source) {
-  absl::Span<const T> v = a.values<T>();
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (v[i] != 0 && v[i] != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(source,
-                                                     ": a mask must hold only 0 and 1; element ", i,
-                                                     " is ", static_cast<int64_t>(v[i])));
-    }
-    out[i] = v[i] == 1;
-  }
-  return absl::OkStatus();
-}
-}  // namespace
 
 absl::StatusOr<torch::Tensor> NpyToBoolTensor(const NpyArray& a, const std::string& source) {
-  torch::Tensor t = torch::empty(a.shape, torch::kBool);
-  bool* out = t.data_ptr<bool>();
-  switch (a.dtype) {
-    case NpyDtype::kBool:
-      // ParseNpy already normalised every byte to 0 or 1.
-      if (!a.data.empty()) std::memcpy(out, a.data.data(), a.data.size());
-      break;
-    case NpyDtype::kInt8:
-      FGL_RETURN_IF_ERROR(ZeroOneCopy<int8_t>(a, out, source));
-      break;
-    case NpyDtype::kInt32:
-      FGL_RETURN_IF_ERROR(ZeroOneCopy<int32_t>(a, out, source));
-      break;
-    case NpyDtype::kInt64:
-      FGL_RETURN_IF_ERROR(ZeroOneCopy<int64_t>(a, out, source));
-      break;
-    case NpyDtype::kUint8:
-      FGL_RETURN_IF_ERROR(ZeroOneCopy<uint8_t>(a, out, source));
-      break;
-    case NpyDtype::kUint32:
-      FGL_RETURN_IF_ERROR(ZeroOneCopy<uint32_t>(a, out, source));
-      break;
-    case NpyDtype::kUint64:
-      FGL_RETURN_IF_ERROR(ZeroOneCopy<uint64_t>(a, out, source));
-      break;
-    case NpyDtype::kFloat32:
-    case NpyDtype::kFloat64:
-      return absl::InvalidArgumentError(
-          absl::StrCat(source, ": expected a bool or integer mask, got ", NpyDescr(a.dtype)));
+  if (a.dtype == NpyDtype::kBool) return RawTensor(a);  // ParseNpy normalised every byte to 0/1
+  if (IsFloat(a.dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": expected a bool or integer mask, got ", NpyDescr(a.dtype)));
   }
-  return t;
+  const torch::Tensor v = IntValues(a);
+  if (const int64_t i = FirstTrue(v.ne(0).logical_and(v.ne(1))); i >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(source,
+                                                   ": a mask must hold only 0 and 1; element ", i,
+                                                   " is ", v.reshape(-1)[i].item<int64_t>()));
+  }
+  return v.eq(1);
 }
 
 // ---------------------------------------------------------------------------------------------

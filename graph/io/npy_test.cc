@@ -1,5 +1,8 @@
 #include "graph/io/npy.h"
 
+#include <cstdint>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,7 @@ namespace {
 
 using ::fgl::testing::StatusIs;
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using testing::NpyBytes;
 using testing::NpyBytesWithDict;
@@ -173,6 +177,208 @@ TEST(NpyTensorTest, ConvertsToFloatInt64AndBool) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("element 1 is 2")));
   EXPECT_THAT(NpyToBoolTensor(f4, "m.npy"), StatusIs(absl::StatusCode::kInvalidArgument,
                                                      HasSubstr("expected a bool or integer")));
+}
+
+// ---- Every dtype through every tensor conversion, compared bit for bit with the C++ casts ----
+
+template <typename T>
+NpyArray ArrayOf(const std::vector<T>& values) {
+  absl::StatusOr<NpyArray> a =
+      ParseNpy(NpyFromValues<T>({static_cast<int64_t>(values.size())}, values), "a");
+  EXPECT_TRUE(a.ok()) << a.status();
+  if (!a.ok()) return NpyArray{.shape = {0}};
+  return *std::move(a);
+}
+
+std::vector<uint32_t> FloatBits(const std::vector<float>& v) {
+  std::vector<uint32_t> bits(v.size());
+  if (!v.empty()) std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
+  return bits;
+}
+
+float FloatFromBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// NpyToFloat32Tensor(values) must hold exactly static_cast<float>(v), bit for bit.
+template <typename T>
+void ExpectFloat32Exact(const std::vector<T>& values) {
+  const NpyArray a = ArrayOf(values);
+  ASSERT_OK_AND_ASSIGN(torch::Tensor t, NpyToFloat32Tensor(a, "a"));
+  EXPECT_EQ(t.scalar_type(), torch::kFloat32);
+  EXPECT_THAT(t.sizes().vec(), ElementsAre(static_cast<int64_t>(values.size())));
+  std::vector<float> want;
+  for (size_t i = 0; i < values.size(); ++i) want.push_back(static_cast<float>(values[i]));
+  EXPECT_THAT(FloatBits(Vec<float>(t)), ElementsAreArray(FloatBits(want))) << NpyDescr(a.dtype);
+}
+
+template <typename T>
+void ExpectInt64Exact(const std::vector<T>& values) {
+  const NpyArray a = ArrayOf(values);
+  ASSERT_OK_AND_ASSIGN(torch::Tensor t, NpyToInt64Tensor(a, "a"));
+  EXPECT_EQ(t.scalar_type(), torch::kInt64);
+  std::vector<int64_t> want;
+  for (size_t i = 0; i < values.size(); ++i) want.push_back(static_cast<int64_t>(values[i]));
+  EXPECT_THAT(Vec<int64_t>(t), ElementsAreArray(want)) << NpyDescr(a.dtype);
+}
+
+template <typename T>
+void ExpectMask(const std::vector<T>& values) {
+  const NpyArray a = ArrayOf(values);
+  ASSERT_OK_AND_ASSIGN(torch::Tensor t, NpyToBoolTensor(a, "a"));
+  EXPECT_EQ(t.scalar_type(), torch::kBool);
+  std::vector<bool> want;
+  for (size_t i = 0; i < values.size(); ++i) want.push_back(values[i] == 1);
+  EXPECT_THAT(Vec<bool>(t), ElementsAreArray(want)) << NpyDescr(a.dtype);
+}
+
+template <typename T>
+std::string MaskError(const std::vector<T>& values) {
+  return NpyToBoolTensor(ArrayOf(values), "m.npy").status().ToString();
+}
+
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
+constexpr uint64_t kTwo63 = uint64_t{1} << 63;
+
+TEST(NpyTensorTest, Float32FromEveryDtypeIsBitExact) {
+  // float32 keeps every bit pattern: -0, denormals, infinities, quiet and signalling NaNs.
+  std::vector<float> f4;
+  for (uint32_t bits : {0x00000000u, 0x80000000u, 0x3fc00000u, 0x00000001u, 0x807fffffu,
+                        0x7f7fffffu, 0x7f800000u, 0xff800000u, 0x7fc12345u, 0x7f812345u})
+    f4.push_back(FloatFromBits(bits));
+  {
+    const NpyArray a = ArrayOf(f4);
+    ASSERT_OK_AND_ASSIGN(torch::Tensor t, NpyToFloat32Tensor(a, "a"));
+    EXPECT_THAT(FloatBits(Vec<float>(t)), ElementsAreArray(FloatBits(f4)));
+  }
+  // float64 rounds to nearest, ties to even; overflow to inf, underflow to denormals or 0.
+  ExpectFloat32Exact<double>({0.1, -0.0, 1.0 + 0x1p-24, 1.0 + 0x3p-24, 16777217.0, 1e300, -1e300,
+                              1e-46, 1.4e-45, 3.4028235677973366e38, 0x1.fffffefffffffp127,
+                              std::numeric_limits<double>::infinity(),
+                              std::numeric_limits<double>::quiet_NaN(), -2.5e-40});
+  ExpectFloat32Exact<int8_t>({-128, -1, 0, 1, 127});
+  ExpectFloat32Exact<int32_t>({std::numeric_limits<int32_t>::min(),
+                               std::numeric_limits<int32_t>::max(), 16777217, -16777217, 16777219,
+                               0x7fffffbf, 0x7fffffc0, 0});
+  ExpectFloat32Exact<int64_t>({kI64Min, kI64Max, (int64_t{1} << 53) + 1, -((int64_t{1} << 24) + 1),
+                               (int64_t{1} << 62) + (int64_t{1} << 38),
+                               (int64_t{1} << 62) + (int64_t{1} << 38) + 1, 0, -1});
+  ExpectFloat32Exact<uint8_t>({0, 1, 128, 255});
+  ExpectFloat32Exact<uint32_t>(
+      {0u, 1u, 16777217u, 0x7fffffffu, 0x80000000u, 0x80000080u, 0x80000081u, 0x80000180u,
+       0xffffff7fu, 0xffffff80u, 0xffffffffu});
+  // uint64 above INT64_MAX must round as the unsigned value (no detour through double).
+  ExpectFloat32Exact<uint64_t>({0, 1, static_cast<uint64_t>(kI64Max), kTwo63, kTwo63 + 1,
+                                kTwo63 + (uint64_t{1} << 39), kTwo63 + (uint64_t{1} << 39) + 1,
+                                kTwo63 + (uint64_t{3} << 39), kU64Max - (uint64_t{1} << 39) + 1,
+                                kU64Max - (uint64_t{1} << 39), kU64Max,
+                                (uint64_t{1} << 53) + 1});
+  ExpectFloat32Exact<bool>({false, true, true});
+}
+
+TEST(NpyTensorTest, Int64FromEveryIntegerDtype) {
+  ExpectInt64Exact<int8_t>({-128, -1, 0, 127});
+  ExpectInt64Exact<int32_t>({std::numeric_limits<int32_t>::min(), -1, 0,
+                             std::numeric_limits<int32_t>::max()});
+  ExpectInt64Exact<int64_t>({kI64Min, -1, 0, kI64Max});
+  ExpectInt64Exact<uint8_t>({0, 1, 128, 255});
+  ExpectInt64Exact<uint32_t>({0u, 1u, 0x7fffffffu, 0x80000000u, 0xffffffffu});
+  ExpectInt64Exact<uint64_t>({0, 1, static_cast<uint64_t>(kI64Max)});
+  ExpectInt64Exact<bool>({true, false, true});
+
+  // The first element above INT64_MAX is named, as an unsigned value.
+  EXPECT_EQ(NpyToInt64Tensor(ArrayOf<uint64_t>({0, 5, kTwo63, kU64Max}), "x").status().ToString(),
+            "INVALID_ARGUMENT: x: element 2 = 9223372036854775808 does not fit int64");
+  EXPECT_EQ(NpyToInt64Tensor(ArrayOf<uint64_t>({kU64Max}), "x").status().ToString(),
+            "INVALID_ARGUMENT: x: element 0 = 18446744073709551615 does not fit int64");
+  EXPECT_EQ(NpyToInt64Tensor(ArrayOf<double>({1.0}), "x.npy").status().ToString(),
+            "INVALID_ARGUMENT: x.npy: expected an integer array, got <f8");
+  EXPECT_EQ(NpyToInt64Tensor(ArrayOf<float>({1.0f}), "x.npy").status().ToString(),
+            "INVALID_ARGUMENT: x.npy: expected an integer array, got <f4");
+}
+
+TEST(NpyTensorTest, BoolFromEveryIntegerDtype) {
+  ExpectMask<int8_t>({0, 1, 1, 0});
+  ExpectMask<int32_t>({1, 0});
+  ExpectMask<int64_t>({0, 1});
+  ExpectMask<uint8_t>({1, 1, 0});
+  ExpectMask<uint32_t>({0u, 1u});
+  ExpectMask<uint64_t>({1, 0});
+  ExpectMask<bool>({true, false});
+  // Any non-zero bool byte is True.
+  ASSERT_OK_AND_ASSIGN(NpyArray b1,
+                       ParseNpy(NpyBytes("|b1", {4}, std::string("\x00\x01\x07\xff", 4)), "a"));
+  ASSERT_OK_AND_ASSIGN(torch::Tensor b, NpyToBoolTensor(b1, "a"));
+  EXPECT_THAT(Vec<bool>(b), ElementsAre(false, true, true, true));
+
+  // The first element other than 0 and 1 is named, printed as int64.
+  const std::string prefix = "INVALID_ARGUMENT: m.npy: a mask must hold only 0 and 1; element ";
+  EXPECT_EQ(MaskError<int8_t>({1, 0, -1, 5}), prefix + "2 is -1");
+  EXPECT_EQ(MaskError<int32_t>({0, 1, 2}), prefix + "2 is 2");
+  EXPECT_EQ(MaskError<int64_t>({kI64Min}), prefix + "0 is -9223372036854775808");
+  EXPECT_EQ(MaskError<uint8_t>({1, 255}), prefix + "1 is 255");
+  EXPECT_EQ(MaskError<uint32_t>({0u, 0xffffffffu}), prefix + "1 is 4294967295");
+  EXPECT_EQ(MaskError<uint64_t>({1, kTwo63, 3}), prefix + "1 is -9223372036854775808");
+  EXPECT_EQ(MaskError<uint64_t>({0, 1, 2}), prefix + "2 is 2");
+  EXPECT_EQ(MaskError<double>({1.0}),
+            "INVALID_ARGUMENT: m.npy: expected a bool or integer mask, got <f8");
+  EXPECT_EQ(MaskError<float>({1.0f}),
+            "INVALID_ARGUMENT: m.npy: expected a bool or integer mask, got <f4");
+}
+
+TEST(NpyTensorTest, ConversionsKeepShapeAndOwnTheirData) {
+  // Scalars and empty arrays.
+  ASSERT_OK_AND_ASSIGN(NpyArray s, ParseNpy(NpyBytes("<i4", {}, std::string("\x01\0\0\0", 4)), "a"));
+  ASSERT_OK_AND_ASSIGN(torch::Tensor sf, NpyToFloat32Tensor(s, "a"));
+  EXPECT_EQ(sf.dim(), 0);
+  EXPECT_EQ(sf.item<float>(), 1.0f);
+  ASSERT_OK_AND_ASSIGN(torch::Tensor sl, NpyToInt64Tensor(s, "a"));
+  EXPECT_EQ(sl.dim(), 0);
+  EXPECT_EQ(sl.item<int64_t>(), 1);
+  ASSERT_OK_AND_ASSIGN(torch::Tensor sb, NpyToBoolTensor(s, "a"));
+  EXPECT_EQ(sb.dim(), 0);
+  EXPECT_TRUE(sb.item<bool>());
+  for (absl::string_view descr : {"<f4", "<f8", "|i1", "<i4", "<i8", "|u1", "<u4", "<u8", "|b1"}) {
+    ASSERT_OK_AND_ASSIGN(NpyArray e, ParseNpy(NpyBytes(descr, {0, 3}, ""), "e"));
+    ASSERT_OK_AND_ASSIGN(torch::Tensor ef, NpyToFloat32Tensor(e, "e"));
+    EXPECT_THAT(ef.sizes().vec(), ElementsAre(0, 3)) << descr;
+    if (descr[1] != 'f') {
+      ASSERT_OK_AND_ASSIGN(torch::Tensor el, NpyToInt64Tensor(e, "e"));
+      EXPECT_THAT(el.sizes().vec(), ElementsAre(0, 3)) << descr;
+      ASSERT_OK_AND_ASSIGN(torch::Tensor eb, NpyToBoolTensor(e, "e"));
+      EXPECT_THAT(eb.sizes().vec(), ElementsAre(0, 3)) << descr;
+    }
+  }
+  // A Fortran-ordered 2x3 array: tensors and error indices follow C order.
+  const std::string data = NpyFromValues<uint32_t>({6}, {0, 1, 1, 7, 0, 1}).substr(128);
+  ASSERT_OK_AND_ASSIGN(NpyArray f, ParseNpy(NpyBytes("<u4", {2, 3}, data, true), "f"));
+  ASSERT_OK_AND_ASSIGN(torch::Tensor ff, NpyToFloat32Tensor(f, "f"));
+  EXPECT_THAT(ff.sizes().vec(), ElementsAre(2, 3));
+  EXPECT_THAT(Vec<float>(ff), ElementsAre(0, 1, 0, 1, 7, 1));
+  ASSERT_OK_AND_ASSIGN(torch::Tensor fl, NpyToInt64Tensor(f, "f"));
+  EXPECT_THAT(Vec<int64_t>(fl), ElementsAre(0, 1, 0, 1, 7, 1));
+  EXPECT_EQ(NpyToBoolTensor(f, "f").status().ToString(),
+            "INVALID_ARGUMENT: f: a mask must hold only 0 and 1; element 4 is 7");
+  // The tensors are copies: they outlive the array.
+  torch::Tensor tf, tl, tb;
+  {
+    NpyArray a = ArrayOf<float>({1.5f, 2.5f});
+    ASSERT_OK_AND_ASSIGN(tf, NpyToFloat32Tensor(a, "a"));
+    NpyArray b = ArrayOf<int64_t>({3, 4});
+    ASSERT_OK_AND_ASSIGN(tl, NpyToInt64Tensor(b, "b"));
+    NpyArray c = ArrayOf<bool>({true, false});
+    ASSERT_OK_AND_ASSIGN(tb, NpyToBoolTensor(c, "c"));
+    a.data.assign(a.data.size(), '\0');
+    b.data.assign(b.data.size(), '\0');
+    c.data.assign(c.data.size(), '\0');
+  }
+  EXPECT_THAT(Vec<float>(tf), ElementsAre(1.5f, 2.5f));
+  EXPECT_THAT(Vec<int64_t>(tl), ElementsAre(3, 4));
+  EXPECT_THAT(Vec<bool>(tb), ElementsAre(true, false));
 }
 
 std::vector<testing::NpzMember> SmallMembers() {

@@ -5,7 +5,7 @@
 // (u is a constant: only theta * d_k has a gradient). Then d_k_old = d_k, d_k = theta - w,
 // h_k += d_k_old (OpenFGL adds the previous update: a one-round lag we keep), and it uploads
 // theta, h_k and d_k. The server sets w = node-weighted mean of (theta_k + h_k) and u = plain mean
-// of the d_k. alpha = 0.1.
+// of the d_k. alpha: feddc.proto.
 #include <algorithm>
 #include <map>
 #include <string>
@@ -14,6 +14,7 @@
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "methods/feddc/feddc.pb.h"
 #include "glog/logging.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -24,13 +25,19 @@ constexpr char kType[] = "feddc.weights";
 constexpr char kDrift[] = "drift.";
 constexpr char kUpdate[] = "update.";
 
+absl::Status Validate(const FedDcParams& p) {
+  if (p.alpha() < 0) return absl::InvalidArgumentError(absl::StrCat("feddc.alpha = ", p.alpha(), ": must be >= 0"));
+  return absl::OkStatus();
+}
+
 class FedDcClient final : public fl::ModelClient {
  public:
   using ModelClient::ModelClient;
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server,
                                            const fl::RoundInfo& round) override {
-    const double alpha = config_.Param("alpha", 0.1);
+    FGL_ASSIGN_OR_RETURN(const FedDcParams p, fl::MethodParams<FedDcParams>(config_));
+    const double alpha = p.alpha();
     fl::proto::Message global = from_server;
     FGL_ASSIGN_OR_RETURN(auto mean_update, fl::TakeTensors(kUpdate, &global));
     const fl::NamedTensors params = model_->SharedParameters();
@@ -160,6 +167,7 @@ FGL_REGISTER_METHOD("feddc", fl::ModelClient::Make<FedDcClient>,
                     [](const fl::MethodConfig& config) -> absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> {
                       FGL_ASSIGN_OR_RETURN(auto inner, fl::ModelAndMeanServer::Create(config, kType, kUpdate));
                       return std::unique_ptr<fl::ServerAlgorithm>(new FedDcServer(std::move(inner)));
-                    });
+                    },
+                    {fl::TypedParams(&Validate)});
 
 }  // namespace fgl::methods::feddc

@@ -18,6 +18,7 @@
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "methods/fedgta/fedgta.pb.h"
 #include "methods/fedgta/topology_moments.h"
 #include "nn/models/gnn_model.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -29,6 +30,14 @@ constexpr char kType[] = "fedgta.weights";
 constexpr char kMoments[] = "fedgta.moments";
 constexpr char kConfidence[] = "confidence";
 
+absl::Status Validate(const FedGtaParams& p) {
+  if (p.prop_steps() < 1) return absl::InvalidArgumentError(absl::StrCat("fedgta.prop_steps = ", p.prop_steps(), ": must be >= 1"));
+  if (!(p.lp_alpha() >= 0 && p.lp_alpha() <= 1)) return absl::InvalidArgumentError(absl::StrCat("fedgta.lp_alpha = ", p.lp_alpha(), ": must be in [0, 1]"));
+  if (!(p.temperature() > 0)) return absl::InvalidArgumentError(absl::StrCat("fedgta.temperature = ", p.temperature(), ": must be > 0"));
+  if (p.num_moments() < 1) return absl::InvalidArgumentError(absl::StrCat("fedgta.num_moments = ", p.num_moments(), ": must be >= 1"));
+  return absl::OkStatus();
+}
+
 class FedGtaClient final : public fl::ModelClient {
  public:
   using ModelClient::ModelClient;
@@ -37,6 +46,7 @@ class FedGtaClient final : public fl::ModelClient {
                                            const fl::RoundInfo& round) override {
     const fl::NamedTensors params = model_->SharedParameters();
     FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, params));
+    FGL_ASSIGN_OR_RETURN(const FedGtaParams p, fl::MethodParams<FedGtaParams>(config_));
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
     torch::Tensor logits;
     {
@@ -48,13 +58,13 @@ class FedGtaClient final : public fl::ModelClient {
     const torch::Tensor train = data_->split.train.to(torch::kCPU, torch::kBool);
     const torch::Tensor propagated =
         LabelPropagation(data_->data.graph, torch::softmax(logits, 1), train,
-                         static_cast<int>(config_.Param("prop_steps", 5)), config_.Param("lp_alpha", 0.5));
+                         p.prop_steps(), p.lp_alpha());
     const torch::Tensor one_hot = torch::one_hot(data_->data.labels.to(torch::kCPU), c).to(torch::kFloat);
     auto with_labels = [&](torch::Tensor x) { return torch::where(train.unsqueeze(1), one_hot, x); };
     const torch::Tensor raw = with_labels(torch::softmax(propagated, 1));
-    const torch::Tensor sharpened = with_labels(torch::softmax(propagated / config_.Param("temperature", 20), 1));
+    const torch::Tensor sharpened = with_labels(torch::softmax(propagated / p.temperature(), 1));
     fl::proto::Message reply = fl::ModelReply(params, data_->data.num_nodes(), data_->id, round, kType);
-    fl::AddTensors({{kMoments, MixedMoments(raw, static_cast<int>(config_.Param("num_moments", 10)))}}, &reply);
+    fl::AddTensors({{kMoments, MixedMoments(raw, p.num_moments())}}, &reply);
     (*reply.mutable_scalars())[kConfidence] = ConfidenceWeight(data_->data.graph, sharpened);
     fl::AddTrainLoss(model_->last_loss(), &reply);
     return reply;
@@ -92,7 +102,8 @@ class FedGtaServer final : public fl::ServerAlgorithm {
     FGL_ASSIGN_OR_RETURN(r.parameters,
                          fl::MatchTensors(tensors, initial_, absl::StrCat("fedgta: reply from client ", sender)));
     auto moments = tensors.find(kMoments);
-    const int64_t want = 2 * static_cast<int64_t>(config_.Param("num_moments", 10)) * config_.num_classes;
+    FGL_ASSIGN_OR_RETURN(const FedGtaParams p, fl::MethodParams<FedGtaParams>(config_));
+    const int64_t want = 2 * static_cast<int64_t>(p.num_moments()) * config_.num_classes;
     if (moments == tensors.end() || moments->second.numel() != want ||
         !torch::isfinite(moments->second).all().item<bool>()) {
       return bad(absl::StrCat("'", kMoments, "' must hold ", want, " finite values"));
@@ -110,7 +121,8 @@ class FedGtaServer final : public fl::ServerAlgorithm {
 
   absl::Status FinishRound(const fl::RoundInfo& round) override {
     std::map<int, Reply> replies = std::exchange(replies_, {});
-    const double accept = config_.Param("accept_alpha", 0.5);
+    FGL_ASSIGN_OR_RETURN(const FedGtaParams p, fl::MethodParams<FedGtaParams>(config_));
+    const double accept = p.accept_alpha();
     for (const auto& [src, mine] : replies) {
       std::vector<int> accepted;
       double total = 0;
@@ -197,6 +209,7 @@ class FedGtaServer final : public fl::ServerAlgorithm {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedgta", fl::ModelClient::Make<FedGtaClient>, FedGtaServer::Create);
+FGL_REGISTER_METHOD("fedgta", fl::ModelClient::Make<FedGtaClient>, FedGtaServer::Create,
+                    {fl::TypedParams(&Validate)});
 
 }  // namespace fgl::methods::fedgta

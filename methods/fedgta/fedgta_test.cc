@@ -2,6 +2,8 @@
 // confidence-weighted personalised aggregation, and a federated run (alone and with FedTAD).
 #include <cmath>
 
+#include "methods/fedgta/fedgta.pb.h"
+#include "methods/fedtad/fedtad.pb.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
@@ -51,7 +53,9 @@ TEST(FedGtaServerTest, SimilarClientsShareConfidenceWeightedModels) {
   config.model_spec = "gcn:layers=2,hidden=4,dropout=0.5";
   config.num_features = 3;
   config.num_classes = 2;
-  config.params["num_moments"] = 2;  // moments: 2 * 2 * 2 = 8 values
+  FedGtaParams two;
+  two.set_num_moments(2);  // moments: 2 * 2 * 2 = 8 values
+  config.params.emplace_back().PackFrom(two);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedgta"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_TRUE(server->PersonalisedBroadcast());
@@ -90,11 +94,13 @@ TEST(FedGtaServerTest, SimilarClientsShareConfidenceWeightedModels) {
 
 TEST(FedGtaRunTest, LearnsAloneAndWithTheFedTadPlugin) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedgta");
-  o.eval.model = fl::EvalProtocol::Model::kLocal;
+  o.spec.mutable_eval()->set_model("local");
   ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
   EXPECT_GT(r.test_acc, 60.0);
-  o.method = "fedgta+fedtad";
-  o.method_params["num_pseudo"] = 20;
+  o.spec.set_method("fedgta+fedtad");
+  methods::fedtad::FedTadParams tad;
+  tad.set_num_pseudo(20);
+  o.spec.add_method_params()->PackFrom(tad);
   ASSERT_OK_AND_ASSIGN(fl::FederationResult t, fl::RunFederation(o));
   EXPECT_GT(t.test_acc, 50.0);
 }

@@ -1,11 +1,13 @@
 // FedProx (Li et al. 2020): FedAvg whose local objective adds (mu / 2) ||w - w_global||^2, which
-// keeps each client near the round's global model. mu defaults to 1e-3 (OpenFGL). The server
+// keeps each client near the round's global model (mu: fedprox.proto). The server
 // step is FedAvg's node-weighted mean (fl::ModelAverageServer).
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "methods/fedprox/fedprox.pb.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::fedprox {
@@ -13,13 +15,19 @@ namespace {
 
 constexpr char kType[] = "fedprox.weights";
 
+absl::Status Validate(const FedProxParams& p) {
+  if (p.mu() < 0) return absl::InvalidArgumentError(absl::StrCat("fedprox.mu = ", p.mu(), ": must be >= 0"));
+  return absl::OkStatus();
+}
+
 class FedProxClient final : public fl::ModelClient {
  public:
   using ModelClient::ModelClient;
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
-    const double mu = config_.Param("mu", 1e-3);
+    FGL_ASSIGN_OR_RETURN(const FedProxParams p, fl::MethodParams<FedProxParams>(config_));
+    const double mu = p.mu();
     const fl::NamedTensors params = model_->SharedParameters();
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, params));
     std::vector<torch::Tensor> anchor;
@@ -40,6 +48,7 @@ class FedProxClient final : public fl::ModelClient {
 }  // namespace
 
 FGL_REGISTER_METHOD("fedprox", fl::ModelClient::Make<FedProxClient>,
-                    [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); });
+                    [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); },
+                    {fl::TypedParams(&Validate)});
 
 }  // namespace fgl::methods::fedprox

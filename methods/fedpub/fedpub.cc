@@ -21,6 +21,7 @@
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "methods/fedpub/fedpub.pb.h"
 #include "methods/fedpub/proxy_graph.h"
 #include "nn/models/gnn_model.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -34,13 +35,20 @@ constexpr char kProxySeed[] = "proxy_seed";
 
 bool IsMask(const std::string& name) { return name.size() >= 4 && name.compare(name.size() - 4, 4, "mask") == 0; }
 
+absl::Status Validate(const FedPubParams& p) {
+  if (!(p.l1() >= 0)) return absl::InvalidArgumentError(absl::StrCat("fedpub.l1 = ", p.l1(), ": must be >= 0"));
+  if (!(p.loc_l2() >= 0)) return absl::InvalidArgumentError(absl::StrCat("fedpub.loc_l2 = ", p.loc_l2(), ": must be >= 0"));
+  return absl::OkStatus();
+}
+
 class FedPubClient final : public fl::ModelClient {
  public:
   using ModelClient::ModelClient;
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server,
                                            const fl::RoundInfo& round) override {
-    const double l1 = config_.Param("l1", 1e-3), loc_l2 = config_.Param("loc_l2", 1e-3);
+    FGL_ASSIGN_OR_RETURN(const FedPubParams p, fl::MethodParams<FedPubParams>(config_));
+    const double l1 = p.l1(), loc_l2 = p.loc_l2();
     const fl::NamedTensors all = model_->Parameters();
     fl::NamedTensors weights, masks;
     for (const auto& p : all) (IsMask(p.first) ? masks : weights).push_back(p);
@@ -138,7 +146,8 @@ class FedPubServer final : public fl::ServerAlgorithm {
   absl::Status FinishRound(const fl::RoundInfo& round) override {
     std::map<int, Reply> replies = std::exchange(replies_, {});
     if (replies.empty()) return absl::OkStatus();
-    const double scale = config_.Param("norm_scale", 10);
+    FGL_ASSIGN_OR_RETURN(const FedPubParams p, fl::MethodParams<FedPubParams>(config_));
+    const double scale = p.norm_scale();
     std::vector<int> ids;
     for (const auto& [k, r] : replies) ids.push_back(k);
     const size_t embedding_size = replies.begin()->second.embedding.numel();
@@ -239,6 +248,7 @@ class FedPubServer final : public fl::ServerAlgorithm {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedpub", fl::ModelClient::Make<FedPubClient>, FedPubServer::Create);
+FGL_REGISTER_METHOD("fedpub", fl::ModelClient::Make<FedPubClient>, FedPubServer::Create,
+                    {fl::TypedParams(&Validate)});
 
 }  // namespace fgl::methods::fedpub

@@ -1,6 +1,7 @@
 // FED-PUB: the proxy graph, the server's functional-similarity personalisation, and runs.
 #include <cmath>
 
+#include "methods/fedtad/fedtad.pb.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
@@ -65,16 +66,18 @@ TEST(FedPubServerTest, PersonalisesBySoftmaxOfFunctionalSimilarity) {
 
 TEST(FedPubRunTest, LearnsAloneAndWithTheFedTadPlugin) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedpub");
-  o.model = "gcn:layers=3,jk=last,masked=true";
-  o.eval.model = fl::EvalProtocol::Model::kLocal;
+  o.spec.set_model("gcn:layers=3,jk=last,masked=true");
+  o.spec.mutable_eval()->set_model("local");
   ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
   EXPECT_GT(r.test_acc, 60.0);
-  o.method = "fedpub+fedtad";
-  o.method_params["num_pseudo"] = 20;
+  o.spec.set_method("fedpub+fedtad");
+  methods::fedtad::FedTadParams tad;
+  tad.set_num_pseudo(20);
+  o.spec.add_method_params()->PackFrom(tad);
   ASSERT_OK_AND_ASSIGN(fl::FederationResult t, fl::RunFederation(o));
   EXPECT_GT(t.test_acc, 40.0);  // 4 balanced classes: chance is 25%
-  o.model = "gcn";
-  o.method = "fedpub";
+  o.spec.set_model("gcn");
+  o.spec.set_method("fedpub");
   EXPECT_FALSE(fl::RunFederation(o).ok());  // needs the masked model
 }
 

@@ -28,6 +28,7 @@
 #include "fl/model_average_server.h"
 #include "fl/optimizer_state.h"
 #include "fl/registry.h"
+#include "methods/fedsage_plus/fedsage_plus.pb.h"
 #include "graph/random.h"
 #include "methods/fedsage_plus/neighgen.h"
 #include "nn/losses/losses.h"
@@ -46,14 +47,14 @@ struct Variant {
   const char* name;
   const char* type;  // message type
   bool federated;    // the classifier is FedAvg'd
-  bool neighgen;     // default of the "neighgen" param
-  bool cross_client; // default of the "cross_client" param
+  bool neighgen;     // default of FedSagePlusParams.neighgen
+  bool cross_client; // default of FedSagePlusParams.cross_client
 };
 constexpr Variant kFedSagePlus{"fedsage_plus", "fedsage_plus.weights", true, true, true};
 constexpr Variant kFedSage{"fedsage", "fedsage.weights", true, false, false};
 constexpr Variant kLocSage{"locsage", "locsage.none", false, false, false};
 
-// The method params, resolved once.
+// FedSagePlusParams with the variant's defaults applied, checked once.
 struct Settings {
   bool neighgen = false, cross_client = false;
   double hidden_portion = 0.5;
@@ -62,29 +63,43 @@ struct Settings {
   double gen_dropout = 0.5, num_weight = 1, feat_weight = 1, cls_weight = 1;
 };
 
-absl::StatusOr<Settings> ReadSettings(const Variant& v, const fl::MethodConfig& c) {
+absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams& p) {
+  auto bad = [](const char* field, const auto& value, const char* why) {
+    return absl::InvalidArgumentError(absl::StrCat("fedsage_plus.", field, " = ", value, ": ", why));
+  };
   Settings s;
-  s.neighgen = c.Param("neighgen", v.neighgen) != 0;
-  s.cross_client = s.neighgen && c.Param("cross_client", v.cross_client) != 0;
-  s.hidden_portion = c.Param("hidden_portion", 0.5);
-  s.latent = static_cast<int64_t>(c.Param("latent", 128));
-  s.max_pred = static_cast<int64_t>(c.Param("max_pred", 5));
-  s.gen_hidden = static_cast<int64_t>(c.Param("gen_hidden", 64));
-  s.gen_rounds = s.neighgen ? static_cast<int>(c.Param("gen_rounds", 10)) : 0;
-  s.gen_dropout = c.Param("gen_dropout", 0.5);
-  s.num_weight = c.Param("num_weight", 1);
-  s.feat_weight = c.Param("feat_weight", 1);
-  s.cls_weight = c.Param("cls_weight", 1);
-  if (!v.federated && s.cross_client) {
-    return absl::InvalidArgumentError(absl::StrCat(v.name, ": cross_client needs a federated variant"));
-  }
-  if (!(s.hidden_portion >= 0 && s.hidden_portion < 1) || s.latent < 1 || s.max_pred < 1 || s.gen_hidden < 1 ||
-      s.gen_rounds < 0 || !(s.gen_dropout >= 0 && s.gen_dropout < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        v.name, ": need hidden_portion in [0, 1), latent, max_pred, gen_hidden >= 1, gen_rounds >= 0, "
-                "gen_dropout in [0, 1)"));
-  }
+  s.neighgen = p.has_neighgen() ? p.neighgen() : v.neighgen;
+  s.cross_client = s.neighgen && (p.has_cross_client() ? p.cross_client() : v.cross_client);
+  s.hidden_portion = p.hidden_portion();
+  s.latent = p.latent();
+  s.max_pred = p.max_pred();
+  s.gen_hidden = p.gen_hidden();
+  s.gen_rounds = s.neighgen ? p.gen_rounds() : 0;
+  s.gen_dropout = p.gen_dropout();
+  s.num_weight = p.num_weight();
+  s.feat_weight = p.feat_weight();
+  s.cls_weight = p.cls_weight();
+  if (!v.federated && s.cross_client) return bad("cross_client", "true", "needs a federated variant (not locsage)");
+  if (!(s.hidden_portion >= 0 && s.hidden_portion < 1)) return bad("hidden_portion", s.hidden_portion, "must be in [0, 1)");
+  if (s.latent < 1) return bad("latent", s.latent, "must be >= 1");
+  if (s.max_pred < 1) return bad("max_pred", s.max_pred, "must be >= 1");
+  if (s.gen_hidden < 1) return bad("gen_hidden", s.gen_hidden, "must be >= 1");
+  if (p.gen_rounds() < 0) return bad("gen_rounds", p.gen_rounds(), "must be >= 0");
+  if (!(s.gen_dropout >= 0 && s.gen_dropout < 1)) return bad("gen_dropout", s.gen_dropout, "must be in [0, 1)");
+  if (!(s.num_weight >= 0)) return bad("num_weight", s.num_weight, "must be >= 0");
+  if (!(s.feat_weight >= 0)) return bad("feat_weight", s.feat_weight, "must be >= 0");
+  if (!(s.cls_weight >= 0)) return bad("cls_weight", s.cls_weight, "must be >= 0");
   return s;
+}
+
+absl::StatusOr<Settings> ReadSettings(const Variant& v, const fl::MethodConfig& c) {
+  FGL_ASSIGN_OR_RETURN(const FedSagePlusParams p, fl::MethodParams<FedSagePlusParams>(c));
+  return ReadSettings(v, p);
+}
+
+template <const Variant& V>
+absl::Status Validate(const FedSagePlusParams& p) {
+  return ReadSettings(V, p).status();
 }
 
 // NeighGen built from a seed every party derives alike: the server's copy equals the clients'.
@@ -424,8 +439,9 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedsage_plus", MakeClient<kFedSagePlus>, MakeServer<kFedSagePlus>);
-FGL_REGISTER_METHOD("fedsage", MakeClient<kFedSage>, MakeServer<kFedSage>);
-FGL_REGISTER_METHOD("locsage", MakeClient<kLocSage>, MakeServer<kLocSage>);
+FGL_REGISTER_METHOD("fedsage_plus", MakeClient<kFedSagePlus>, MakeServer<kFedSagePlus>,
+                    {fl::TypedParams(&Validate<kFedSagePlus>)});
+FGL_REGISTER_METHOD("fedsage", MakeClient<kFedSage>, MakeServer<kFedSage>, {fl::TypedParams(&Validate<kFedSage>)});
+FGL_REGISTER_METHOD("locsage", MakeClient<kLocSage>, MakeServer<kLocSage>, {fl::TypedParams(&Validate<kLocSage>)});
 
 }  // namespace fgl::methods::fedsage_plus

@@ -1,6 +1,8 @@
 // The FedSage family: fedsage is FedAvg with a GraphSAGE model; fedsage_plus exchanges NeighGen
 // during the generator rounds only, mends once, and survives a checkpoint in either phase;
 // locsage sends nothing; all three learn in a small federation.
+#include <google/protobuf/text_format.h>
+#include "methods/fedsage_plus/fedsage_plus.pb.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
@@ -12,6 +14,14 @@
 namespace fgl::methods::fedsage_plus {
 namespace {
 
+google::protobuf::Any Packed(const FedSagePlusParams& p) {
+  google::protobuf::Any any;
+  any.PackFrom(p);
+  return any;
+}
+
+FedSagePlusParams Params(const fl::MethodConfig& config) { return *fl::MethodParams<FedSagePlusParams>(config); }
+
 fl::MethodConfig SmallConfig() {
   fl::MethodConfig config;
   config.model_spec = "sage:layers=2,hidden=16,dropout=0.5";
@@ -19,7 +29,11 @@ fl::MethodConfig SmallConfig() {
   config.num_classes = 3;
   config.local_epochs = 2;
   config.seed = 5;
-  config.params = {{"gen_rounds", 2}, {"latent", 8}, {"gen_hidden", 8}};
+  FedSagePlusParams p;
+  p.set_gen_rounds(2);
+  p.set_latent(8);
+  p.set_gen_hidden(8);
+  config.params = {Packed(p)};
   return config;
 }
 
@@ -104,7 +118,9 @@ TEST(FedSagePlusTest, ServerRejectsMissingOrUnexpectedNeighGen) {
 
 TEST(FedSagePlusTest, WithoutCrossClientTermNothingButTheClassifierLeaves) {
   fl::MethodConfig config = SmallConfig();
-  config.params["neighgen"] = 1;  // fedsage with a locally trained NeighGen
+  FedSagePlusParams p = Params(config);
+  p.set_neighgen(true);  // fedsage with a locally trained NeighGen
+  config.params = {Packed(p)};
   auto data = fl::testing::CsbmClient(120, 8, 3, 11);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedsage"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
@@ -114,25 +130,51 @@ TEST(FedSagePlusTest, WithoutCrossClientTermNothingButTheClassifierLeaves) {
   ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, c->Train(global, {1, 1}));
   EXPECT_EQ(CountPrefix(reply, "neighgen."), 0);
   EXPECT_OK(server->Accumulate(reply));
-  config.params["cross_client"] = 1;
+  p.set_cross_client(true);
+  config.params = {Packed(p)};
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories loc, fl::FindMethod("locsage"));
   EXPECT_FALSE(loc.server(config).ok());  // locsage has no server to exchange NeighGen through
 }
 
 TEST(FedSageRunTest, FamilyLearnsInASmallFederation) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedsage_plus");
-  o.model = "sage:layers=2,hidden=16,dropout=0.5";
-  o.method_params = {{"gen_rounds", 2}, {"latent", 16}, {"gen_hidden", 16}};
+  o.spec.set_model("sage:layers=2,hidden=16,dropout=0.5");
+  FedSagePlusParams small;
+  small.set_gen_rounds(2);
+  small.set_latent(16);
+  small.set_gen_hidden(16);
+  o.spec.add_method_params()->PackFrom(small);
   ASSERT_OK_AND_ASSIGN(fl::FederationResult plus, fl::RunFederation(o));
   EXPECT_GT(plus.test_acc, 50.0);
-  o.method = "fedsage";
+  o.spec.set_method("fedsage");
   ASSERT_OK_AND_ASSIGN(fl::FederationResult sage, fl::RunFederation(o));
   EXPECT_GT(sage.test_acc, 50.0);
-  o.method = "locsage";
-  o.eval.model = fl::EvalProtocol::Model::kLocal;
+  o.spec.set_method("locsage");
+  o.spec.mutable_eval()->set_model("local");
   ASSERT_OK_AND_ASSIGN(fl::FederationResult loc, fl::RunFederation(o));
   EXPECT_GT(loc.test_acc, 50.0);
   EXPECT_LT(sage.bytes_up, plus.bytes_up);  // NeighGen travels in fedsage_plus's generator rounds
+}
+
+// hidden_portion and neighgen could not be set before typed parameters: from a textproto, each
+// changes the run.
+TEST(FedSageRunTest, HiddenPortionAndNeighGenFromATextprotoTakeEffect) {
+  fl::FederationOptions o = fl::testing::SmallFederation("fedsage_plus");
+  o.spec.set_model("sage:layers=2,hidden=16,dropout=0.5");
+  o.spec.set_rounds(3);
+  FedSagePlusParams p;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString("gen_rounds: 2 latent: 16 gen_hidden: 16", &p));
+  o.spec.add_method_params()->PackFrom(p);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult half, fl::RunFederation(o));
+  ASSERT_TRUE(google::protobuf::TextFormat::MergeFromString("hidden_portion: 0.2", &p));
+  o.spec.mutable_method_params(0)->PackFrom(p);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult fifth, fl::RunFederation(o));
+  EXPECT_NE(half.final_global, fifth.final_global);
+  ASSERT_TRUE(google::protobuf::TextFormat::MergeFromString("neighgen: false", &p));
+  o.spec.mutable_method_params(0)->PackFrom(p);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult plain, fl::RunFederation(o));
+  EXPECT_NE(fifth.final_global, plain.final_global);
+  EXPECT_LT(plain.bytes_up, fifth.bytes_up);  // no NeighGen travels
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "fl/registry.h"
 #include "graph/random.h"
 #include "methods/fedtad/distillation.h"
+#include "methods/fedtad/fedtad.pb.h"
 #include "methods/fedtad/reliability.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -24,23 +25,52 @@ namespace {
 constexpr char kReliability[] = "fedtad.reliability";
 constexpr char kBasePrepared[] = "fedtad.base_prepared";
 
-DistillationOptions OptionsFrom(const fl::MethodConfig& c) {
+absl::Status Validate(const FedTadParams& p) {
+  auto bad = [](const char* field, const auto& value, const char* why) {
+    return absl::InvalidArgumentError(absl::StrCat("fedtad.", field, " = ", value, ": ", why));
+  };
+  if (!(p.reliability_noise() >= 0)) return bad("reliability_noise", p.reliability_noise(), "must be >= 0");
+  if (p.iterations() < 0) return bad("iterations", p.iterations(), "must be >= 0");
+  if (p.generator_steps() < 0) return bad("generator_steps", p.generator_steps(), "must be >= 0");
+  if (p.distill_steps() < 0) return bad("distill_steps", p.distill_steps(), "must be >= 0");
+  if (!(p.lambda_sem() >= 0)) return bad("lambda_sem", p.lambda_sem(), "must be >= 0");
+  if (!(p.lambda_div() >= 0)) return bad("lambda_div", p.lambda_div(), "must be >= 0");
+  if (!(p.self_loop_weight() >= 0)) return bad("self_loop_weight", p.self_loop_weight(), "must be >= 0");
+  if (p.num_pseudo() < 2) return bad("num_pseudo", p.num_pseudo(), "must be >= 2");
+  if (p.noise_dim() < 1) return bad("noise_dim", p.noise_dim(), "must be >= 1");
+  if (p.knn() < 1) return bad("knn", p.knn(), "must be >= 1");
+  if (p.walk_length() < 1) return bad("walk_length", p.walk_length(), "must be >= 1");
+  if (!(p.generator_lr() > 0)) return bad("generator_lr", p.generator_lr(), "must be > 0");
+  if (!(p.distill_lr() > 0)) return bad("distill_lr", p.distill_lr(), "must be > 0");
+  if (!(p.generator_weight_decay() >= 0)) {
+    return bad("generator_weight_decay", p.generator_weight_decay(), "must be >= 0");
+  }
+  if (!(p.distill_weight_decay() >= 0)) return bad("distill_weight_decay", p.distill_weight_decay(), "must be >= 0");
+  return absl::OkStatus();
+}
+
+// Fig. 4(a) r-eq distils on the real graph: the server needs the whole dataset.
+bool NeedsRealGraph(const FedTadParams& p) { return p.real_graph(); }
+
+DistillationOptions OptionsFrom(const FedTadParams& p, const fl::MethodConfig& c) {
   DistillationOptions o;
-  o.iterations = static_cast<int>(c.Param("iterations", o.iterations));
-  o.generator_steps = static_cast<int>(c.Param("generator_steps", o.generator_steps));
-  o.distill_steps = static_cast<int>(c.Param("distill_steps", o.distill_steps));
-  o.num_pseudo = static_cast<int64_t>(c.Param("num_pseudo", o.num_pseudo));
-  o.noise_dim = static_cast<int64_t>(c.Param("noise_dim", o.noise_dim));
-  o.knn = static_cast<int64_t>(c.Param("knn", o.knn));
-  o.self_loop_weight = static_cast<float>(c.Param("self_loop_weight", o.self_loop_weight));
-  o.generator_lr = c.Param("generator_lr", o.generator_lr);
-  o.distill_lr = c.Param("distill_lr", o.distill_lr);
-  o.lambda_sem = c.Param("lambda_sem", o.lambda_sem);
-  o.lambda_div = c.Param("lambda_div", o.lambda_div);
-  o.use_sem = c.Param("use_sem", 1) != 0;
-  o.use_div = c.Param("use_div", 1) != 0;
-  o.use_diverg = c.Param("use_diverg", 1) != 0;
-  o.loss_form = c.Param("loss_form", 0) != 0 ? LossForm::kPaper : LossForm::kCode;
+  o.iterations = p.iterations();
+  o.generator_steps = p.generator_steps();
+  o.distill_steps = p.distill_steps();
+  o.num_pseudo = p.num_pseudo();
+  o.noise_dim = p.noise_dim();
+  o.knn = p.knn();
+  o.self_loop_weight = static_cast<float>(p.self_loop_weight());
+  o.generator_lr = p.generator_lr();
+  o.generator_weight_decay = p.generator_weight_decay();
+  o.distill_lr = p.distill_lr();
+  o.distill_weight_decay = p.distill_weight_decay();
+  o.lambda_sem = p.lambda_sem();
+  o.lambda_div = p.lambda_div();
+  o.use_sem = p.use_sem();
+  o.use_div = p.use_div();
+  o.use_diverg = p.use_diverg();
+  o.loss_form = p.loss_form() == FedTadParams::PAPER ? LossForm::kPaper : LossForm::kCode;
   o.dropout_at_eval = c.dropout_at_eval;
   return o;
 }
@@ -60,15 +90,16 @@ class FedTadClient final : public fl::ClientAlgorithm {
       m.mutable_header()->set_sender(data_->id);
     }
     (*m.mutable_scalars())[kBasePrepared] = base.has_value() ? 1 : 0;
-    const int kind = static_cast<int>(config_.Param("reliability", 0));
-    if (kind < 0 || kind > 2) return absl::InvalidArgumentError(absl::StrCat("fedtad: reliability kind ", kind));
+    FGL_ASSIGN_OR_RETURN(const FedTadParams p, fl::MethodParams<FedTadParams>(config_));
+    const ReliabilityKind kind = p.reliability() == FedTadParams::EQUAL        ? ReliabilityKind::kEqual
+                                 : p.reliability() == FedTadParams::NODE_COUNT ? ReliabilityKind::kNodeCount
+                                                                               : ReliabilityKind::kTopology;
     FGL_ASSIGN_OR_RETURN(torch::Tensor phi,
                          ClassReliability(data_->data.graph, data_->data.features, data_->data.labels,
                                           data_->split.train, config_.num_classes,
-                                          static_cast<ReliabilityKind>(kind),
-                                          static_cast<int>(config_.Param("walk_length", 5))));
+                                          kind, p.walk_length()));
     // The privacy variant perturbs what leaves the client, with the client's own randomness.
-    if (const double sigma = config_.Param("reliability_noise", 0); sigma > 0) {
+    if (const double sigma = p.reliability_noise(); sigma > 0) {
       phi = PerturbReliability(phi, sigma, graph::Rng::Derive(config_.seed, absl::StrCat("client/", data_->id)));
     }
     fl::AddTensors({{kReliability, phi}}, &m);
@@ -228,10 +259,12 @@ absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> WrapClient(std::unique_ptr<
 
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> WrapServer(std::unique_ptr<fl::ServerAlgorithm> base,
                                                                  const fl::MethodConfig& config) {
+  FGL_ASSIGN_OR_RETURN(const FedTadParams p, fl::MethodParams<FedTadParams>(config));
+  FGL_RETURN_IF_ERROR(Validate(p));
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<DataFreeDistiller> distiller,
                        DataFreeDistiller::Create(config.model_spec, config.num_features, config.num_classes,
-                                                 OptionsFrom(config), config.seed, config.device));
-  if (config.Param("oracle_graph", 0) != 0) {  // Fig. 4(a) r-eq
+                                                 OptionsFrom(p, config), config.seed, config.device));
+  if (p.real_graph()) {  // Fig. 4(a) r-eq
     if (config.oracle_graph == nullptr) {
       return absl::FailedPreconditionError("fedtad: real_graph (r-eq) needs the whole dataset on the server; "
                                            "only the simulator provides it");
@@ -244,7 +277,7 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> WrapServer(std::unique_ptr<
 
 }  // namespace
 
-FGL_REGISTER_PLUGIN("fedtad", WrapClient, WrapServer);
+FGL_REGISTER_PLUGIN("fedtad", WrapClient, WrapServer, {fl::TypedParams(&Validate, &NeedsRealGraph)});
 
 // FedTAD as the paper runs it: FedAvg plus the plug-in (resolved when used, so registration
 // order does not matter).
@@ -258,6 +291,7 @@ FGL_REGISTER_METHOD(
     [](const fl::MethodConfig& config) -> absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> {
       FGL_ASSIGN_OR_RETURN(fl::MethodFactories f, fl::FindMethod("fedavg+fedtad"));
       return f.server(config);
-    });
+    },
+    {fl::TypedParams(&Validate, &NeedsRealGraph)});
 
 }  // namespace fgl::methods::fedtad

@@ -2,12 +2,14 @@
 // moves the student towards its teachers, and the plug-in's contract with its base method.
 #include <cstdlib>
 
+#include <google/protobuf/text_format.h>
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/testing/client_data.h"
 #include "gmock/gmock.h"
 #include "graph/csr_graph.h"
 #include "gtest/gtest.h"
+#include "methods/fedtad/fedtad.pb.h"
 #include "methods/fedtad/distillation.h"
 #include "methods/fedtad/generator.h"
 #include "methods/fedtad/reliability.h"
@@ -211,7 +213,9 @@ TEST(PluginTest, DistilsEveryAggregateFromItsOwnRepliesOnly) {
   config.model_spec = "gcn:layers=2,hidden=16,dropout=0.5";
   config.num_features = 8;
   config.num_classes = 3;
-  config.params["num_pseudo"] = 12;
+  FedTadParams small;
+  small.set_num_pseudo(12);
+  config.params.emplace_back().PackFrom(small);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("test_three_aggregates+fedtad"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   std::vector<std::unique_ptr<fl::ClientAlgorithm>> clients;
@@ -248,7 +252,9 @@ fl::FederationOptions Small(const std::string& method) { return fl::testing::Sma
 TEST(PluginTest, ZeroIterationsLeaveTheBaseMethodUntouched) {
   ASSERT_OK_AND_ASSIGN(fl::FederationResult base, fl::RunFederation(Small("fedprox")));
   fl::FederationOptions o = Small("fedprox+fedtad");
-  o.method_params["iterations"] = 0;
+  FedTadParams none;
+  none.set_iterations(0);
+  o.spec.add_method_params()->PackFrom(none);
   ASSERT_OK_AND_ASSIGN(fl::FederationResult plugged, fl::RunFederation(o));
   ASSERT_EQ(base.rounds.size(), plugged.rounds.size());
   for (size_t r = 0; r < base.rounds.size(); ++r) {
@@ -260,12 +266,12 @@ TEST(PluginTest, ZeroIterationsLeaveTheBaseMethodUntouched) {
   EXPECT_GE(plugged.preparation_bytes_up, 4 * 16);
   EXPECT_LT(plugged.preparation_bytes_up, 4 * 128);
   // With its default iterations the plug-in does change the global model.
-  o.method_params.erase("iterations");
+  o.spec.clear_method_params();
   ASSERT_OK_AND_ASSIGN(fl::FederationResult distilled, fl::RunFederation(o));
   bool differs = false;
   for (size_t r = 0; r < base.rounds.size(); ++r) differs |= base.rounds[r].val_acc != distilled.rounds[r].val_acc;
   EXPECT_TRUE(differs);
-  o.method = "fedprox+nosuchplugin";
+  o.spec.set_method("fedprox+nosuchplugin");
   EXPECT_THAT(fl::RunFederation(o), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nosuchplugin")));
 }
 
@@ -273,9 +279,12 @@ TEST(PluginTest, ZeroIterationsLeaveTheBaseMethodUntouched) {
 // r-eq ablation then runs (and differs from the pseudo-graph FedTAD), and without it is refused.
 TEST(PluginTest, RealGraphAblationGetsTheOracleGraphFromTheSimulator) {
   fl::FederationOptions o = Small("fedtad");
-  o.method_params["reliability"] = 1;  // eq
+  FedTadParams p;
+  p.set_reliability(FedTadParams::EQUAL);
+  o.spec.add_method_params()->PackFrom(p);
   ASSERT_OK_AND_ASSIGN(fl::FederationResult eq, fl::RunFederation(o));
-  o.method_params["oracle_graph"] = 1;
+  p.set_real_graph(true);
+  o.spec.mutable_method_params(0)->PackFrom(p);
   ASSERT_OK_AND_ASSIGN(fl::FederationResult r_eq, fl::RunFederation(o));
   bool differs = false;
   for (size_t r = 0; r < eq.rounds.size(); ++r) differs |= eq.rounds[r].val_acc != r_eq.rounds[r].val_acc;
@@ -295,23 +304,25 @@ TEST(PluginTest, RealGraphAblationGetsTheOracleGraphFromTheSimulator) {
   config.model_spec = "gcn:layers=2,hidden=16";
   config.num_features = 8;
   config.num_classes = 3;
-  config.params["oracle_graph"] = 1;  // asked for, but no graph given (a transport server)
+  config.params.emplace_back().PackFrom(p);  // asked for, but no graph given (a transport server)
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedtad"));
   EXPECT_THAT(f.server(config), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("simulator")));
 }
 
 TEST(PluginTest, FedTadResumesExactly) {
   fl::FederationOptions o = Small("fedtad");
-  o.method_params["reliability_noise"] = 0.1;
+  FedTadParams noisy;
+  noisy.set_reliability_noise(0.1);
+  o.spec.add_method_params()->PackFrom(noisy);
   ASSERT_OK_AND_ASSIGN(fl::FederationResult whole, fl::RunFederation(o));
   EXPECT_GT(whole.test_acc, 60.0);
   const std::string dir = std::string(::testing::TempDir()) + "/ckpt_fedtad";
   ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
   o.checkpoint_dir = dir;
   o.checkpoint_every = 2;
-  o.rounds = 3;
+  o.spec.set_rounds(3);
   ASSERT_OK(fl::RunFederation(o).status());
-  o.rounds = 6;
+  o.spec.set_rounds(6);
   o.resume = true;
   ASSERT_OK_AND_ASSIGN(fl::FederationResult resumed, fl::RunFederation(o));
   ASSERT_EQ(resumed.rounds.size(), whole.rounds.size());
@@ -319,6 +330,22 @@ TEST(PluginTest, FedTadResumesExactly) {
     EXPECT_EQ(resumed.rounds[r].val_acc, whole.rounds[r].val_acc) << r;
     EXPECT_EQ(resumed.rounds[r].test_acc, whole.rounds[r].test_acc) << r;
   }
+}
+
+// knn (the pseudo graph's k) could not be set from any spec before typed parameters: set from a
+// textproto, it reaches the distiller and changes the run.
+TEST(PluginTest, KnnFromATextprotoTakesEffect) {
+  fl::FederationOptions o = Small("fedtad");
+  o.spec.set_rounds(3);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult defaults, fl::RunFederation(o));
+  FedTadParams p;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString("knn: 2 num_pseudo: 40", &p));
+  o.spec.add_method_params()->PackFrom(p);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult knn2, fl::RunFederation(o));
+  EXPECT_NE(defaults.final_global, knn2.final_global);
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString("knn: 0", &p));
+  o.spec.mutable_method_params(0)->PackFrom(p);
+  EXPECT_THAT(fl::RunFederation(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fedtad.knn = 0")));
 }
 
 }  // namespace

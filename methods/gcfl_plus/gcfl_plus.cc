@@ -20,6 +20,7 @@
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "methods/gcfl_plus/gcfl_plus.pb.h"
 #include "methods/gcfl_plus/clustering.h"
 #include "nn/models/gnn_model.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -29,6 +30,14 @@ namespace {
 
 constexpr char kType[] = "gcfl_plus.weights";
 constexpr char kGradNorm[] = "grad_norm";
+
+absl::Status Validate(const GcflPlusParams& p) {
+  if (!(p.eps1() >= 0)) return absl::InvalidArgumentError(absl::StrCat("gcfl_plus.eps1 = ", p.eps1(), ": must be >= 0"));
+  if (!(p.eps2() >= 0)) return absl::InvalidArgumentError(absl::StrCat("gcfl_plus.eps2 = ", p.eps2(), ": must be >= 0"));
+  if (p.seq_length() < 1) return absl::InvalidArgumentError(absl::StrCat("gcfl_plus.seq_length = ", p.seq_length(), ": must be >= 1"));
+  if (p.min_round() < 0) return absl::InvalidArgumentError(absl::StrCat("gcfl_plus.min_round = ", p.min_round(), ": must be >= 0"));
+  return absl::OkStatus();
+}
 
 class GcflPlusClient final : public fl::ModelClient {
  public:
@@ -109,9 +118,10 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
   absl::Status FinishRound(const fl::RoundInfo& round) override {
     std::map<int, Reply> replies = std::exchange(replies_, {});
     for (const auto& [k, r] : replies) sequences_[k].push_back(r.grad_norm);
-    const double eps1 = config_.Param("eps1", 0.05), eps2 = config_.Param("eps2", 0.1);
-    const size_t seq_length = static_cast<size_t>(config_.Param("seq_length", 5));
-    const int min_round = static_cast<int>(config_.Param("min_round", 20));
+    FGL_ASSIGN_OR_RETURN(const GcflPlusParams p, fl::MethodParams<GcflPlusParams>(config_));
+    const double eps1 = p.eps1(), eps2 = p.eps2();
+    const size_t seq_length = static_cast<size_t>(p.seq_length());
+    const int min_round = p.min_round();
     for (size_t c = 0; c < clusters_.size(); ++c) {
       std::vector<const Reply*> updates;
       for (int k : clusters_[c]) {
@@ -280,6 +290,7 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("gcfl_plus", fl::ModelClient::Make<GcflPlusClient>, GcflPlusServer::Create);
+FGL_REGISTER_METHOD("gcfl_plus", fl::ModelClient::Make<GcflPlusClient>, GcflPlusServer::Create,
+                    {fl::TypedParams(&Validate)});
 
 }  // namespace fgl::methods::gcfl_plus

@@ -3,10 +3,12 @@
 // averaged over all local nodes, where z is the model's last hidden embedding (no projection
 // head), z_global the received global model's embedding and z_previous this client's own model's
 // embedding after its previous local training (both in eval mode, constants). Until a client has
-// trained once there is no negative and the term is skipped. mu = 1, tau = 0.5.
+// trained once there is no negative and the term is skipped. mu and tau: moon.proto.
+#include "absl/strings/str_cat.h"
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "methods/moon/moon.pb.h"
 #include "nn/losses/losses.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -16,13 +18,20 @@ namespace {
 constexpr char kType[] = "moon.weights";
 constexpr char kPrevious[] = "moon.previous_embedding";
 
+absl::Status Validate(const MoonParams& p) {
+  if (p.mu() < 0) return absl::InvalidArgumentError(absl::StrCat("moon.mu = ", p.mu(), ": must be >= 0"));
+  if (p.tau() <= 0) return absl::InvalidArgumentError(absl::StrCat("moon.tau = ", p.tau(), ": must be > 0"));
+  return absl::OkStatus();
+}
+
 class MoonClient final : public fl::ModelClient {
  public:
   using ModelClient::ModelClient;
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
-    const double mu = config_.Param("mu", 1.0), tau = config_.Param("tau", 0.5);
+    FGL_ASSIGN_OR_RETURN(const MoonParams p, fl::MethodParams<MoonParams>(config_));
+    const double mu = p.mu(), tau = p.tau();
     const fl::NamedTensors params = model_->SharedParameters();
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, params));
     const torch::Tensor global_embedding = Embedding();
@@ -66,6 +75,7 @@ class MoonClient final : public fl::ModelClient {
 }  // namespace
 
 FGL_REGISTER_METHOD("moon", fl::ModelClient::Make<MoonClient>,
-                    [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); });
+                    [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); },
+                    {fl::TypedParams(&Validate)});
 
 }  // namespace fgl::methods::moon

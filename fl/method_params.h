@@ -1,0 +1,74 @@
+// Typed method parameters: each method owns a protobuf message (e.g. methods/fedtad/fedtad.proto's
+// FedTadParams) whose field declarations state the defaults. fl carries them as
+// google.protobuf.Any without knowing their types; a method reads its own with MethodParams<P>.
+#ifndef FGL_FL_METHOD_PARAMS_H_
+#define FGL_FL_METHOD_PARAMS_H_
+
+#include <google/protobuf/any.pb.h>
+#include <google/protobuf/message.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace fgl::fl {
+
+// The parameter type a method or plug-in takes, and the check of its values.
+struct ParamsSpec {
+  const google::protobuf::Descriptor* type = nullptr;
+  // INVALID_ARGUMENT naming the field and the value for anything out of range.
+  std::function<absl::Status(const google::protobuf::Message&)> validate;
+  // True when the server must be handed the whole dataset: an oracle ablation (FedTAD-r-eq) that
+  // only the simulator can run.
+  std::function<bool(const google::protobuf::Message&)> server_needs_dataset;
+};
+
+template <typename P>
+ParamsSpec TypedParams(absl::Status (*validate)(const P&), bool (*server_needs_dataset)(const P&) = nullptr) {
+  ParamsSpec s;
+  s.type = P::descriptor();
+  s.validate = [validate](const google::protobuf::Message& m) {
+    return validate(static_cast<const P&>(m));
+  };
+  if (server_needs_dataset != nullptr) {
+    s.server_needs_dataset = [server_needs_dataset](const google::protobuf::Message& m) {
+      return server_needs_dataset(static_cast<const P&>(m));
+    };
+  }
+  return s;
+}
+
+// Every float and double field of `message` (recursively) is finite; the error names the field
+// as "<where>.<field> = <value>".
+absl::Status CheckFinite(const google::protobuf::Message& message, absl::string_view where);
+
+// Checks a run's parameter messages against what the method `method` takes (`accepted`): each
+// message's type is one of them and appears once, unpacks, is finite and passes `validate`.
+absl::Status CheckMethodParams(const std::string& method, const std::vector<ParamsSpec>& accepted,
+                               const std::vector<google::protobuf::Any>& params);
+
+// Whether any accepted parameter message asks for the whole dataset on the server.
+bool ServerNeedsDataset(const std::vector<ParamsSpec>& accepted,
+                        const std::vector<google::protobuf::Any>& params);
+
+// The message of type P among `params`, or P's defaults when there is none.
+template <typename P>
+absl::StatusOr<P> UnpackParams(const std::vector<google::protobuf::Any>& params) {
+  P p;
+  for (const google::protobuf::Any& any : params) {
+    if (!any.Is<P>()) continue;
+    if (!any.UnpackTo(&p)) {
+      return absl::InvalidArgumentError(absl::StrCat("method_params: cannot decode ", P::descriptor()->full_name()));
+    }
+    break;
+  }
+  return p;
+}
+
+}  // namespace fgl::fl
+
+#endif  // FGL_FL_METHOD_PARAMS_H_
