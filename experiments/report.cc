@@ -173,9 +173,9 @@ std::string MarkdownReport(const proto::Table& t,
   if (!t.notes().empty()) absl::StrAppend(&md, "\n**Notes.** ", t.notes(), "\n");
   if (!svg_name.empty()) absl::StrAppend(&md, "\n![accuracy against round](", svg_name, ")\n");
   absl::StrAppend(&md, ComputeLine(t, cells));
-  absl::StrAppend(&md, "\n**Provenance.** Generated ", p.date, " from commit ", p.commit, " on ",
-                  p.machine, "; seeds ", p.seeds, "; wall time ", absl::StrFormat("%.0f", p.wall_s),
-                  " s (runs from the result cache cost nothing). Source: ", t.source(), ".\n");
+  absl::StrAppend(&md, "\n**Provenance.** Generated from the run records in `experiments/results/` (one file per run, ",
+                  "named by the keys below), produced by commit(s) ", p.commits.empty() ? "–" : p.commits, " on ",
+                  p.machines.empty() ? "–" : p.machines, "; seeds ", p.seeds, ". Source: ", t.source(), ".\n");
   if (!p.spec_hashes.empty()) {
     absl::StrAppend(&md, "\n<details><summary>Spec hashes (result cache keys)</summary>\n\n");
     for (const auto& [cell, key] : p.spec_hashes) absl::StrAppend(&md, "- ", cell, ": `", key, "`\n");

@@ -26,8 +26,9 @@ struct CellResult {
 std::string FormatCell(const CellResult& result, const proto::PublishedValue& paper);
 
 struct Provenance {
-  std::string date, commit, machine, protocol, seeds;
-  double wall_s = 0;
+  // Everything here comes from the table and the run records, so that a report regenerates byte
+  // for byte from a clone: the commits and machines that produced the records, not today's.
+  std::string commits, machines, protocol, seeds;
   std::vector<std::pair<std::string, std::string>> spec_hashes;  // cell -> key
 };
 

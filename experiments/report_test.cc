@@ -55,7 +55,7 @@ TEST(ReportTest, MarkdownAndCsvCoverEveryCell) {
   cells[{"fedavg", "cora_5"}] = {CellResult::State::kDone, {80.0, 82.0}, "", 5400.0};
   cells[{"fedavg", "pubmed_5"}] = {CellResult::State::kDataNotPresent, {}, "", 999.0};
   Provenance p;
-  p.commit = "abc123";
+  p.commits = "abc123";
   p.protocol = "louvain";
   const std::string md = MarkdownReport(t, cells, p, "t2.svg");
   EXPECT_THAT(md, HasSubstr("| FedAvg | 81.0 ± 1.4 (paper 80.6 ± 0.3, Δ +0.4) | data not present"));

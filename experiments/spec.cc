@@ -191,8 +191,6 @@ absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& in, const std
   if (e.seeds().empty()) {
     for (uint64_t s : {2024, 1, 2}) e.add_seeds(s);
   }
-  // results-v1 cache keys were computed with FedProx's mu spelled out in every FedProx spec.
-  if (e.method() == "fedprox" && !e.has_fedprox()) e.mutable_fedprox()->set_mu(e.fedprox().mu());
   if (GetMethodStatus(e.method()) != MethodStatus::kImplemented) return e;
   if (e.method() == "centralized") {
     if (!SetParamFields(e).empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": centralized takes no params"));
@@ -216,6 +214,8 @@ absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& in, const std
     // Named as the user spells them (fedtad.knn), before fl names them by type.
     FGL_RETURN_IF_ERROR(PrefixError(fl::CheckFinite(e.GetReflection()->GetMessage(e, f), f->name()), where));
   }
+  // results-v1 cache keys were computed with FedProx's mu spelled out in every FedProx spec.
+  if (e.method() == "fedprox" && !e.has_fedprox()) e.mutable_fedprox()->set_mu(e.fedprox().mu());
   FGL_RETURN_IF_ERROR(PrefixError(fl::CheckMethod(ToFederationSpec(e)).status(), where));
   return e;
 }
@@ -286,12 +286,16 @@ std::string CanonicalText(const proto::Experiment& resolved) {
   return out;
 }
 
-std::string ResultCacheKey(const proto::Experiment& resolved, uint64_t seed, const std::string& version) {
+std::string KeyedSpecText(const proto::Experiment& resolved) {
   proto::Experiment keyed = resolved;
   keyed.clear_seeds();
   keyed.clear_name();
   keyed.clear_data_dir();
-  const std::string text = absl::StrCat(version, "|", CanonicalText(keyed), "|seed=", seed);
+  return CanonicalText(keyed);
+}
+
+std::string ResultCacheKey(const proto::Experiment& resolved, uint64_t seed, const std::string& version) {
+  const std::string text = absl::StrCat(version, "|", KeyedSpecText(resolved), "|seed=", seed);
   return absl::StrFormat("%016x", graph::Fnv1a64(text.data(), text.size()));
 }
 

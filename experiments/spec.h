@@ -51,6 +51,10 @@ absl::Status ValidateTable(const proto::Table& table, const std::string& where);
 // Canonical text of a resolved experiment (the cache key's input).
 std::string CanonicalText(const proto::Experiment& resolved);
 
+// What the cache key hashes besides version and seed: the canonical text without name, seed list
+// and data root.
+std::string KeyedSpecText(const proto::Experiment& resolved);
+
 // The result version in every cache key; bump it when a change alters what a cached result means.
 inline constexpr char kResultVersion[] = "results-v1";
 

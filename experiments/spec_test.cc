@@ -175,6 +175,13 @@ TEST(SpecTest, RejectsZeroNonFiniteAndOutOfRangeValuesNamingTheField) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fedtad.generator_lr = nan")));
   EXPECT_THAT(resolve_with("fedtad.knn=0"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fedtad.knn = 0")));
   EXPECT_THAT(resolve_with("fedtad.kNN=3"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no field 'kNN'")));
+  {
+    proto::Experiment prox;  // another method's params are refused, not swallowed by FedProx's defaults
+    prox.set_dataset("cora");
+    prox.set_method("fedprox");
+    ASSERT_OK(ApplySet("moon.mu=1", &prox));
+    EXPECT_THAT(Resolve(prox, "x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("moon params")));
+  }
   EXPECT_THAT(resolve_with("eval.model=glob"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("eval.model = glob")));
   // A real zero where zero means something: weight decay 0 and partition seed 0 are kept.
   proto::Experiment e;

@@ -35,11 +35,13 @@
 #include "experiments/spec.h"
 #include "fl/proto/checkpoint.pb.h"
 #include "fl/proto/federation.pb.h"
+#include "experiments/proto/record.pb.h"
 #include "fl/proto_json.h"
 #include "glog/logging.h"
 #include "graph/datasets.h"
 #include "graph/io/file.h"
 #include "graph/random.h"
+#include "third_party/absl_ext/status_macros.h"
 
 ABSL_FLAG(std::string, table, "", "Table textproto (experiments/<paper>/<table>.textproto).");
 ABSL_FLAG(bool, quick, false, "Smoke test: at most 3 rounds and the first seed of every cell.");
@@ -53,6 +55,9 @@ ABSL_FLAG(int, jobs, 0, "Runs in parallel (each with one thread); 0 = the core c
 ABSL_FLAG(std::string, data_dir, "", "Dataset root; else $FGL_DATA_DIR, else ./data.");
 ABSL_FLAG(std::string, cache_dir, "",
           "Result cache; default $FGL_CACHE_DIR/results or ~/.cache/fgl/results.");
+ABSL_FLAG(std::string, results_dir, "",
+          "Run records (one JSON line per run, what reports are made from); default "
+          "<workspace>/experiments/results (quick: <cache>/quick_records).");
 ABSL_FLAG(std::string, report_dir, "",
           "Where reports go; default <workspace>/experiments/reports (quick: reports-quick).");
 ABSL_FLAG(std::string, run_binary, "experiments/run", "The //experiments:run binary.");
@@ -130,8 +135,58 @@ std::string SeedDirectory(const std::string& out_dir) {
   return "";
 }
 
+// A committed run record; false when missing or unreadable.
+bool ReadRecord(const std::string& path, proto::RunRecord* record) {
+  const std::string json = Slurp(path);
+  if (json.empty()) return false;
+  if (absl::Status s = fl::FromJson(json, record, path); !s.ok()) {
+    LOG(WARNING) << s;
+    return false;
+  }
+  return true;
+}
+
+// A run's record from its result.json and rounds.jsonl.
+absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto::Experiment& resolved, uint64_t seed,
+                                           fl::proto::RunResult result, const std::string& rounds_path) {
+  proto::RunRecord record;
+  record.set_key(key);
+  record.set_result_version(kResultVersion);
+  record.set_spec(KeyedSpecText(resolved));
+  record.set_seed(seed);
+  result.clear_spec();
+  *record.mutable_result() = std::move(result);
+  std::istringstream lines(Slurp(rounds_path));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    fl::proto::RoundRecord round;
+    FGL_RETURN_IF_ERROR(fl::FromJson(line, &round, rounds_path));
+    if (round.round() != record.test_curve_size() + 1) {
+      return absl::DataLossError(absl::StrCat(rounds_path, ": round ", round.round(), " out of order"));
+    }
+    record.add_val_curve(round.val_acc());
+    record.add_test_curve(round.test_acc());
+  }
+  return record;
+}
+
+absl::Status WriteRecord(const std::string& path, const proto::RunRecord& record) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << fl::ToJsonLine(record) << "\n";
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
 struct Job {
-  std::string cell_key, spec_path, out_dir, result_path, rounds_path, log_path;
+  std::string cell_key, spec_path, out_dir, record_path, log_path;
+  proto::Experiment resolved;  // this run's, one seed
+  uint64_t seed = 0;
   pid_t pid = 0;
 };
 
@@ -150,7 +205,6 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
 }
 
 int Run() {
-  const auto start = std::chrono::steady_clock::now();
   const std::string table_path = absl::GetFlag(FLAGS_table);
   absl::StatusOr<proto::Table> table = LoadTable(table_path);
   if (!table.ok()) {
@@ -166,6 +220,14 @@ int Run() {
     cache = c && *c ? absl::StrCat(c, "/results") : absl::StrCat(home ? home : "/tmp", "/.cache/fgl/results");
   }
   if (absl::Status s = graph::io::MakeDirs(cache); !s.ok()) {
+    LOG(ERROR) << s;
+    return 1;
+  }
+  std::string records = absl::GetFlag(FLAGS_results_dir);
+  if (records.empty()) {
+    records = quick ? absl::StrCat(cache, "/quick_records") : absl::StrCat(Workspace(), "/experiments/results");
+  }
+  if (absl::Status s = graph::io::MakeDirs(records); !s.ok()) {
     LOG(ERROR) << s;
     return 1;
   }
@@ -186,10 +248,21 @@ int Run() {
   }
 
   std::map<std::pair<std::string, std::string>, CellResult> results;
-  std::map<std::pair<std::string, std::string>, std::string> first_rounds;  // for the plot
+  std::map<std::pair<std::string, std::string>, proto::RunRecord> first_runs;  // for the plot
   std::vector<Job> pending;
   std::map<std::string, std::pair<std::string, std::string>> job_cell;
   Provenance prov;
+  // The commit and machine that produce new runs (recorded in each run's record).
+  std::string commit = CommandOutput({"git", "-C", Workspace(), "rev-parse", "--short", "HEAD"});
+  if (commit.empty()) commit = "unknown";
+  if (!CommandOutput({"git", "-C", Workspace(), "status", "--porcelain", "--untracked-files=no"}).empty()) {
+    commit += "+dirty";
+  }
+  struct utsname u;
+  uname(&u);
+  const std::string machine =
+      absl::StrCat(u.machine, " ", std::thread::hardware_concurrency(), " cores, ", u.sysname, " ", u.release);
+  std::set<std::string> commits, machines;
   std::set<std::string> seeds_used;
   for (const proto::Cell& cell : table->cells()) {
     const auto key = std::make_pair(cell.row(), cell.column());
@@ -246,19 +319,34 @@ int Run() {
       prov.spec_hashes.emplace_back(absl::StrCat(cell.row(), "/", cell.column(), "/seed ", seed), hash);
       Job job;
       job.cell_key = hash;
-      job.result_path = absl::StrCat(cache, "/", hash, ".json");
-      job.rounds_path = absl::StrCat(cache, "/", hash, ".rounds.jsonl");
-      if (fl::proto::RunResult cached; ReadResult(job.result_path, &cached)) {
-        r.values.push_back(cached.test_acc());
-        r.run_seconds += cached.wall_s();
-        if (!first_rounds.count(key)) first_rounds[key] = job.rounds_path;
+      job.record_path = absl::StrCat(records, "/", hash, ".json");
+      proto::RunRecord record;
+      bool have = ReadRecord(job.record_path, &record);
+      if (!have) {
+        // A run in the local cache from before records existed: adopt it as a record.
+        fl::proto::RunResult cached;
+        if (ReadResult(absl::StrCat(cache, "/", hash, ".json"), &cached)) {
+          absl::StatusOr<proto::RunRecord> adopted =
+              MakeRecord(hash, *resolved, seed, cached, absl::StrCat(cache, "/", hash, ".rounds.jsonl"));
+          if (adopted.ok() && WriteRecord(job.record_path, *adopted).ok()) {
+            record = *std::move(adopted);
+            have = true;
+          }
+        }
+      }
+      if (have) {
+        commits.insert(record.result().code_commit().empty() ? "unknown" : record.result().code_commit());
+        machines.insert(record.result().machine().empty() ? "unknown" : record.result().machine());
+        r.values.push_back(record.result().test_acc());
+        r.run_seconds += record.result().wall_s();
+        if (!first_runs.count(key)) first_runs[key] = record;
         continue;
       }
       if (absl::GetFlag(FLAGS_cached_only)) {
         r.state = CellResult::State::kNotRun;
         r.values.clear();
         r.run_seconds = 0;
-        first_rounds.erase(key);
+        first_runs.erase(key);
         break;
       }
       proto::Experiment one = *resolved;
@@ -271,6 +359,8 @@ int Run() {
       google::protobuf::TextFormat::PrintToString(one, &spec_text);
       std::ofstream(job.spec_path) << spec_text;
       job_cell[hash] = key;
+      job.resolved = one;
+      job.seed = seed;
       pending.push_back(job);
     }
   }
@@ -308,11 +398,19 @@ int Run() {
     fl::proto::RunResult result;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !seed_dir.empty() &&
         ReadResult(seed_dir + "/result.json", &result)) {
-      std::ofstream(j.result_path) << Slurp(seed_dir + "/result.json");
-      std::ofstream(j.rounds_path) << Slurp(seed_dir + "/rounds.jsonl");
+      result.set_code_commit(commit);
+      result.set_machine(machine);
+      absl::StatusOr<proto::RunRecord> record =
+          MakeRecord(j.cell_key, j.resolved, j.seed, result, seed_dir + "/rounds.jsonl");
+      if (absl::Status s = record.ok() ? WriteRecord(j.record_path, *record) : record.status(); !s.ok()) {
+        LOG(ERROR) << s;
+        return 1;
+      }
+      commits.insert(commit);
+      machines.insert(machine);
       r.values.push_back(result.test_acc());
       r.run_seconds += result.wall_s();
-      if (!first_rounds.count(job_cell[j.cell_key])) first_rounds[job_cell[j.cell_key]] = j.rounds_path;
+      if (!first_runs.count(job_cell[j.cell_key])) first_runs[job_cell[j.cell_key]] = *record;
     } else {
       r.state = CellResult::State::kFailed;
       r.detail = j.log_path;
@@ -332,17 +430,12 @@ int Run() {
   std::string plot_column;
   for (const proto::Column& c : table->columns()) {
     for (const proto::Row& row : table->rows()) {
-      auto it = first_rounds.find({row.key(), c.key()});
-      if (it == first_rounds.end()) continue;
+      auto it = first_runs.find({row.key(), c.key()});
+      if (it == first_runs.end()) continue;
       plot_column = c.label().empty() ? c.key() : c.label();
       Series s;
       s.label = row.label().empty() ? row.key() : row.label();
-      std::istringstream lines(Slurp(it->second));
-      for (std::string line; std::getline(lines, line);) {
-        fl::proto::RoundRecord round;
-        if (line.empty() || !fl::FromJson(line, &round, it->second).ok()) continue;
-        s.points.emplace_back(round.round(), round.test_acc());
-      }
+      for (int i = 0; i < it->second.test_curve_size(); ++i) s.points.emplace_back(i + 1, it->second.test_curve(i));
       series.push_back(std::move(s));
     }
     if (!series.empty()) break;
@@ -354,20 +447,9 @@ int Run() {
         << AccuracySvg(absl::StrCat(table->title(), " — test accuracy per round, ", plot_column,
                                     " (first seed)"), series);
   }
-  std::time_t now = std::time(nullptr);
-  char date[64];
-  std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  prov.date = date;
-  prov.commit = CommandOutput({"git", "-C", Workspace(), "rev-parse", "--short", "HEAD"});
-  if (prov.commit.empty()) prov.commit = "unknown";
-  if (!CommandOutput({"git", "-C", Workspace(), "status", "--porcelain", "--untracked-files=no"}).empty()) {
-    prov.commit += " (with uncommitted changes)";
-  }
-  struct utsname u;
-  uname(&u);
-  prov.machine = absl::StrCat(u.machine, " ", std::thread::hardware_concurrency(), " cores, ", u.sysname, " ", u.release);
   prov.seeds = absl::StrJoin(seeds_used, ", ");
-  prov.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  prov.commits = absl::StrJoin(commits, ", ");
+  prov.machines = absl::StrJoin(machines, "; ");
   std::ofstream(report_dir + "/" + stem + ".md") << MarkdownReport(*table, results, prov, svg_name);
   std::ofstream(report_dir + "/" + stem + ".csv") << CsvReport(*table, results);
   std::cout << "wrote " << report_dir << "/" << stem << ".{md,csv" << (svg_name.empty() ? "" : ",svg") << "}"

@@ -16,8 +16,9 @@ PACKAGES=(
   libigraph-dev
   libmetis-dev
   zlib1g-dev libzip-dev
+  nlohmann-json3-dev
   libgrpc++-dev protobuf-compiler-grpc
-  openssl iproute2  # the transport's TLS and network-namespace tests
+  openssl iproute2 jq  # the transport's TLS and network-namespace tests
 )
 
 SUDO=""

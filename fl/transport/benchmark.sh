@@ -32,7 +32,7 @@ T="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
 
 mean_seconds() {  # mean "seconds" over rounds >= 2 of a rounds.jsonl
-  sed -n 's/^{"round":\([0-9]*\),[^[]*"seconds":\([0-9.e-]*\).*/\1 \2/p' "$1" |
+  jq -r '"\(.round) \(.seconds)"' "$1" |
     awk '$1 >= 2 { s += $2; n++ } END { if (n) printf "%.4f", s / n; else print "nan" }'
 }
 
@@ -73,7 +73,7 @@ SPEC
     wait "$server"
     wait
     tr="$(mean_seconds "$T/$run/rounds.jsonl")"
-    field() { sed -n "s/.*\"$2\":\([0-9.e-]*\).*/\1/p" "$1" | head -1; }
+    field() { jq -r --arg k "$2" '.transport[$k] // .[$k] // empty' "$1" | head -1; }
     up="$(field "$T/$run.out" payload_up)"; down="$(field "$T/$run.out" payload_down)"
     wup="$(field "$T/$run.out" wire_up)"; wdown="$(field "$T/$run.out" wire_down)"
     eup="$(field "$T/$run.out" eval_up)"; edown="$(field "$T/$run.out" eval_down)"

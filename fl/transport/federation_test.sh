@@ -48,8 +48,12 @@ simulate() {
       || fail "simulator failed"
 }
 
-json_field() {  # json_field FILE KEY: a numeric field of a one-line JSON object
-  sed -n "s/.*\"$2\":\([-0-9.e]*\).*/\1/p" "$1" | head -1
+json_field() {  # json_field FILE KEY: a field of the RunResult JSON line (or of its transport stats)
+  jq -r --arg k "$2" '.[$k] // .transport[$k] // empty' "$1" | head -1
+}
+
+round_field() {  # round_field ROUNDS.JSONL ROUND KEY
+  jq -r --argjson r "$2" --arg k "$3" 'select(.round == $r) | .[$k]' "$1" | head -1
 }
 
 NS_SERVER=()
@@ -115,8 +119,8 @@ case "$CASE" in
     [[ $status -eq 137 ]] || fail "client 2 exited with $status, not by SIGKILL"
     grep -q "client 2 disconnected\|client 2 .*left out\|client 2 missed" "$T/run.log" || fail "drop not logged"
     grep -q "round 8: 2 participants" "$T/run.log" || fail "round 8 should have 2 participants"
-    first="$(sed -n 's/.*"round":1,.*"test_acc":\([0-9.]*\).*/\1/p' "$T/run/rounds.jsonl")"
-    last="$(sed -n 's/.*"round":8,.*"test_acc":\([0-9.]*\).*/\1/p' "$T/run/rounds.jsonl")"
+    first="$(round_field "$T/run/rounds.jsonl" 1 test_acc)"
+    last="$(round_field "$T/run/rounds.jsonl" 8 test_acc)"
     awk -v a="$first" -v b="$last" 'BEGIN { exit !(b > a) }' || fail "accuracy did not improve: $first -> $last"
     grep -h "client 2" "$T/run.log"
     echo "PASS: client 2 killed after round 2; run finished; test accuracy $first -> $last"

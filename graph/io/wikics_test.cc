@@ -171,7 +171,7 @@ TEST(LoadWikiCsTest, RefusesBadInputsNamingFileAndPosition) {
       {"", "[1, 2]", kInvalid,
        "bad/data.json:1:1 (byte 0): expected a top-level object, got an array"},
       {"", absl::StrCat("{\"labels\": [0], ", ToJson(TinyMembers()).substr(1)), kInvalid,
-       "duplicate key \"labels\""},
+       "bad/data.json:1:17 (byte 16): duplicate key \"labels\" in one object"},
       {"features", short_row, kInvalid,
        "features[2]: expected an array of 300 numbers, got an array of 299"},
       {"features", "[[1], 2, 3, 4, 5]", kInvalid, "features[0]: expected an array of 300 numbers"},
@@ -190,6 +190,13 @@ TEST(LoadWikiCsTest, RefusesBadInputsNamingFileAndPosition) {
       {"labels", "[0, 3, 70000, 3, 1]", kInvalid, "labels[2]: label 70000 outside [0, 65536)"},
       {"labels", "[0, 3.0, 9, 3, 1]", kInvalid, "labels[1]: expected an integer, got a number"},
       {"labels", "[0, true, 9, 3, 1]", kInvalid, "labels[1]: expected an integer, got a bool"},
+      {"labels", "[0, 1e2, 9, 3, 1]", kInvalid, "labels[1]: expected an integer, got a number"},
+      {"labels", "[0, 9223372036854775808, 9, 3, 1]", kInvalid,
+       "bad/data.json:1:16 (byte 15): labels[1]: label 9223372036854775808 outside [0, 65536)"},
+      // Beyond uint64 nlohmann/json reads a double, so this is not an integer.
+      {"labels", "[0, 18446744073709551616, 9, 3, 1]", kInvalid,
+       "labels[1]: expected an integer, got a number"},
+      {"labels", "[0, \"3\", 9, 3, 1]", kInvalid, "labels[1]: expected an integer, got a string"},
       {"labels", "{}", kInvalid,
        "bad/data.json:1:12 (byte 11): labels: expected an array, got an object"},
       {"links", "[[1, 5], [0], [2], [4, 4], []]", kInvalid,
@@ -200,6 +207,10 @@ TEST(LoadWikiCsTest, RefusesBadInputsNamingFileAndPosition) {
        "links[2]: expected an array of node ids, got a number"},
       {"links", "[[1, 2], [0.5], [2], [4, 4], []]", kInvalid,
        "links[1][0]: expected a node id, got a number"},
+      {"links", "[[1, 2], [0], [2], [4, 18446744073709551615], []]", kInvalid,
+       "bad/data.json:1:61 (byte 60): links[3][1]: node 18446744073709551615 outside [0, 5)"},
+      {"links", "[[1, 2], [0], [2], [4, 4], [null]]", kInvalid,
+       "links[4][0]: expected a node id, got null"},
       {"train_masks", short_mask, kInvalid, "train_masks[3]: 4 entries, but labels has 5"},
       {"stopping_masks", "[[0, 0, 0, 0, 0], 7]", kInvalid,
        "stopping_masks[1]: expected an array, got a number"},
@@ -208,10 +219,20 @@ TEST(LoadWikiCsTest, RefusesBadInputsNamingFileAndPosition) {
        "test_mask[1]: expected true, false, 0 or 1, got 2"},
       {"test_mask", "[0, null, 0, 1, 1]", kInvalid,
        "test_mask[1]: expected true, false, 0 or 1, got null"},
+      {"test_mask", "[0, 1.0, 0, 1, 1]", kInvalid,
+       "test_mask[1]: expected true, false, 0 or 1, got 1.0"},
+      {"test_mask", "[0, \"1\", 0, 1, 1]", kInvalid,
+       "test_mask[1]: expected true, false, 0 or 1, got a string"},
+      {"train_masks", "{\"0\": [1, 0, 0, 0, 0]}", kInvalid,
+       "train_masks: expected an array, got an object"},
       {"val_masks", Masks(1, 19), kInvalid,
        "20 train_masks, 19 val_masks and 20 stopping_masks; expected equal counts"},
       {"features", std::string(100, '[') + std::string(100, ']'),
        absl::StatusCode::kResourceExhausted, "arrays and objects nested deeper than 16"},
+      {"features",
+       absl::StrCat("[", FeatureRow(0), ", [\"x\"", FeatureRow(1).substr(2), ", ", FeatureRow(2),
+                    ", ", FeatureRow(3), ", ", FeatureRow(4), "]"),
+       kInvalid, "features[1][0]: expected a finite float32, got a string"},
   };
   for (const Case& c : cases) {
     Members m = TinyMembers();
@@ -237,6 +258,139 @@ TEST(LoadWikiCsTest, RefusesBadInputsNamingFileAndPosition) {
   }
 }
 
+// The tiny file with `value` under an extra first key, "extra", which starts at byte 10.
+std::string WithExtra(const std::string& value) {
+  return absl::StrCat("{\"extra\": ", value, ", ", ToJson(TinyMembers()).substr(1));
+}
+
+// Malformed JSON is refused by the parser (nlohmann/json), with the file, line, column and byte of
+// the byte it failed on and the parser's own words; text that ends early is DataLoss.
+TEST(LoadWikiCsTest, RefusesMalformedJsonNamingFileAndByte) {
+  struct Case {
+    std::string text;
+    std::string message;
+  };
+  const std::string valid = ToJson(TinyMembers());
+  const std::vector<Case> invalid = {
+      // Bad escapes, surrogates, UTF-8 and control characters in strings.
+      {WithExtra("\"a\\x\""),
+       "bad/data.json:1:14 (byte 13): syntax error while parsing value - invalid string: "
+       "forbidden character after backslash"},
+      {WithExtra("\"\\u12g4\""),
+       "(byte 15): syntax error while parsing value - invalid string: "
+       "'\\u' must be followed by 4 hex digits"},
+      {WithExtra("\"\\ud800\""),
+       "(byte 17): syntax error while parsing value - invalid string: "
+       "surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF"},
+      {WithExtra("\"\\udc00\""),
+       "(byte 16): syntax error while parsing value - invalid string: "
+       "surrogate U+DC00..U+DFFF must follow U+D800..U+DBFF"},
+      // A raw byte 0xff, shown escaped in the message.
+      {WithExtra("\"\xff\""),
+       "(byte 11): syntax error while parsing value - invalid string: "
+       "ill-formed UTF-8 byte; last read: '\"\\xff'"},
+      {WithExtra("\"\xed\xa0\x80\""),  // an encoded surrogate
+       "(byte 12): syntax error while parsing value - invalid string: ill-formed UTF-8 byte"},
+      {WithExtra("\"a\tb\""),
+       "(byte 12): syntax error while parsing value - invalid string: "
+       "control character U+0009 (HT) must be escaped"},
+      // What Python's json (or JavaScript) would take but JSON does not.
+      {WithExtra("'a'"), "(byte 10): syntax error while parsing value - invalid literal"},
+      {WithExtra("[1, 2,]"),
+       "(byte 16): syntax error while parsing value - unexpected ']'; expected '[', '{', or a "
+       "literal"},
+      {WithExtra("NaN"), "(byte 10): syntax error while parsing value - invalid literal"},
+      {WithExtra("-Infinity"),
+       "(byte 11): syntax error while parsing value - invalid number; expected digit after '-'"},
+      {WithExtra("+1"), "(byte 10): syntax error while parsing value - invalid literal"},
+      {WithExtra("01"), "(byte 11): syntax error while parsing object - unexpected number literal"},
+      {WithExtra("/* c */ 1"), "(byte 10): syntax error while parsing value - invalid literal"},
+      {absl::StrCat("{\"labels\" [0]", valid.substr(valid.find(','))),
+       "bad/data.json:1:11 (byte 10): syntax error while parsing object separator - unexpected "
+       "'['; expected ':'"},
+      {"{'labels': [0]}", "(byte 1): syntax error while parsing object key - invalid literal"},
+      {absl::StrCat(valid, " [2]"),
+       absl::StrCat("(byte ", valid.size() + 1,
+                    "): syntax error while parsing value - unexpected '['; expected end of input")},
+      // Beyond the double range: refused, never read as infinity.
+      {absl::StrCat("{\"labels\": [0, 1e400", valid.substr(valid.find(", 3"))),
+       "bad/data.json:1:20 (byte 19): number overflow parsing '1e400'"},
+  };
+  for (const Case& c : invalid) {
+    EXPECT_THAT(LoadWikiCs(WriteDataJson("bad", c.text), "bad"),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)))
+        << c.text.substr(0, 60);
+  }
+  // Truncated files: the error names the end of the text.
+  const std::vector<std::string> truncated = {
+      "",
+      "  \n ",
+      "{\"lab",                  // in a key
+      "{\"labels\"",             // before ':'
+      "{\"labels\": [0, 3",      // in a number
+      "{\"labels\": [0,",        // after ','
+      "{\"labels\": tru",        // in a literal
+      "{\"extra\": \"\\u12",     // in a \u escape
+      "{\"extra\": \"\xe2\x82",  // in a UTF-8 sequence
+      "{\"extra\": \"abc\\",     // after a backslash
+      valid.substr(0, valid.size() - 1),
+  };
+  for (const std::string& text : truncated) {
+    EXPECT_THAT(
+        LoadWikiCs(WriteDataJson("bad", text), "bad"),
+        StatusIs(absl::StatusCode::kDataLoss,
+                 HasSubstr(absl::StrCat("(byte ", text.size(), "): the text ends early ("))))
+        << text;
+  }
+  EXPECT_THAT(LoadWikiCs(WriteDataJson("bad", "  \n "), "bad"),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("bad/data.json:2:2 (byte 4): the text ends early (syntax error "
+                                 "while parsing value - unexpected end of input")));
+}
+
+TEST(LoadWikiCsTest, DepthLimitRefusesDeepNestingWithoutRecursion) {
+  // The top-level object counts: 15 more levels are accepted, 16 are not.
+  ASSERT_OK_AND_ASSIGN(
+      Dataset d,
+      LoadWikiCs(WriteDataJson("deep", WithExtra(std::string(15, '[') + std::string(15, ']'))),
+                 "deep"));
+  EXPECT_EQ(d.num_nodes(), 5);
+  EXPECT_THAT(
+      LoadWikiCs(WriteDataJson("deep", WithExtra(std::string(16, '[') + std::string(16, ']'))),
+                 "deep"),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               HasSubstr("deep/data.json:1:26 (byte 25): arrays and objects nested deeper "
+                         "than 16")));
+  std::string objects;
+  for (int i = 0; i < 20; ++i) objects += "{\"a\": ";
+  objects += "1" + std::string(20, '}');
+  EXPECT_THAT(LoadWikiCs(WriteDataJson("deep", WithExtra(objects)), "deep"),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("deep/data.json:1:101 (byte 100): arrays and objects nested "
+                                 "deeper than 16")));
+  // A million brackets: refused at the limit, with no recursion to overflow the stack.
+  EXPECT_THAT(LoadWikiCs(WriteDataJson("deep", std::string(1000000, '[')), "deep"),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("deep/data.json:1:17 (byte 16): arrays and objects nested deeper "
+                                 "than 16")));
+}
+
+TEST(LoadWikiCsTest, LongBadTokensGiveShortMessages) {
+  // The parser quotes the token it failed in; a 100 kB string is cut to its ends.
+  const absl::StatusOr<Dataset> d = LoadWikiCs(
+      WriteDataJson("long", WithExtra("\"" + std::string(100000, 'a') + "\\x\"")), "long");
+  EXPECT_THAT(d, StatusIs(absl::StatusCode::kInvalidArgument,
+                          HasSubstr("long/data.json:1:100013 (byte 100012): syntax error")));
+  EXPECT_LT(d.status().message().size(), 320 + ::testing::TempDir().size());
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr(" ... "));
+}
+
+TEST(LoadWikiCsTest, SkipsAUtf8ByteOrderMark) {
+  ASSERT_OK_AND_ASSIGN(
+      Dataset d, LoadWikiCs(WriteDataJson("bom", "\xef\xbb\xbf" + ToJson(TinyMembers())), "bom"));
+  EXPECT_EQ(d.num_nodes(), 5);
+}
+
 TEST(LoadWikiCsTest, MissingFileSaysHowToGetIt) {
   EXPECT_THAT(LoadWikiCs("/nonexistent/wikics", "wikics"),
               StatusIs(absl::StatusCode::kNotFound,
@@ -256,8 +410,11 @@ std::string Mutate(std::string s, size_t hot, std::mt19937_64& rng) {
     return pick(4) < 3 ? pick(std::min(hot, size + 1)) : pick(size + 1);
   };
   static const std::string kTokens[] = {
-      "[",  "]",   "{",     "}",    "\"",   ",",  ":",     "-",   "0",    "1", "7", "99999",
-      "-1", "0.5", "1e400", "true", "null", "[]", "\"x\"", "\\u", "\xff", " ", "\n"};
+      "[",    "]",  "{",       "}",    "\"",    ",",    ":",
+      "-",    "0",  "1",       "7",    "99999", "-1",   "0.5",
+      "1E+2", "-0", "1e400",   "true", "null",  "[]",   "\"x\"",
+      "\\u",  "\\", "\\ud800", "\xff", "\xc3",  "\x01", "\xed\xa0\x80",
+      " ",    "\n", "\t"};
   const int ops = 1 + static_cast<int>(pick(3));
   for (int i = 0; i < ops; ++i) {
     switch (pick(5)) {
@@ -307,6 +464,7 @@ TEST(LoadWikiCsFuzzTest, MutatedFilesNeverCrash) {
                   c == absl::StatusCode::kResourceExhausted)
           << d.status();
       EXPECT_THAT(std::string(d.status().message()), HasSubstr("fuzz/data.json")) << d.status();
+      EXPECT_LT(d.status().message().size(), 400 + ::testing::TempDir().size()) << d.status();
     } catch (const std::exception& e) {
       ADD_FAILURE() << "mutation " << i << " threw: " << e.what();
     }
