@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include <google/protobuf/text_format.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -36,28 +38,118 @@ const CellResult& Lookup(const std::map<std::pair<std::string, std::string>, Cel
   return it == cells.end() ? *empty : it->second;
 }
 
+// Our mean of a filled cell.
+bool OurMean(const std::map<std::pair<std::string, std::string>, CellResult>& cells, const std::string& row,
+             const std::string& col, double* mean) {
+  const CellResult& r = Lookup(cells, row, col);
+  if (r.state != CellResult::State::kDone || r.values.empty()) return false;
+  *mean = MeanStd(r.values).first;
+  return true;
+}
+
+// Every comparison a claim makes: "lhs >= rhs + min", named for the report.
+struct Comparison {
+  std::string what;
+  double lhs = 0, rhs = 0, min = 0;
+  bool Holds() const { return lhs - rhs >= min - 1e-9; }
+};
+
+std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& claim,
+                                    const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  std::vector<Comparison> out;
+  auto columns = [&] {
+    std::vector<std::string> keys;
+    for (const proto::Column& c : t.columns()) {
+      if (claim.column().empty() || c.key() == claim.column()) keys.push_back(c.key());
+    }
+    return keys;
+  };
+  auto compare = [&](const std::string& a, const std::string& b, const std::string& col, double min) {
+    double x, y;
+    if (OurMean(cells, a, col, &x) && OurMean(cells, b, col, &y)) {
+      out.push_back({absl::StrCat(a, " vs ", b, " on ", col), x, y, min});
+    }
+  };
+  switch (claim.kind()) {
+    case proto::Claim::ROW_AT_LEAST_OTHERS:
+      for (const std::string& col : columns()) {
+        for (const proto::Row& r : t.rows()) {
+          const bool listed = claim.others().empty() ||
+                              std::find(claim.others().begin(), claim.others().end(), r.key()) != claim.others().end();
+          if (r.key() != claim.row() && listed) compare(claim.row(), r.key(), col, 0);
+        }
+      }
+      break;
+    case proto::Claim::GAIN_AT_LEAST:
+      for (const std::string& col : columns()) compare(claim.row(), claim.base(), col, claim.min());
+      break;
+    case proto::Claim::PLUGIN_IMPROVES_BASE:
+      for (const proto::Row& r : t.rows()) {
+        const std::string& key = r.key();
+        if (claim.suffix().empty() || key.size() <= claim.suffix().size() ||
+            key.compare(key.size() - claim.suffix().size(), claim.suffix().size(), claim.suffix()) != 0) {
+          continue;
+        }
+        for (const std::string& col : columns()) compare(key, key.substr(0, key.size() - claim.suffix().size()), col, 0);
+      }
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+std::string ClaimsSection(const proto::Table& t,
+                          const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  if (t.claims().empty()) return "";
+  std::string md = "\n**Claims** (the paper's, checked on our cell means):\n\n";
+  for (const proto::Claim& claim : t.claims()) {
+    const std::vector<Comparison> all = Comparisons(t, claim, cells);
+    int holds = 0;
+    const Comparison* worst = nullptr;
+    for (const Comparison& c : all) {
+      holds += c.Holds();
+      if (worst == nullptr || c.lhs - c.rhs - c.min < worst->lhs - worst->rhs - worst->min) worst = &c;
+    }
+    std::string verdict;
+    if (all.empty()) {
+      verdict = "not checkable yet (no pair of filled cells)";
+    } else {
+      verdict = absl::StrCat(holds == static_cast<int>(all.size()) ? "**holds**" : "**does not hold**", ": ",
+                             holds, " of ", all.size(), " comparisons");
+      if (holds < static_cast<int>(all.size())) {
+        absl::StrAppend(&verdict, absl::StrFormat("; worst %s: %.1f vs %.1f (needs a margin of %+.1f)", worst->what,
+                                                  worst->lhs, worst->rhs, worst->min));
+      }
+    }
+    absl::StrAppend(&md, "- ", claim.text(), " — ", verdict, "\n");
+  }
+  return md;
+}
+
 }  // namespace
 
 std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper) {
   const std::string published =
-      paper.present() ? absl::StrFormat("paper %.1f ± %.1f", paper.mean(), paper.std()) : "paper –";
+      paper.present() ? absl::StrFormat("%.1f ± %.1f", paper.mean(), paper.std()) : "–";
   switch (r.state) {
     case CellResult::State::kNotImplemented:
-      return absl::StrCat("not implemented yet (", published, ")");
+      return absl::StrCat("not implemented / ", published);
     case CellResult::State::kDataNotPresent:
-      return absl::StrCat("data not present (", published, ")");
+      return absl::StrCat("no data / ", published);
     case CellResult::State::kFailed:
-      return absl::StrCat("RUN FAILED (", published, ")");
+      return absl::StrCat("RUN FAILED / ", published);
     case CellResult::State::kNotPrinted:
       return "–";
+    case CellResult::State::kStale:
+      return absl::StrCat("stale / ", published);
     case CellResult::State::kNotRun:
-      return absl::StrCat("not run in this report (", published, ")");
+      return absl::StrCat("not run / ", published);
     case CellResult::State::kDone:
       break;
   }
   auto [mean, std] = MeanStd(r.values);
-  if (!paper.present()) return absl::StrFormat("%.1f ± %.1f (%s)", mean, std, published);
-  return absl::StrFormat("%.1f ± %.1f (%s, Δ %+.1f)", mean, std, published, mean - paper.mean());
+  return absl::StrFormat("%.1f ± %.1f / %s", mean, std, published);
 }
 
 namespace {
@@ -148,11 +240,77 @@ std::string ComputeLine(const proto::Table& t, const std::map<std::pair<std::str
 
 }  // namespace
 
+std::string ProtocolCard(const proto::Experiment& e) {
+  return absl::StrFormat(
+      "%s model, %s-weighted, %s round, dropout at evaluation %s; %s; split %s; %s, partition seed %d; "
+      "%d rounds × %d local epochs, lr %g, weight decay %g, client fraction %g",
+      e.eval().model(), e.eval().weighting(), e.eval().round(), e.eval().dropout_at_eval() ? "on" : "off",
+      e.model(), e.split(), e.partitioner(), e.partition_seed(), e.rounds(), e.local_epochs(), e.lr(),
+      e.weight_decay(), e.client_fraction());
+}
+
+std::string MethodParamsText(const proto::Experiment& e) {
+  std::vector<std::string> params;
+  const google::protobuf::Reflection* r = e.GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  r->ListFields(e, &fields);
+  for (const google::protobuf::FieldDescriptor* f : fields) {
+    if (f->message_type() == nullptr || f->name() == "eval") continue;
+    std::string text;
+    google::protobuf::TextFormat::Printer printer;
+    printer.SetSingleLineMode(true);
+    printer.PrintToString(r->GetMessage(e, f), &text);
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    params.push_back(absl::StrCat(f->name(), " { ", text, text.empty() ? "" : " ", "}"));
+  }
+  return absl::StrJoin(params, " ");
+}
+
+namespace {
+
+// The protocol shared by most cells, then each row's own: its method parameters, and its cards
+// where they differ from the shared one (per column when only some columns differ).
+std::string ProtocolSection(const proto::Table& t,
+                            const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  std::map<std::string, int> count;
+  for (const auto& [key, r] : cells) {
+    if (!r.protocol.empty()) ++count[r.protocol];
+  }
+  if (count.empty()) return "";
+  const std::string shared = std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) {
+                               return a.second < b.second;
+                             })->first;
+  std::string md = absl::StrCat("\n**Protocol** (every cell unless listed below; dataset and clients are the column's): ",
+                                shared, ".\n");
+  std::string rows;
+  for (const proto::Row& row : t.rows()) {
+    std::map<std::string, std::vector<std::string>> by_card;  // card -> columns, where not `shared`
+    std::string params;
+    for (const proto::Column& c : t.columns()) {
+      const CellResult& r = Lookup(cells, row.key(), c.key());
+      if (!r.protocol.empty() && r.protocol != shared) by_card[r.protocol].push_back(c.label().empty() ? c.key() : c.label());
+      if (params.empty()) params = r.params;
+    }
+    if (by_card.empty() && params.empty()) continue;
+    absl::StrAppend(&rows, "- ", row.label().empty() ? row.key() : row.label(), ":",
+                    params.empty() ? "" : absl::StrCat(" `", params, "`"), "\n");
+    for (const auto& [card, columns] : by_card) {
+      absl::StrAppend(&rows, "  - ", absl::StrJoin(columns, ", "), ": ", card, "\n");
+    }
+  }
+  if (!rows.empty()) absl::StrAppend(&md, "\n", rows);
+  return md;
+}
+
+}  // namespace
+
 std::string MarkdownReport(const proto::Table& t,
                            const std::map<std::pair<std::string, std::string>, CellResult>& cells,
-                           const Provenance& p, const std::string& svg_name) {
+                           const Provenance& p, const std::string& svg_name,
+                           const std::string& fidelity_svg_name) {
   std::string md = absl::StrCat("# ", t.title(), "\n\n", t.paper(), " — ", t.metric(),
-                                ". Each cell: ours mean ± std over seeds (paper mean ± std, Δ = ours − paper).\n\n");
+                                ". Each cell: **ours** mean ± std over seeds / the paper's mean ± std. \"stale\": recorded with an older "
+                                "method version; \"not run\": no record yet; \"no data\": the dataset is not on this machine.\n\n");
   std::vector<std::string> header = {"method"};
   for (const proto::Column& c : t.columns()) header.push_back(c.label().empty() ? c.key() : c.label());
   absl::StrAppend(&md, "| ", absl::StrJoin(header, " | "), " |\n|", std::string(""), "");
@@ -169,8 +327,15 @@ std::string MarkdownReport(const proto::Table& t,
     absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
   }
   absl::StrAppend(&md, GainSection(t, cells, paper));
-  absl::StrAppend(&md, "\n**Protocol.** ", p.protocol, "\n");
-  if (!t.notes().empty()) absl::StrAppend(&md, "\n**Notes.** ", t.notes(), "\n");
+  absl::StrAppend(&md, ClaimsSection(t, cells));
+  absl::StrAppend(&md, ProtocolSection(t, cells));
+  // The transcription's working notes stay in the table's textproto: what ran is in the cards.
+  if (!t.notes().empty()) {
+    absl::StrAppend(&md, "\nNotes on the transcription and the protocol choices: the table's textproto (`notes`).\n");
+  }
+  if (!fidelity_svg_name.empty()) {
+    absl::StrAppend(&md, "\n![ours against the paper, per filled cell](", fidelity_svg_name, ")\n");
+  }
   if (!svg_name.empty()) absl::StrAppend(&md, "\n![accuracy against round](", svg_name, ")\n");
   absl::StrAppend(&md, ComputeLine(t, cells));
   absl::StrAppend(&md, "\n**Provenance.** Generated from the run records in `experiments/results/` (one file per run, ",
@@ -194,6 +359,7 @@ std::string CsvReport(const proto::Table& t,
                         : r.state == CellResult::State::kDataNotPresent ? "data_not_present"
                         : r.state == CellResult::State::kFailed         ? "failed"
                         : r.state == CellResult::State::kNotRun         ? "not_run"
+                        : r.state == CellResult::State::kStale          ? "stale"
                                                                         : "not_printed";
     std::string mean, std;
     if (r.state == CellResult::State::kDone) {
@@ -235,8 +401,14 @@ std::string AccuracySvg(const std::string& title, const std::vector<Series>& ser
         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"5\" y=\"%.1f\">%.0f%%</text>\n",
         kLeft, y(a), kW - kRight, y(a), y(a) + 4, a));
   }
-  absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.0f\" y=\"%.0f\">round (1..%d)</text>\n",
-                                        (kW - kRight) / 2, kH - 10, max_round));
+  const int step = max_round <= 10 ? 1 : max_round <= 50 ? 5 : max_round <= 100 ? 10 : 50;
+  for (int r = 1; r <= max_round; r += (r == 1 && step > 1) ? step - 1 : step) {
+    absl::StrAppend(&svg, absl::StrFormat(
+        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>"
+        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n",
+        x(r), kH - kBottom, x(r), kH - kBottom + 4, x(r), kH - kBottom + 15, r));
+  }
+  absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.0f\" y=\"%.0f\">round</text>\n", (kW - kRight) / 2, kH - 8));
   for (size_t i = 0; i < series.size(); ++i) {
     std::vector<std::string> pts;
     for (auto [r, a] : series[i].points) pts.push_back(absl::StrFormat("%.1f,%.1f", x(r), y(a)));
@@ -245,6 +417,72 @@ std::string AccuracySvg(const std::string& title, const std::vector<Series>& ser
         "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%s\"/>\n"
         "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s</text>\n",
         color, absl::StrJoin(pts, " "), kW - kRight + 8, kTop + 14 * (i + 1), color, Escape(series[i].label)));
+  }
+  return svg + "</svg>\n";
+}
+
+
+std::string FidelitySvg(const proto::Table& t,
+                        const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  constexpr double kW = 520, kH = 460, kLeft = 50, kRight = 160, kTop = 30, kBottom = 50;
+  struct Point {
+    double paper, ours;
+    size_t row;
+  };
+  std::vector<Point> points;
+  std::vector<std::string> labels;
+  double lo = 100, hi = 0;
+  for (const proto::Cell& c : t.cells()) {
+    const CellResult& r = Lookup(cells, c.row(), c.column());
+    if (r.state != CellResult::State::kDone || r.values.empty() || !c.paper().present()) continue;
+    size_t row = 0;
+    while (row < labels.size() && labels[row] != c.row()) ++row;
+    if (row == labels.size()) labels.push_back(c.row());
+    const double ours = MeanStd(r.values).first;
+    points.push_back({c.paper().mean(), ours, row});
+    lo = std::min({lo, ours, c.paper().mean()});
+    hi = std::max({hi, ours, c.paper().mean()});
+  }
+  if (points.empty()) return "";
+  lo = std::floor(lo / 10) * 10;
+  hi = std::min(100.0, std::ceil(hi / 10) * 10);
+  if (hi <= lo) hi = lo + 10;
+  const double side = std::min(kW - kLeft - kRight, kH - kTop - kBottom);
+  auto x = [&](double a) { return kLeft + side * (a - lo) / (hi - lo); };
+  auto y = [&](double a) { return kTop + side * (1 - (a - lo) / (hi - lo)); };
+  static const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                        "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+      "<text x=\"%.0f\" y=\"18\" font-size=\"13\">%s — ours against the paper, one point per filled cell</text>\n",
+      kW, kH, kLeft, Escape(t.id()));
+  // The ±2-point band around the diagonal, then the diagonal.
+  absl::StrAppend(&svg, absl::StrFormat(
+      "<polygon fill=\"#eef\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n", x(lo), y(lo + 2), x(hi - 2), y(hi),
+      x(hi), y(hi - 2), x(lo + 2), y(lo)));
+  absl::StrAppend(&svg, absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>\n",
+                                        x(lo), y(lo), x(hi), y(hi)));
+  for (double a = lo; a <= hi + 1e-9; a += (hi - lo) / 5) {
+    absl::StrAppend(&svg, absl::StrFormat(
+        "<text x=\"5\" y=\"%.1f\">%.0f</text><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n",
+        y(a) + 4, a, x(a), kTop + side + 15, a));
+  }
+  absl::StrAppend(&svg, absl::StrFormat(
+      "<text x=\"%.0f\" y=\"%.0f\">paper (%%)</text><text x=\"5\" y=\"%.0f\">ours (%%)</text>\n"
+      "<text x=\"%.0f\" y=\"%.0f\" fill=\"#88a\">band: within ±2 points</text>\n",
+      kLeft + side / 2 - 20, kTop + side + 32, kTop - 4, kLeft + 4, kTop + 12));
+  for (const Point& p : points) {
+    absl::StrAppend(&svg, absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", x(p.paper),
+                                          y(p.ours), kColors[p.row % 10]));
+  }
+  for (size_t i = 0; i < labels.size(); ++i) {
+    std::string label = labels[i];
+    for (const proto::Row& r : t.rows()) {
+      if (r.key() == labels[i] && !r.label().empty()) label = r.label();
+    }
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">● %s</text>\n", kLeft + side + 15,
+                                          kTop + 14 * (i + 1), kColors[i % 10], Escape(label)));
   }
   return svg + "</svg>\n";
 }

@@ -15,12 +15,21 @@ namespace fgl::experiments {
 // What is known about one cell after the runs.
 struct CellResult {
   // kNotRun: left out of this report (--only_columns/--only_rows), e.g. for the compute budget.
-  enum class State { kDone, kNotImplemented, kDataNotPresent, kFailed, kNotPrinted, kNotRun };
+  // kStale: its only records are of an older method version (--cached_only does not rerun them).
+  enum class State { kDone, kNotImplemented, kDataNotPresent, kFailed, kNotPrinted, kNotRun, kStale };
   State state = State::kNotPrinted;
   std::vector<double> values;  // one per seed, percent
   std::string detail;          // error text for kFailed, missing file for kDataNotPresent
   double run_seconds = 0;      // the runs' own logged wall time, summed over seeds
+  std::string protocol;        // ProtocolCard of the cell's resolved spec
+  std::string params;          // MethodParamsText of it
 };
+
+// How a cell was run, in one line: evaluation protocol, model, split, partitioner, schedule and
+// optimiser (dataset and clients are the column's).
+std::string ProtocolCard(const proto::Experiment& resolved);
+// The method's typed parameters as set, e.g. "fedtad { reliability_noise: 0.1 }"; "" when none.
+std::string MethodParamsText(const proto::Experiment& resolved);
 
 // "ours 76.3 ± 0.2 (paper 73.6 ± 0.4, Δ +2.7)"; markers for the other states.
 std::string FormatCell(const CellResult& result, const proto::PublishedValue& paper);
@@ -28,7 +37,7 @@ std::string FormatCell(const CellResult& result, const proto::PublishedValue& pa
 struct Provenance {
   // Everything here comes from the table and the run records, so that a report regenerates byte
   // for byte from a clone: the commits and machines that produced the records, not today's.
-  std::string commits, machines, protocol, seeds;
+  std::string commits, machines, seeds;
   std::vector<std::pair<std::string, std::string>> spec_hashes;  // cell -> key
 };
 
@@ -36,9 +45,15 @@ struct Provenance {
 // non-empty.
 std::string MarkdownReport(const proto::Table& table,
                            const std::map<std::pair<std::string, std::string>, CellResult>& cells,
-                           const Provenance& provenance, const std::string& svg_name);
+                           const Provenance& provenance, const std::string& svg_name,
+                           const std::string& fidelity_svg_name = "");
 std::string CsvReport(const proto::Table& table,
                       const std::map<std::pair<std::string, std::string>, CellResult>& cells);
+
+// Fidelity: our mean against the paper's value, one point per filled cell coloured by row, with the
+// diagonal and a ±2-point band; "" when no cell is filled.
+std::string FidelitySvg(const proto::Table& table,
+                        const std::map<std::pair<std::string, std::string>, CellResult>& cells);
 
 // Accuracy (%) against round, one polyline per series; a dependency-free SVG.
 struct Series {

@@ -1,5 +1,7 @@
 #include "experiments/report.h"
 
+#include <algorithm>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -21,11 +23,13 @@ TEST(ReportTest, CellsShowOursPaperAndDelta) {
   CellResult r;
   r.state = CellResult::State::kDone;
   r.values = {76.0, 77.0, 78.0};  // mean 77, sample std 1
-  EXPECT_EQ(FormatCell(r, Paper(73.6, 0.4)), "77.0 ± 1.0 (paper 73.6 ± 0.4, Δ +3.4)");
+  EXPECT_EQ(FormatCell(r, Paper(73.6, 0.4)), "77.0 ± 1.0 / 73.6 ± 0.4");
   r.state = CellResult::State::kNotImplemented;
-  EXPECT_EQ(FormatCell(r, Paper(85.1, 0.1)), "not implemented yet (paper 85.1 ± 0.1)");
+  EXPECT_EQ(FormatCell(r, Paper(85.1, 0.1)), "not implemented / 85.1 ± 0.1");
   r.state = CellResult::State::kDataNotPresent;
-  EXPECT_THAT(FormatCell(r, Paper(85.6, 0.3)), HasSubstr("data not present"));
+  EXPECT_EQ(FormatCell(r, Paper(85.6, 0.3)), "no data / 85.6 ± 0.3");
+  r.state = CellResult::State::kStale;
+  EXPECT_EQ(FormatCell(r, Paper(85.6, 0.3)), "stale / 85.6 ± 0.3");
   // A cell whose run failed is loud, never blank or a number.
   r.state = CellResult::State::kFailed;
   EXPECT_THAT(FormatCell(r, Paper(1, 0)), HasSubstr("RUN FAILED"));
@@ -56,9 +60,8 @@ TEST(ReportTest, MarkdownAndCsvCoverEveryCell) {
   cells[{"fedavg", "pubmed_5"}] = {CellResult::State::kDataNotPresent, {}, "", 999.0};
   Provenance p;
   p.commits = "abc123";
-  p.protocol = "louvain";
   const std::string md = MarkdownReport(t, cells, p, "t2.svg");
-  EXPECT_THAT(md, HasSubstr("| FedAvg | 81.0 ± 1.4 (paper 80.6 ± 0.3, Δ +0.4) | data not present"));
+  EXPECT_THAT(md, HasSubstr("| FedAvg | 81.0 ± 1.4 / 80.6 ± 0.3 | no data / 80.6 ± 0.3 |"));
   // Only finished cells count towards the compute line (1.5 h over 2 runs).
   EXPECT_THAT(md, HasSubstr("The 2 runs behind the filled cells took 1.50 h"));
   EXPECT_THAT(md, HasSubstr("FedAvg 1.50"));
@@ -71,6 +74,95 @@ TEST(ReportTest, MarkdownAndCsvCoverEveryCell) {
   EXPECT_THAT(svg, HasSubstr("<polyline"));
   EXPECT_THAT(svg, HasSubstr("a&lt;b"));
   EXPECT_THAT(svg, Not(HasSubstr("a<b")));
+  // The fidelity figure: one point per filled cell with a paper value; none without any.
+  const std::string fidelity = FidelitySvg(t, cells);
+  EXPECT_EQ(std::count(fidelity.begin(), fidelity.end(), 'c') > 0, true);
+  EXPECT_THAT(fidelity, HasSubstr("<circle"));
+  EXPECT_EQ(fidelity.find("<circle"), fidelity.rfind("<circle"));  // exactly one
+  EXPECT_EQ(FidelitySvg(t, {}), "");
+}
+
+// The paper's claims as data, each checked on our means with the counts.
+TEST(ReportTest, ClaimsAreCheckedOnOurNumbers) {
+  proto::Table t;
+  t.set_title("T");
+  for (const char* key : {"fedavg", "fedtad", "fedavg_fedtad", "nv"}) t.add_rows()->set_key(key);
+  for (const char* key : {"a", "b"}) t.add_columns()->set_key(key);
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  auto done = [](double v) { return CellResult{CellResult::State::kDone, {v}, "", 0}; };
+  cells[{"fedavg", "a"}] = done(80);
+  cells[{"fedavg", "b"}] = done(70);
+  cells[{"fedtad", "a"}] = done(82);
+  cells[{"fedtad", "b"}] = done(69);
+  cells[{"fedavg_fedtad", "a"}] = done(81);
+  cells[{"fedavg_fedtad", "b"}] = done(71);
+  cells[{"nv", "a"}] = done(60);
+  for (const auto& [row_col, r] : cells) {
+    auto* cell = t.add_cells();
+    cell->set_row(row_col.first);
+    cell->set_column(row_col.second);
+  }
+  auto* best = t.add_claims();
+  best->set_text("FedTAD beats every baseline");
+  best->set_kind(proto::Claim::ROW_AT_LEAST_OTHERS);
+  best->set_row("fedtad");
+  auto* nv = t.add_claims();
+  nv->set_text("nv is below FedTAD");
+  nv->set_kind(proto::Claim::ROW_AT_LEAST_OTHERS);
+  nv->set_row("fedtad");
+  nv->add_others("nv");
+  auto* gain = t.add_claims();
+  gain->set_text("+1.7 over FedAvg on a");
+  gain->set_kind(proto::Claim::GAIN_AT_LEAST);
+  gain->set_row("fedtad");
+  gain->set_base("fedavg");
+  gain->set_column("a");
+  gain->set_min(1.7);
+  auto* plugin = t.add_claims();
+  plugin->set_text("the plug-in improves its base");
+  plugin->set_kind(proto::Claim::PLUGIN_IMPROVES_BASE);
+  plugin->set_suffix("_fedtad");
+  auto* none = t.add_claims();
+  none->set_text("about a row we have not run");
+  none->set_row("fedgkc");
+  const std::string md = MarkdownReport(t, cells, Provenance(), "");
+  // fedtad vs fedavg (a, b), fedavg_fedtad (a, b), nv (a): 82>=80, 69<70, 82>=81, 69<71, 82>=60.
+  EXPECT_THAT(md, HasSubstr("FedTAD beats every baseline — **does not hold**: 3 of 5 comparisons"));
+  EXPECT_THAT(md, HasSubstr("nv is below FedTAD — **holds**: 1 of 1 comparisons"));
+  EXPECT_THAT(md, HasSubstr("+1.7 over FedAvg on a — **holds**: 1 of 1"));
+  EXPECT_THAT(md, HasSubstr("the plug-in improves its base — **holds**: 2 of 2"));
+  EXPECT_THAT(md, HasSubstr("about a row we have not run — not checkable yet"));
+}
+
+TEST(ReportTest, ProtocolCardPerRowWithColumnExceptions) {
+  proto::Experiment e;
+  e.set_model("gcn");
+  e.set_split("stratified:train=0.2,val=0.4");
+  e.set_partitioner("louvain");
+  e.set_rounds(100);
+  e.set_local_epochs(3);
+  e.mutable_eval()->set_model("local");
+  e.mutable_eval()->set_dropout_at_eval(true);
+  e.mutable_fedtad()->set_reliability_noise(0.1);
+  const std::string card = ProtocolCard(e);
+  EXPECT_THAT(card, HasSubstr("local model"));
+  EXPECT_THAT(card, HasSubstr("dropout at evaluation on"));
+  EXPECT_THAT(card, HasSubstr("100 rounds × 3 local epochs"));
+  EXPECT_EQ(MethodParamsText(e), "fedtad { reliability_noise: 0.1 }");
+  proto::Table t;
+  for (const char* key : {"r", "s"}) t.add_rows()->set_key(key);
+  for (const char* key : {"a", "b", "c"}) t.add_columns()->set_key(key);
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  for (const char* row : {"r", "s"}) {
+    for (const char* col : {"a", "b"}) cells[{row, col}].protocol = "card one";
+  }
+  cells[{"r", "c"}].protocol = "card two";
+  cells[{"s", "c"}].protocol = "card one";
+  cells[{"s", "a"}].params = "moon { mu: 2 }";
+  const std::string md = MarkdownReport(t, cells, Provenance(), "");
+  EXPECT_THAT(md, HasSubstr("**Protocol** (every cell unless listed below; dataset and clients are the column's): card one."));
+  EXPECT_THAT(md, HasSubstr("- r:\n  - c: card two\n"));
+  EXPECT_THAT(md, HasSubstr("- s: `moon { mu: 2 }`\n"));
 }
 
 TEST(ReportTest, GainOverFedAvgBesideThePapers) {

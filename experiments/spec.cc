@@ -267,6 +267,20 @@ absl::Status ValidateTable(const proto::Table& t, const std::string& where) {
   for (const proto::Column& c : t.columns()) {
     if (!cols.insert(c.key()).second) return absl::InvalidArgumentError(absl::StrCat(where, ": column '", c.key(), "' twice"));
   }
+  for (const proto::Claim& claim : t.claims()) {
+    std::vector<std::string> named_rows(claim.others().begin(), claim.others().end());
+    if (!claim.row().empty()) named_rows.push_back(claim.row());
+    if (!claim.base().empty()) named_rows.push_back(claim.base());
+    for (const std::string& r : named_rows) {
+      if (!rows.count(r)) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": claim '", claim.text(), "' names unknown row '", r, "'"));
+      }
+    }
+    if (!claim.column().empty() && !cols.count(claim.column())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": claim '", claim.text(), "' names unknown column '", claim.column(), "'"));
+    }
+  }
   std::set<std::pair<std::string, std::string>> cells;
   for (const proto::Cell& c : t.cells()) {
     if (!rows.count(c.row())) return absl::InvalidArgumentError(absl::StrCat(where, ": cell names unknown row '", c.row(), "'"));

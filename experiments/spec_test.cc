@@ -276,6 +276,9 @@ TEST(TableTest, CellsMergeBaseRowColumnAndRejectBadKeys) {
     id: "t" rows { key: "a" } columns { key: "c" } cells { row: "a" column: "c" }
     cells { row: "a" column: "c" })");
   EXPECT_THAT(LoadTable(twice), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("twice")));
+  const std::string claim = Write("claim.textproto", R"(
+    id: "t" rows { key: "a" } columns { key: "c" } claims { text: "x" row: "a" others: "b" })");
+  EXPECT_THAT(LoadTable(claim), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown row 'b'")));
 }
 
 }  // namespace

@@ -31,8 +31,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "experiments/report.h"
 #include "experiments/spec.h"
+#include "fl/registry.h"
 #include "fl/proto/checkpoint.pb.h"
 #include "fl/proto/federation.pb.h"
 #include "experiments/proto/record.pb.h"
@@ -146,6 +148,20 @@ bool ReadRecord(const std::string& path, proto::RunRecord* record) {
   return true;
 }
 
+// The method's result version as the code has it now ("fedprox@1", "fedavg@1+fedtad@1"), and as a
+// record written before versions were recorded reads (every part at version 1).
+std::string CurrentVersion(const std::string& method) {
+  if (method == "centralized") return "centralized:" + CurrentVersion("fedavg");
+  absl::StatusOr<fl::MethodFactories> m = fl::FindMethod(method);
+  return m.ok() ? m->version : "";
+}
+std::string RecordVersion(const proto::RunRecord& record, const std::string& method) {
+  if (!record.method_version().empty()) return record.method_version();
+  std::vector<std::string> parts = absl::StrSplit(method == "centralized" ? "fedavg" : method, '+');
+  for (std::string& p : parts) p += "@1";
+  return absl::StrCat(method == "centralized" ? "centralized:" : "", absl::StrJoin(parts, "+"));
+}
+
 // A run's record from its result.json and rounds.jsonl.
 absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto::Experiment& resolved, uint64_t seed,
                                            fl::proto::RunResult result, const std::string& rounds_path) {
@@ -154,6 +170,7 @@ absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto:
   record.set_result_version(kResultVersion);
   record.set_spec(KeyedSpecText(resolved));
   record.set_seed(seed);
+  record.set_method_version(CurrentVersion(resolved.method()));
   result.clear_spec();
   *record.mutable_result() = std::move(result);
   std::istringstream lines(Slurp(rounds_path));
@@ -283,17 +300,9 @@ int Run() {
       return 1;
     }
     if (quick && resolved->seeds_size() > 1) resolved->mutable_seeds()->Truncate(1);
-    if (prov.protocol.empty()) {
-      prov.protocol = absl::StrCat("partitioner ", resolved->partitioner(), ", partition seed ",
-                                   resolved->partition_seed(), ", split ", resolved->split(),
-                                   ", evaluation model=", resolved->eval().model(), " weighting=",
-                                   resolved->eval().weighting(), " round=", resolved->eval().round(),
-                                   " dropout_at_eval=", resolved->eval().dropout_at_eval() ? "on" : "off",
-                                   ", ", resolved->rounds(), " rounds × ", resolved->local_epochs(),
-                                   " local epochs, model ", resolved->model(), ", lr ", resolved->lr(),
-                                   ", weight decay ", resolved->weight_decay(), ", client fraction ",
-                                   resolved->client_fraction(), quick ? " (QUICK: not a reproduction)" : "");
-    }
+    r.protocol = ProtocolCard(*resolved);
+    r.params = MethodParamsText(*resolved);
+    if (quick) r.protocol += " (QUICK: 3 rounds, first seed; not a reproduction)";
     const std::vector<std::string> only_columns = absl::GetFlag(FLAGS_only_columns);
     const std::vector<std::string> only_rows = absl::GetFlag(FLAGS_only_rows);
     auto excluded = [](const std::vector<std::string>& only, const std::string& key) {
@@ -308,21 +317,21 @@ int Run() {
       r.state = CellResult::State::kNotImplemented;
       continue;
     }
-    if (!graph::DatasetPresent(resolved->dataset(), data_dir)) {
-      r.state = CellResult::State::kDataNotPresent;
-      continue;
-    }
+    // A cell whose runs are all recorded needs no data: reports regenerate from records alone.
+    const bool data_present = graph::DatasetPresent(resolved->dataset(), data_dir);
     r.state = CellResult::State::kDone;
+    std::vector<std::pair<std::string, std::string>> cell_hashes;
     for (uint64_t seed : resolved->seeds()) {
-      seeds_used.insert(std::to_string(seed));
       const std::string hash = ResultCacheKey(*resolved, seed, kResultVersion);
-      prov.spec_hashes.emplace_back(absl::StrCat(cell.row(), "/", cell.column(), "/seed ", seed), hash);
+      cell_hashes.emplace_back(absl::StrCat(cell.row(), "/", cell.column(), "/seed ", seed), hash);
       Job job;
       job.cell_key = hash;
       job.record_path = absl::StrCat(records, "/", hash, ".json");
       proto::RunRecord record;
       bool have = ReadRecord(job.record_path, &record);
-      if (!have) {
+      const bool stale = have && RecordVersion(record, resolved->method()) != CurrentVersion(resolved->method());
+      have &= !stale;
+      if (!have && !stale) {
         // A run in the local cache from before records existed: adopt it as a record.
         fl::proto::RunResult cached;
         if (ReadResult(absl::StrCat(cache, "/", hash, ".json"), &cached)) {
@@ -342,8 +351,10 @@ int Run() {
         if (!first_runs.count(key)) first_runs[key] = record;
         continue;
       }
-      if (absl::GetFlag(FLAGS_cached_only)) {
-        r.state = CellResult::State::kNotRun;
+      if (absl::GetFlag(FLAGS_cached_only) || !data_present) {
+        r.state = !data_present ? CellResult::State::kDataNotPresent
+                  : stale       ? CellResult::State::kStale
+                                : CellResult::State::kNotRun;
         r.values.clear();
         r.run_seconds = 0;
         first_runs.erase(key);
@@ -362,6 +373,10 @@ int Run() {
       job.resolved = one;
       job.seed = seed;
       pending.push_back(job);
+    }
+    if (r.state == CellResult::State::kDone) {
+      prov.spec_hashes.insert(prov.spec_hashes.end(), cell_hashes.begin(), cell_hashes.end());
+      for (uint64_t seed : resolved->seeds()) seeds_used.insert(std::to_string(seed));
     }
   }
 
@@ -450,7 +465,12 @@ int Run() {
   prov.seeds = absl::StrJoin(seeds_used, ", ");
   prov.commits = absl::StrJoin(commits, ", ");
   prov.machines = absl::StrJoin(machines, "; ");
-  std::ofstream(report_dir + "/" + stem + ".md") << MarkdownReport(*table, results, prov, svg_name);
+  std::string fidelity_name;
+  if (const std::string fidelity = FidelitySvg(*table, results); !fidelity.empty()) {
+    fidelity_name = stem + "_fidelity.svg";
+    std::ofstream(report_dir + "/" + fidelity_name) << fidelity;
+  }
+  std::ofstream(report_dir + "/" + stem + ".md") << MarkdownReport(*table, results, prov, svg_name, fidelity_name);
   std::ofstream(report_dir + "/" + stem + ".csv") << CsvReport(*table, results);
   std::cout << "wrote " << report_dir << "/" << stem << ".{md,csv" << (svg_name.empty() ? "" : ",svg") << "}"
             << " (" << total << " runs, " << failed << " failed)" << std::endl;

@@ -25,12 +25,14 @@ Registry& Get() {
 }  // namespace
 
 void RegisterMethod(const std::string& name, MethodFactories factories) {
+  factories.version = absl::StrCat(name, "@", factories.result_version);
   Registry& r = Get();
   std::lock_guard<std::mutex> lock(r.mu);
   CHECK(r.methods.emplace(name, std::move(factories)).second) << "method '" << name << "' registered twice";
 }
 
 void RegisterPlugin(const std::string& name, PluginFactories factories) {
+  factories.version = absl::StrCat(name, "@", factories.result_version);
   Registry& r = Get();
   std::lock_guard<std::mutex> lock(r.mu);
   CHECK(r.plugins.emplace(name, std::move(factories)).second) << "plug-in '" << name << "' registered twice";
@@ -49,6 +51,7 @@ MethodFactories Compose(MethodFactories base, PluginFactories plugin) {
     if (!inner.ok()) return inner.status();
     return plugin.server(*std::move(inner), config);
   };
+  out.version = absl::StrCat(base.version, "+", plugin.version);
   out.params = base.params;
   out.params.insert(out.params.end(), plugin.params.begin(), plugin.params.end());
   return out;

@@ -23,6 +23,11 @@ struct MethodFactories {
   ServerFactory server;
   // The parameter types it takes (its own, then its plug-ins'); empty: none.
   std::vector<ParamsSpec> params;
+  // Bumped when the method's numbers change (methods/result_fingerprints.txt is checked against
+  // it by //methods:result_fingerprint_test); recorded runs of an older version are stale.
+  int result_version = 1;
+  // "name@version", and "+plugin@version" for each plug-in: set by the registry.
+  std::string version;
 };
 
 // A server-side plug-in wraps any method's client and server: "fedprox+fedtad" is FedProx with
@@ -37,6 +42,8 @@ struct PluginFactories {
   ClientWrapper client;
   ServerWrapper server;
   std::vector<ParamsSpec> params;
+  int result_version = 1;
+  std::string version;  // "name@version", set by the registry
 };
 
 void RegisterMethod(const std::string& name, MethodFactories factories);
@@ -62,7 +69,7 @@ struct PluginRegistrar {
 
 }  // namespace fgl::fl
 
-// FGL_REGISTER_METHOD("fedavg", ClientFactory, ServerFactory[, {fl::TypedParams(&Validate)}]).
+// FGL_REGISTER_METHOD("fedavg", ClientFactory, ServerFactory[, {fl::TypedParams(&Validate)}[, version]]).
 #define FGL_REGISTRY_CONCAT_INNER_(a, b) a##b
 #define FGL_REGISTRY_CONCAT_(a, b) FGL_REGISTRY_CONCAT_INNER_(a, b)
 #define FGL_REGISTER_METHOD(name, client, server, ...)                                \

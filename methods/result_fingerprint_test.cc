@@ -1,0 +1,80 @@
+// Recorded runs are valid only while the code computes the same numbers. Each registered method
+// (and FedAvg with each plug-in) runs a tiny deterministic federation; a fingerprint of everything
+// it reports must equal the line for the method's current result version in
+// methods/result_fingerprints.txt. A change that moves a method's numbers fails here until its
+// result version is bumped (FGL_REGISTER_METHOD's last argument) and a line for the new version is
+// appended; records of the older version then read "stale" in reports.
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "fl/registry.h"
+#include "fl/simulator.h"
+#include "fl/testing/client_data.h"
+#include "graph/random.h"
+#include "gtest/gtest.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::methods {
+namespace {
+
+std::vector<std::string> EveryMethod() {
+  std::vector<std::string> names = fl::MethodNames();
+  for (const std::string& plugin : fl::PluginNames()) names.push_back("fedavg+" + plugin);
+  return names;
+}
+
+// Fingerprint by version string ("fedprox@1", "fedavg@1+fedtad@1"), from
+// methods/result_fingerprints.txt: lines "<version> <fingerprint>".
+std::map<std::string, std::string> Expected() {
+  std::map<std::string, std::string> out;
+  std::ifstream in("methods/result_fingerprints.txt");
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string version, fingerprint;
+    fields >> version >> fingerprint;
+    out[version] = fingerprint;
+  }
+  return out;
+}
+
+class ResultFingerprintTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ResultFingerprintTest, MatchesTheRecordedVersion) {
+  fl::FederationOptions o = fl::testing::SmallFederation(GetParam());
+  o.spec.set_model("gcn:layers=3,hidden=16,jk=last,masked=true");  // every method accepts it
+  o.spec.set_rounds(3);
+  ASSERT_OK_AND_ASSIGN(const fl::FederationResult r, fl::RunFederation(o));
+  std::string all;
+  for (const fl::RoundRecord& round : r.rounds) {
+    absl::StrAppend(&all, absl::StrFormat("%d %.17g %.17g %d %d|", round.round, round.val_acc, round.test_acc,
+                                          round.bytes_up, round.bytes_down));
+    for (const fl::ClientRecord& c : round.clients) absl::StrAppend(&all, absl::StrFormat("%.17g,", c.test_acc));
+  }
+  absl::StrAppend(&all, r.final_global);
+  const std::string fingerprint = absl::StrFormat("%016x", graph::Fnv1a64(all.data(), all.size()));
+
+  ASSERT_OK_AND_ASSIGN(const fl::MethodFactories m, fl::FindMethod(GetParam()));
+  const std::map<std::string, std::string> expected = Expected();
+  auto it = expected.find(m.version);
+  ASSERT_NE(it, expected.end()) << "methods/result_fingerprints.txt has no line for " << m.version
+                                << "; append: " << m.version << " " << fingerprint;
+  EXPECT_EQ(it->second, fingerprint)
+      << GetParam() << " computes different numbers than its result version " << m.version
+      << " recorded: bump the version where it registers and append a line for the new version";
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryRegisteredMethod, ResultFingerprintTest, ::testing::ValuesIn(EveryMethod()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           for (char& c : name) c = c == '+' ? '_' : c;
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace fgl::methods
