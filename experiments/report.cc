@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include <google/protobuf/text_format.h>
 
@@ -156,13 +157,23 @@ namespace {
 
 // Each row's gain over the "fedavg" row beside the paper's gain, per cell; empty when the table
 // has no fedavg row or no comparable cell.
+// Each row's gain over its base row, ours beside the paper's: over FedAvg when the table has a
+// "fedavg" row; over the row without `plugin_suffix` for plug-in rows (Table 3's "X_fedtad").
 std::string GainSection(const proto::Table& t,
                         const std::map<std::pair<std::string, std::string>, CellResult>& cells,
-                        const std::map<std::pair<std::string, std::string>, proto::PublishedValue>& paper) {
-  constexpr char kBase[] = "fedavg";
-  bool has_base = false;
-  for (const proto::Row& r : t.rows()) has_base |= r.key() == kBase;
-  if (!has_base) return "";
+                        const std::map<std::pair<std::string, std::string>, proto::PublishedValue>& paper,
+                        const std::string& plugin_suffix) {
+  std::set<std::string> keys;
+  for (const proto::Row& r : t.rows()) keys.insert(r.key());
+  auto base_of = [&](const std::string& row) -> std::string {
+    if (plugin_suffix.empty()) return keys.count("fedavg") && row != "fedavg" ? "fedavg" : "";
+    if (row.size() <= plugin_suffix.size() ||
+        row.compare(row.size() - plugin_suffix.size(), plugin_suffix.size(), plugin_suffix) != 0) {
+      return "";
+    }
+    const std::string base = row.substr(0, row.size() - plugin_suffix.size());
+    return keys.count(base) ? base : "";
+  };
   auto mean_of = [&](const std::string& row, const std::string& col, double* ours, double* theirs) {
     const CellResult& r = Lookup(cells, row, col);
     auto it = paper.find({row, col});
@@ -174,21 +185,23 @@ std::string GainSection(const proto::Table& t,
   std::vector<std::string> header = {"method"};
   for (const proto::Column& c : t.columns()) header.push_back(c.label().empty() ? c.key() : c.label());
   header.push_back("summary");
+  const std::string base_name = plugin_suffix.empty() ? "FedAvg" : "its base method";
   std::string md = absl::StrCat(
-      "\n**Gain over FedAvg** (what the papers claim): ours (row − FedAvg, same partition and seeds) / "
-      "the paper's, ✓ when they are within 2 points. Computed from the cells above.\n\n| ",
+      "\n**Gain over ", base_name, "** (what the papers claim): ours (row − ", base_name,
+      ", same partition and seeds) / the paper's, ✓ when they are within 2 points. Computed from the cells above.\n\n| ",
       absl::StrJoin(header, " | "), " |\n|");
   for (size_t i = 0; i < header.size(); ++i) absl::StrAppend(&md, "---|");
   absl::StrAppend(&md, "\n");
   int rows = 0;
   for (const proto::Row& r : t.rows()) {
-    if (r.key() == kBase) continue;
+    const std::string base = base_of(r.key());
+    if (base.empty()) continue;
     std::vector<std::string> line = {r.label().empty() ? r.key() : r.label()};
     int n = 0, within = 0, ahead = 0;
     double sum_ours = 0, sum_paper = 0;
     for (const proto::Column& c : t.columns()) {
       double ours, theirs, base_ours, base_theirs;
-      if (!mean_of(r.key(), c.key(), &ours, &theirs) || !mean_of(kBase, c.key(), &base_ours, &base_theirs)) {
+      if (!mean_of(r.key(), c.key(), &ours, &theirs) || !mean_of(base, c.key(), &base_ours, &base_theirs)) {
         line.push_back("–");
         continue;
       }
@@ -203,8 +216,9 @@ std::string GainSection(const proto::Table& t,
     }
     if (n == 0) continue;
     ++rows;
-    line.push_back(absl::StrFormat("within 2 in %d/%d; ahead of FedAvg in %d/%d; mean %+.2f (paper %+.2f)",
-                                   within, n, ahead, n, sum_ours / n, sum_paper / n));
+    line.push_back(absl::StrFormat("within 2 in %d/%d; ahead of %s in %d/%d; mean %+.2f (paper %+.2f)", within, n,
+                                   plugin_suffix.empty() ? "FedAvg" : "the base", ahead, n, sum_ours / n,
+                                   sum_paper / n));
     absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
   }
   return rows == 0 ? "" : md;
@@ -236,6 +250,62 @@ std::string ComputeLine(const proto::Table& t, const std::map<std::pair<std::str
       "(each run's own log; one thread per run, so two run side by side on a 2-core machine). "
       "By row, in hours: %s.\n",
       runs, total / 3600, absl::StrJoin(by_row, "; "));
+}
+
+}  // namespace
+
+namespace {
+
+// Per (row, column) of the spread rows: the range of the per-partition means (the table's own
+// partition and the spread's) beside the paper's ±.
+std::string SpreadSection(const proto::Table& t,
+                          const std::map<std::pair<std::string, std::string>, CellResult>& cells,
+                          const std::map<std::pair<std::string, std::string>, proto::PublishedValue>& paper,
+                          const PartitionSpread& spread) {
+  if (t.partition_spread().rows().empty()) return "";
+  std::vector<std::string> header = {"method"};
+  for (const proto::Column& c : t.columns()) header.push_back(c.label().empty() ? c.key() : c.label());
+  std::string md = absl::StrCat(
+      "\n**Partition spread**: the mean over training seeds on each of ", t.partition_spread().partition_seeds_size() + 1,
+      " partitions (partition seeds: the table's and ", absl::StrJoin(t.partition_spread().partition_seeds(), ", "),
+      "), as lowest–highest (range) / the paper's ±. A range wider than the paper's ± means the partition alone "
+      "moves the number more than the paper's error bar.\n\n| ",
+      absl::StrJoin(header, " | "), " |\n|");
+  for (size_t i = 0; i < header.size(); ++i) absl::StrAppend(&md, "---|");
+  absl::StrAppend(&md, "\n");
+  for (const std::string& row : t.partition_spread().rows()) {
+    std::string label = row;
+    for (const proto::Row& r : t.rows()) {
+      if (r.key() == row && !r.label().empty()) label = r.label();
+    }
+    std::vector<std::string> line = {label};
+    for (const proto::Column& c : t.columns()) {
+      const auto key = std::make_pair(row, c.key());
+      std::vector<const CellResult*> parts = {&Lookup(cells, row, c.key())};
+      auto it = spread.find(key);
+      for (uint64_t seed : t.partition_spread().partition_seeds()) {
+        parts.push_back(it == spread.end() || !it->second.count(seed) ? nullptr : &it->second.at(seed));
+      }
+      double lo = 1e9, hi = -1e9;
+      bool complete = true;
+      for (const CellResult* part : parts) {
+        if (part == nullptr || part->state != CellResult::State::kDone || part->values.empty()) {
+          complete = false;
+          break;
+        }
+        const double mean = MeanStd(part->values).first;
+        lo = std::min(lo, mean);
+        hi = std::max(hi, mean);
+      }
+      auto published = paper.find(key);
+      const std::string theirs = published != paper.end() && published->second.present()
+                                     ? absl::StrFormat("± %.1f", published->second.std())
+                                     : "–";
+      line.push_back(complete ? absl::StrFormat("%.1f–%.1f (%.1f) / %s", lo, hi, hi - lo, theirs) : "–");
+    }
+    absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
+  }
+  return md;
 }
 
 }  // namespace
@@ -307,7 +377,7 @@ std::string ProtocolSection(const proto::Table& t,
 std::string MarkdownReport(const proto::Table& t,
                            const std::map<std::pair<std::string, std::string>, CellResult>& cells,
                            const Provenance& p, const std::string& svg_name,
-                           const std::string& fidelity_svg_name) {
+                           const std::string& fidelity_svg_name, const PartitionSpread& spread) {
   std::string md = absl::StrCat("# ", t.title(), "\n\n", t.paper(), " — ", t.metric(),
                                 ". Each cell: **ours** mean ± std over seeds / the paper's mean ± std. \"stale\": recorded with an older "
                                 "method version; \"not run\": no record yet; \"no data\": the dataset is not on this machine.\n\n");
@@ -326,8 +396,10 @@ std::string MarkdownReport(const proto::Table& t,
     }
     absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
   }
-  absl::StrAppend(&md, GainSection(t, cells, paper));
+  absl::StrAppend(&md, GainSection(t, cells, paper, ""));
+  if (!t.gain_plugin_suffix().empty()) absl::StrAppend(&md, GainSection(t, cells, paper, t.gain_plugin_suffix()));
   absl::StrAppend(&md, ClaimsSection(t, cells));
+  absl::StrAppend(&md, SpreadSection(t, cells, paper, spread));
   absl::StrAppend(&md, ProtocolSection(t, cells));
   // The transcription's working notes stay in the table's textproto: what ran is in the cards.
   if (!t.notes().empty()) {

@@ -41,12 +41,15 @@ struct Provenance {
   std::vector<std::pair<std::string, std::string>> spec_hashes;  // cell -> key
 };
 
+// The table's partition-spread runs: (row, column) -> partition seed -> the cell on that partition.
+using PartitionSpread = std::map<std::pair<std::string, std::string>, std::map<uint64_t, CellResult>>;
+
 // Markdown: title, the table, the protocol card and notes, provenance; `svg_name` is linked if
 // non-empty.
 std::string MarkdownReport(const proto::Table& table,
                            const std::map<std::pair<std::string, std::string>, CellResult>& cells,
                            const Provenance& provenance, const std::string& svg_name,
-                           const std::string& fidelity_svg_name = "");
+                           const std::string& fidelity_svg_name = "", const PartitionSpread& spread = {});
 std::string CsvReport(const proto::Table& table,
                       const std::map<std::pair<std::string, std::string>, CellResult>& cells);
 

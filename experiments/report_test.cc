@@ -165,6 +165,38 @@ TEST(ReportTest, ProtocolCardPerRowWithColumnExceptions) {
   EXPECT_THAT(md, HasSubstr("- s: `moon { mu: 2 }`\n"));
 }
 
+TEST(ReportTest, PluginGainAndPartitionSpread) {
+  proto::Table t;
+  for (const char* key : {"fedavg", "x", "x_fedtad"}) t.add_rows()->set_key(key);
+  t.add_columns()->set_key("a");
+  t.set_gain_plugin_suffix("_fedtad");
+  t.mutable_partition_spread()->add_rows("fedavg");
+  t.mutable_partition_spread()->add_partition_seeds(1);
+  t.mutable_partition_spread()->add_partition_seeds(2);
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  auto done = [](std::vector<double> v) { return CellResult{CellResult::State::kDone, std::move(v), "", 0}; };
+  cells[{"fedavg", "a"}] = done({70, 72});  // mean 71
+  cells[{"x", "a"}] = done({75});
+  cells[{"x_fedtad", "a"}] = done({78});
+  for (const char* row : {"fedavg", "x", "x_fedtad"}) {
+    auto* cell = t.add_cells();
+    cell->set_row(row);
+    cell->set_column("a");
+    *cell->mutable_paper() = Paper(row == std::string("x_fedtad") ? 80 : 76, 0.5);
+  }
+  PartitionSpread spread;
+  spread[{"fedavg", "a"}][1] = done({68});
+  spread[{"fedavg", "a"}][2] = done({74, 74});
+  const std::string md = MarkdownReport(t, cells, Provenance(), "", "", spread);
+  // x_fedtad - x: ours +3.0, the paper's 80 - 76 = +4.0.
+  EXPECT_THAT(md, HasSubstr("**Gain over its base method**"));
+  EXPECT_THAT(md, HasSubstr("| x_fedtad | +3.0 / +4.0 ✓ |"));
+  // Partition means 71, 68 and 74: 68.0–74.0, range 6.0, beside the paper's ± 0.5.
+  EXPECT_THAT(md, HasSubstr("| fedavg | 68.0–74.0 (6.0) / ± 0.5 |"));
+  spread[{"fedavg", "a"}].erase(2);  // a partition not run yet: no range
+  EXPECT_THAT(MarkdownReport(t, cells, Provenance(), "", "", spread), HasSubstr("| fedavg | – |"));
+}
+
 TEST(ReportTest, GainOverFedAvgBesideThePapers) {
   proto::Table t;
   t.set_title("T");

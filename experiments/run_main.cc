@@ -34,6 +34,7 @@
 #include "fl/simulator.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
+#include "nn/cpu_kernels.h"
 #include "nn/memory.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -173,6 +174,7 @@ absl::Status Run(const std::vector<std::string>& field_sets) {
 }  // namespace fgl::experiments
 
 int main(int argc, char** argv) {
+  fgl::nn::PinCpuKernels(argv);
   fgl::nn::ReuseFreedTensorMemory();
   std::vector<std::string> field_sets;
   std::vector<char*> args = fgl::experiments::SplitFieldFlags(argc, argv, &field_sets);

@@ -267,6 +267,9 @@ absl::Status ValidateTable(const proto::Table& t, const std::string& where) {
   for (const proto::Column& c : t.columns()) {
     if (!cols.insert(c.key()).second) return absl::InvalidArgumentError(absl::StrCat(where, ": column '", c.key(), "' twice"));
   }
+  for (const std::string& r : t.partition_spread().rows()) {
+    if (!rows.count(r)) return absl::InvalidArgumentError(absl::StrCat(where, ": partition_spread names unknown row '", r, "'"));
+  }
   for (const proto::Claim& claim : t.claims()) {
     std::vector<std::string> named_rows(claim.others().begin(), claim.others().end());
     if (!claim.row().empty()) named_rows.push_back(claim.row());

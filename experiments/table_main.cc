@@ -43,6 +43,7 @@
 #include "graph/datasets.h"
 #include "graph/io/file.h"
 #include "graph/random.h"
+#include "nn/cpu_kernels.h"
 #include "third_party/absl_ext/status_macros.h"
 
 ABSL_FLAG(std::string, table, "", "Table textproto (experiments/<paper>/<table>.textproto).");
@@ -204,6 +205,9 @@ struct Job {
   std::string cell_key, spec_path, out_dir, record_path, log_path;
   proto::Experiment resolved;  // this run's, one seed
   uint64_t seed = 0;
+  CellResult* target = nullptr;  // the cell (or partition-spread entry) it fills
+  std::string label;             // "row/column" for logs
+  bool plot = false;             // a main cell: its first run may be plotted
   pid_t pid = 0;
 };
 
@@ -278,9 +282,75 @@ int Run() {
   struct utsname u;
   uname(&u);
   const std::string machine =
-      absl::StrCat(u.machine, " ", std::thread::hardware_concurrency(), " cores, ", u.sysname, " ", u.release);
+      absl::StrCat(u.machine, " ", std::thread::hardware_concurrency(), " cores, ", u.sysname, " ", u.release, ", ",
+                   nn::CpuKernels());
   std::set<std::string> commits, machines;
   std::set<std::string> seeds_used;
+  // The runs of one resolved experiment into `r`: recorded ones are read, missing ones queued
+  // (or the cell marked not run / data not present / stale). Returns its runs' cache keys.
+  std::map<std::pair<std::string, std::string>, std::map<uint64_t, CellResult>> spread;
+  auto plan = [&](const proto::Experiment& resolved, const std::pair<std::string, std::string>& key, CellResult& r,
+                  bool plot) {
+    std::vector<std::pair<std::string, std::string>> cell_hashes;
+    const bool data_present = graph::DatasetPresent(resolved.dataset(), data_dir);
+    for (uint64_t seed : resolved.seeds()) {
+      const std::string hash = ResultCacheKey(resolved, seed, kResultVersion);
+      cell_hashes.emplace_back(absl::StrCat(key.first, "/", key.second, "/seed ", seed), hash);
+      Job job;
+      job.cell_key = hash;
+      job.record_path = absl::StrCat(records, "/", hash, ".json");
+      proto::RunRecord record;
+      bool have = ReadRecord(job.record_path, &record);
+      const bool stale = have && RecordVersion(record, resolved.method()) != CurrentVersion(resolved.method());
+      have &= !stale;
+      if (!have && !stale) {
+        // A run in the local cache from before records existed: adopt it as a record.
+        fl::proto::RunResult cached;
+        if (ReadResult(absl::StrCat(cache, "/", hash, ".json"), &cached)) {
+          absl::StatusOr<proto::RunRecord> adopted =
+              MakeRecord(hash, resolved, seed, cached, absl::StrCat(cache, "/", hash, ".rounds.jsonl"));
+          if (adopted.ok() && WriteRecord(job.record_path, *adopted).ok()) {
+            record = *std::move(adopted);
+            have = true;
+          }
+        }
+      }
+      if (have) {
+        commits.insert(record.result().code_commit().empty() ? "unknown" : record.result().code_commit());
+        machines.insert(record.result().machine().empty() ? "unknown" : record.result().machine());
+        r.values.push_back(record.result().test_acc());
+        r.run_seconds += record.result().wall_s();
+        if (plot && !first_runs.count(key)) first_runs[key] = record;
+        continue;
+      }
+      if (absl::GetFlag(FLAGS_cached_only) || !data_present) {
+        r.state = !data_present ? CellResult::State::kDataNotPresent
+                  : stale       ? CellResult::State::kStale
+                                : CellResult::State::kNotRun;
+        r.values.clear();
+        r.run_seconds = 0;
+        if (plot) first_runs.erase(key);
+        break;
+      }
+      proto::Experiment one = resolved;
+      one.clear_seeds();
+      one.add_seeds(seed);
+      job.spec_path = absl::StrCat(cache, "/", hash, ".spec.textproto");
+      job.out_dir = absl::StrCat(cache, "/", hash, ".out");
+      job.log_path = absl::StrCat(cache, "/", hash, ".log");
+      std::string spec_text;
+      google::protobuf::TextFormat::PrintToString(one, &spec_text);
+      std::ofstream(job.spec_path) << spec_text;
+      job.target = &r;
+      job.label = absl::StrCat(key.first, "/", key.second);
+      job.plot = plot;
+      job_cell[hash] = key;
+      job.resolved = one;
+      job.seed = seed;
+      pending.push_back(job);
+    }
+    return cell_hashes;
+  };
   for (const proto::Cell& cell : table->cells()) {
     const auto key = std::make_pair(cell.row(), cell.column());
     CellResult& r = results[key];
@@ -318,65 +388,27 @@ int Run() {
       continue;
     }
     // A cell whose runs are all recorded needs no data: reports regenerate from records alone.
-    const bool data_present = graph::DatasetPresent(resolved->dataset(), data_dir);
     r.state = CellResult::State::kDone;
-    std::vector<std::pair<std::string, std::string>> cell_hashes;
-    for (uint64_t seed : resolved->seeds()) {
-      const std::string hash = ResultCacheKey(*resolved, seed, kResultVersion);
-      cell_hashes.emplace_back(absl::StrCat(cell.row(), "/", cell.column(), "/seed ", seed), hash);
-      Job job;
-      job.cell_key = hash;
-      job.record_path = absl::StrCat(records, "/", hash, ".json");
-      proto::RunRecord record;
-      bool have = ReadRecord(job.record_path, &record);
-      const bool stale = have && RecordVersion(record, resolved->method()) != CurrentVersion(resolved->method());
-      have &= !stale;
-      if (!have && !stale) {
-        // A run in the local cache from before records existed: adopt it as a record.
-        fl::proto::RunResult cached;
-        if (ReadResult(absl::StrCat(cache, "/", hash, ".json"), &cached)) {
-          absl::StatusOr<proto::RunRecord> adopted =
-              MakeRecord(hash, *resolved, seed, cached, absl::StrCat(cache, "/", hash, ".rounds.jsonl"));
-          if (adopted.ok() && WriteRecord(job.record_path, *adopted).ok()) {
-            record = *std::move(adopted);
-            have = true;
-          }
-        }
-      }
-      if (have) {
-        commits.insert(record.result().code_commit().empty() ? "unknown" : record.result().code_commit());
-        machines.insert(record.result().machine().empty() ? "unknown" : record.result().machine());
-        r.values.push_back(record.result().test_acc());
-        r.run_seconds += record.result().wall_s();
-        if (!first_runs.count(key)) first_runs[key] = record;
-        continue;
-      }
-      if (absl::GetFlag(FLAGS_cached_only) || !data_present) {
-        r.state = !data_present ? CellResult::State::kDataNotPresent
-                  : stale       ? CellResult::State::kStale
-                                : CellResult::State::kNotRun;
-        r.values.clear();
-        r.run_seconds = 0;
-        first_runs.erase(key);
-        break;
-      }
-      proto::Experiment one = *resolved;
-      one.clear_seeds();
-      one.add_seeds(seed);
-      job.spec_path = absl::StrCat(cache, "/", hash, ".spec.textproto");
-      job.out_dir = absl::StrCat(cache, "/", hash, ".out");
-      job.log_path = absl::StrCat(cache, "/", hash, ".log");
-      std::string spec_text;
-      google::protobuf::TextFormat::PrintToString(one, &spec_text);
-      std::ofstream(job.spec_path) << spec_text;
-      job_cell[hash] = key;
-      job.resolved = one;
-      job.seed = seed;
-      pending.push_back(job);
-    }
+    const std::vector<std::pair<std::string, std::string>> cell_hashes = plan(*resolved, key, r, true);
     if (r.state == CellResult::State::kDone) {
       prov.spec_hashes.insert(prov.spec_hashes.end(), cell_hashes.begin(), cell_hashes.end());
       for (uint64_t seed : resolved->seeds()) seeds_used.insert(std::to_string(seed));
+    }
+    // The partition spread: the same cell on further partitions (training seeds unchanged).
+    const auto& spread_rows = table->partition_spread().rows();
+    if (std::find(spread_rows.begin(), spread_rows.end(), cell.row()) == spread_rows.end()) continue;
+    for (uint64_t partition_seed : table->partition_spread().partition_seeds()) {
+      proto::Experiment other = *exp;
+      other.set_partition_seed(partition_seed);
+      absl::StatusOr<proto::Experiment> moved = Resolve(other, where);
+      if (!moved.ok()) {
+        LOG(ERROR) << moved.status();
+        return 1;
+      }
+      if (quick && moved->seeds_size() > 1) moved->mutable_seeds()->Truncate(1);
+      CellResult& s = spread[key][partition_seed];
+      s.state = CellResult::State::kDone;
+      plan(*moved, key, s, false);
     }
   }
 
@@ -407,7 +439,7 @@ int Run() {
     Job j = it->second;
     running.erase(it);
     ++done;
-    CellResult& r = results[job_cell[j.cell_key]];
+    CellResult& r = *j.target;
     // run --spec --out=DIR writes DIR/seed_<s>/result.json.
     const std::string seed_dir = SeedDirectory(j.out_dir);
     fl::proto::RunResult result;
@@ -425,13 +457,12 @@ int Run() {
       machines.insert(machine);
       r.values.push_back(result.test_acc());
       r.run_seconds += result.wall_s();
-      if (!first_runs.count(job_cell[j.cell_key])) first_runs[job_cell[j.cell_key]] = *record;
+      if (j.plot && !first_runs.count(job_cell[j.cell_key])) first_runs[job_cell[j.cell_key]] = *record;
     } else {
       r.state = CellResult::State::kFailed;
       r.detail = j.log_path;
       ++failed;
-      LOG(ERROR) << "run failed for cell " << job_cell[j.cell_key].first << "/"
-                 << job_cell[j.cell_key].second << "; log: " << j.log_path;
+      LOG(ERROR) << "run failed for cell " << j.label << "; log: " << j.log_path;
     }
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - runs_start).count();
     const double eta = elapsed / done * (total - done);
@@ -470,7 +501,7 @@ int Run() {
     fidelity_name = stem + "_fidelity.svg";
     std::ofstream(report_dir + "/" + fidelity_name) << fidelity;
   }
-  std::ofstream(report_dir + "/" + stem + ".md") << MarkdownReport(*table, results, prov, svg_name, fidelity_name);
+  std::ofstream(report_dir + "/" + stem + ".md") << MarkdownReport(*table, results, prov, svg_name, fidelity_name, spread);
   std::ofstream(report_dir + "/" + stem + ".csv") << CsvReport(*table, results);
   std::cout << "wrote " << report_dir << "/" << stem << ".{md,csv" << (svg_name.empty() ? "" : ",svg") << "}"
             << " (" << total << " runs, " << failed << " failed)" << std::endl;
@@ -481,6 +512,8 @@ int Run() {
 }  // namespace fgl::experiments
 
 int main(int argc, char** argv) {
+  // The runs it starts inherit the pinned kernels (and record them with the machine).
+  fgl::nn::PinCpuKernels(argv);
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;

@@ -19,6 +19,7 @@
 #include "graph/random.h"
 #include "graph/split.h"
 #include "nn/device.h"
+#include "nn/cpu_kernels.h"
 #include "nn/memory.h"
 #include "nn/threads.h"
 #include "nn/trainer.h"
@@ -122,6 +123,7 @@ int Run() {
 }  // namespace fgl::nn
 
 int main(int argc, char** argv) {
+  fgl::nn::PinCpuKernels(argv);
   fgl::nn::ReuseFreedTensorMemory();
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);

@@ -15,6 +15,7 @@
 #include "fl/transport/spec_options.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
+#include "nn/cpu_kernels.h"
 #include "nn/memory.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -95,6 +96,7 @@ absl::Status Main() {
 }  // namespace fgl::fl::transport
 
 int main(int argc, char** argv) {
+  fgl::nn::PinCpuKernels(argv);
   fgl::nn::ReuseFreedTensorMemory();
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
