@@ -54,9 +54,24 @@ ABSL_FLAG(bool, resume, false, "Continue from --checkpoint_dir/checkpoint.pb if 
 namespace fgl::experiments {
 namespace {
 
+// The Experiment field a dotted flag name names ("fedtad.knn"), or nullptr.
+const google::protobuf::FieldDescriptor* FieldAt(const std::string& path) {
+  const google::protobuf::Descriptor* d = proto::Experiment::descriptor();
+  const google::protobuf::FieldDescriptor* f = nullptr;
+  for (absl::string_view part : absl::StrSplit(path, '.')) {
+    if (d == nullptr) return nullptr;
+    f = d->FindFieldByName(std::string(part));
+    if (f == nullptr) return nullptr;
+    d = f->message_type();
+  }
+  return f;
+}
+
 // Moves every --FIELD=VALUE whose FIELD is not a flag but names an Experiment field into
-// `sets`, so that absl sees only its own flags. --seed is --seeds (one seed).
-std::vector<char*> SplitFieldFlags(int argc, char** argv, std::vector<std::string>* sets) {
+// `sets`, so that absl sees only its own flags. --seed is --seeds (one seed); a bool field may
+// be given alone (--eval.dropout_at_eval) or negated (--noeval.dropout_at_eval). An error names
+// a field flag without a value.
+absl::StatusOr<std::vector<char*>> SplitFieldFlags(int argc, char** argv, std::vector<std::string>* sets) {
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
@@ -70,18 +85,32 @@ std::vector<char*> SplitFieldFlags(int argc, char** argv, std::vector<std::strin
     }
     const size_t eq = arg.find('=');
     std::string name(arg.substr(0, eq));
-    if (absl::FindCommandLineFlag(name) != nullptr || name == "help" || absl::StartsWith(name, "help")) {
+    if (absl::FindCommandLineFlag(name) != nullptr || absl::StartsWith(name, "help") || name == "flagfile" ||
+        name == "fromenv" || name == "tryfromenv" || name == "undefok") {
       rest.push_back(argv[i]);
       continue;
     }
+    bool negated = false;
     if (name == "seed") name = "seeds";
-    const std::string first(absl::string_view(name).substr(0, name.find('.')));
-    if (proto::Experiment::descriptor()->FindFieldByName(first) == nullptr) {
+    if (FieldAt(name) == nullptr && absl::StartsWith(name, "no") && FieldAt(name.substr(2)) != nullptr) {
+      name = name.substr(2);
+      negated = true;
+    }
+    const google::protobuf::FieldDescriptor* field = FieldAt(name);
+    if (field == nullptr) {
       rest.push_back(argv[i]);  // absl reports the unknown flag
       continue;
     }
-    sets->push_back(eq == absl::string_view::npos ? absl::StrCat(name, "=true")
-                                                  : absl::StrCat(name, "=", arg.substr(eq + 1)));
+    const bool is_bool = field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_BOOL;
+    if (eq == absl::string_view::npos) {
+      if (!is_bool) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value: --", name, "=VALUE"));
+      }
+      sets->push_back(absl::StrCat(name, negated ? "=false" : "=true"));
+    } else {
+      if (negated) return absl::InvalidArgumentError(absl::StrCat("--no", name, " takes no value"));
+      sets->push_back(absl::StrCat(name, "=", arg.substr(eq + 1)));
+    }
   }
   return rest;
 }
@@ -177,10 +206,18 @@ int main(int argc, char** argv) {
   fgl::nn::PinCpuKernels(argv);
   fgl::nn::ReuseFreedTensorMemory();
   std::vector<std::string> field_sets;
-  std::vector<char*> args = fgl::experiments::SplitFieldFlags(argc, argv, &field_sets);
-  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  absl::StatusOr<std::vector<char*>> args = fgl::experiments::SplitFieldFlags(argc, argv, &field_sets);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
+  if (!args.ok()) {
+    LOG(ERROR) << args.status().message();
+    return 1;
+  }
+  const std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(args->size()), args->data());
+  if (positional.size() > 1) {
+    LOG(ERROR) << "unexpected argument '" << positional[1] << "' (options are --NAME=VALUE)";
+    return 1;
+  }
   if (absl::Status s = fgl::experiments::Run(field_sets); !s.ok()) {
     LOG(ERROR) << s.message();
     return s.code() == absl::StatusCode::kUnimplemented ? 2 : 1;

@@ -191,6 +191,10 @@ absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& in, const std
   if (e.seeds().empty()) {
     for (uint64_t s : {2024, 1, 2}) e.add_seeds(s);
   }
+  if (std::set<uint64_t>(e.seeds().begin(), e.seeds().end()).size() != static_cast<size_t>(e.seeds_size())) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": seeds = [", absl::StrJoin(e.seeds(), ", "),
+                                                   "]: a seed is listed twice"));
+  }
   if (GetMethodStatus(e.method()) != MethodStatus::kImplemented) return e;
   if (e.method() == "centralized") {
     if (!SetParamFields(e).empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": centralized takes no params"));
@@ -266,6 +270,10 @@ absl::Status ValidateTable(const proto::Table& t, const std::string& where) {
   }
   for (const proto::Column& c : t.columns()) {
     if (!cols.insert(c.key()).second) return absl::InvalidArgumentError(absl::StrCat(where, ": column '", c.key(), "' twice"));
+  }
+  const auto& spread_seeds = t.partition_spread().partition_seeds();
+  if (std::set<uint64_t>(spread_seeds.begin(), spread_seeds.end()).size() != static_cast<size_t>(spread_seeds.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": partition_spread lists a partition seed twice"));
   }
   for (const std::string& r : t.partition_spread().rows()) {
     if (!rows.count(r)) return absl::InvalidArgumentError(absl::StrCat(where, ": partition_spread names unknown row '", r, "'"));

@@ -205,7 +205,8 @@ struct Job {
   std::string cell_key, spec_path, out_dir, record_path, log_path;
   proto::Experiment resolved;  // this run's, one seed
   uint64_t seed = 0;
-  CellResult* target = nullptr;  // the cell (or partition-spread entry) it fills
+  // The cells (or partition-spread entries) it fills: two cells of a table can be the same run.
+  std::vector<CellResult*> targets;
   std::string label;             // "row/column" for logs
   bool plot = false;             // a main cell: its first run may be plotted
   pid_t pid = 0;
@@ -289,6 +290,7 @@ int Run() {
   // The runs of one resolved experiment into `r`: recorded ones are read, missing ones queued
   // (or the cell marked not run / data not present / stale). Returns its runs' cache keys.
   std::map<std::pair<std::string, std::string>, std::map<uint64_t, CellResult>> spread;
+  std::map<std::string, size_t> queued;  // cache key -> index in `pending`
   auto plan = [&](const proto::Experiment& resolved, const std::pair<std::string, std::string>& key, CellResult& r,
                   bool plot) {
     std::vector<std::pair<std::string, std::string>> cell_hashes;
@@ -300,21 +302,9 @@ int Run() {
       job.cell_key = hash;
       job.record_path = absl::StrCat(records, "/", hash, ".json");
       proto::RunRecord record;
-      bool have = ReadRecord(job.record_path, &record);
+      bool have = ReadRecord(job.record_path, &record) && record.key() == hash && record.seed() == seed;
       const bool stale = have && RecordVersion(record, resolved.method()) != CurrentVersion(resolved.method());
       have &= !stale;
-      if (!have && !stale) {
-        // A run in the local cache from before records existed: adopt it as a record.
-        fl::proto::RunResult cached;
-        if (ReadResult(absl::StrCat(cache, "/", hash, ".json"), &cached)) {
-          absl::StatusOr<proto::RunRecord> adopted =
-              MakeRecord(hash, resolved, seed, cached, absl::StrCat(cache, "/", hash, ".rounds.jsonl"));
-          if (adopted.ok() && WriteRecord(job.record_path, *adopted).ok()) {
-            record = *std::move(adopted);
-            have = true;
-          }
-        }
-      }
       if (have) {
         commits.insert(record.result().code_commit().empty() ? "unknown" : record.result().code_commit());
         machines.insert(record.result().machine().empty() ? "unknown" : record.result().machine());
@@ -332,6 +322,10 @@ int Run() {
         if (plot) first_runs.erase(key);
         break;
       }
+      if (auto it = queued.find(hash); it != queued.end()) {  // the same run, already queued
+        pending[it->second].targets.push_back(&r);
+        continue;
+      }
       proto::Experiment one = resolved;
       one.clear_seeds();
       one.add_seeds(seed);
@@ -341,12 +335,13 @@ int Run() {
       std::string spec_text;
       google::protobuf::TextFormat::PrintToString(one, &spec_text);
       std::ofstream(job.spec_path) << spec_text;
-      job.target = &r;
+      job.targets = {&r};
       job.label = absl::StrCat(key.first, "/", key.second);
       job.plot = plot;
       job_cell[hash] = key;
       job.resolved = one;
       job.seed = seed;
+      queued[hash] = pending.size();
       pending.push_back(job);
     }
     return cell_hashes;
@@ -398,6 +393,7 @@ int Run() {
     const auto& spread_rows = table->partition_spread().rows();
     if (std::find(spread_rows.begin(), spread_rows.end(), cell.row()) == spread_rows.end()) continue;
     for (uint64_t partition_seed : table->partition_spread().partition_seeds()) {
+      if (partition_seed == resolved->partition_seed()) continue;  // the cell itself
       proto::Experiment other = *exp;
       other.set_partition_seed(partition_seed);
       absl::StatusOr<proto::Experiment> moved = Resolve(other, where);
@@ -439,7 +435,6 @@ int Run() {
     Job j = it->second;
     running.erase(it);
     ++done;
-    CellResult& r = *j.target;
     // run --spec --out=DIR writes DIR/seed_<s>/result.json.
     const std::string seed_dir = SeedDirectory(j.out_dir);
     fl::proto::RunResult result;
@@ -455,12 +450,16 @@ int Run() {
       }
       commits.insert(commit);
       machines.insert(machine);
-      r.values.push_back(result.test_acc());
-      r.run_seconds += result.wall_s();
+      for (CellResult* r : j.targets) {
+        r->values.push_back(result.test_acc());
+        r->run_seconds += result.wall_s();
+      }
       if (j.plot && !first_runs.count(job_cell[j.cell_key])) first_runs[job_cell[j.cell_key]] = *record;
     } else {
-      r.state = CellResult::State::kFailed;
-      r.detail = j.log_path;
+      for (CellResult* r : j.targets) {
+        r->state = CellResult::State::kFailed;
+        r->detail = j.log_path;
+      }
       ++failed;
       LOG(ERROR) << "run failed for cell " << j.label << "; log: " << j.log_path;
     }

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "glog/logging.h"
@@ -15,14 +16,36 @@
 #include "graph/partition/partitioner_registry.h"
 #include "graph/random.h"
 #include "nn/device.h"
+#include "nn/models/gnn_model.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::fl {
 
+namespace {
+
+// The partitioner spec with a relative "reference:<dir>" resolved against the data root, so that
+// specs (and cache keys) name a reference partition the same way on every machine.
+std::string PartitionerSpec(const FederationOptions& o) {
+  absl::string_view dir = o.spec.partitioner();
+  if (!absl::ConsumePrefix(&dir, "reference:") || absl::StartsWith(dir, "/")) return o.spec.partitioner();
+  return absl::StrCat("reference:", graph::ResolveDataDir(o.spec.data_dir()), "/", dir);
+}
+
+}  // namespace
+
 absl::StatusOr<FederationOptions> ResolveOptions(FederationOptions o) {
   FGL_ASSIGN_OR_RETURN(o.spec, ResolveFederationSpec(std::move(o.spec), "run"));
   FGL_RETURN_IF_ERROR(CheckMethod(o.spec).status());
+  // The option strings too, so that a bad model or partitioner spec fails before the data loads.
+  if (absl::Status s = graph::MakePartitioner(PartitionerSpec(o)).status(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("partitioner: ", s.message()));
+  }
+  for (absl::string_view model : absl::StrSplit(o.spec.model(), ';', absl::SkipEmpty())) {
+    if (absl::Status s = nn::MakeModel(std::string(model), 1, 2).status(); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("model: ", s.message()));
+    }
+  }
   if (o.threads < 1) return absl::InvalidArgumentError(absl::StrCat("threads = ", o.threads, ": must be >= 1"));
   if (o.checkpoint_every < 0) {
     return absl::InvalidArgumentError(absl::StrCat("checkpoint_every = ", o.checkpoint_every, ": must be >= 0"));
@@ -45,7 +68,18 @@ absl::StatusOr<std::shared_ptr<ClientData>> MakeClientData(int id, graph::Datase
   return c;
 }
 
-absl::StatusOr<graph::NodeSplit> ClientSplit(const FederationOptions& o, const graph::Dataset& sub, int k) {
+absl::StatusOr<graph::NodeSplit> ClientSplit(const FederationOptions& o, const graph::Partition& partition,
+                                             const graph::Dataset& sub, int k) {
+  if (!partition.client_splits.empty()) {
+    const bool fits = k < static_cast<int>(partition.client_splits.size()) &&
+                      partition.client_splits[k].train.defined() &&
+                      partition.client_splits[k].train.size(0) == sub.num_nodes();
+    if (!fits) {
+      return absl::InvalidArgumentError(absl::StrCat("partition: client ", k, " has no split of its ",
+                                                     sub.num_nodes(), " nodes"));
+    }
+    return partition.client_splits[k];
+  }
   return graph::MakeSplit(o.spec.split(), sub, graph::Rng::Derive(o.spec.partition_seed(), absl::StrCat("split/", k)));
 }
 
@@ -53,7 +87,7 @@ absl::StatusOr<PartitionedDataset> LoadPartitionedDataset(const FederationOption
   PartitionedDataset out;
   FGL_ASSIGN_OR_RETURN(out.data,
                        graph::LoadDataset(o.spec.dataset(), graph::ResolveDataDir(o.spec.data_dir()), o.spec.partition_seed()));
-  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(o.spec.partitioner()));
+  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(PartitionerSpec(o)));
   const std::string cache = o.cache_dir.empty() ? graph::DefaultPartitionCacheDir() : o.cache_dir;
   FGL_ASSIGN_OR_RETURN(out.partition,
                        graph::CachedPartition(*partitioner, out.data, o.spec.clients(), o.spec.partition_seed(),
@@ -90,7 +124,7 @@ absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOption
     shard.num_features = data.num_features();
     shard.num_classes = data.num_classes;
     FGL_ASSIGN_OR_RETURN(graph::Dataset sub, graph::SubDataset(data, partition.clients[client]));
-    FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, ClientSplit(o, sub, client));
+    FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, ClientSplit(o, partition, sub, client));
     FGL_ASSIGN_OR_RETURN(shard.data, MakeClientData(client, std::move(sub), std::move(split), device));
     shards.push_back(std::move(shard));
   }
@@ -216,10 +250,15 @@ void SelectReportedRound(const EvalProtocol& eval, FederationResult& result) {
 }
 
 absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o) {
-  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(o.spec.partitioner()));
+  FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(PartitionerSpec(o)));
+  // A reference partition is named as the spec names it (relative to the data root), not by
+  // where this machine keeps it.
+  const std::string partition =
+      partitioner->ProvidesSplits() ? o.spec.partitioner() : partitioner->Fingerprint();
   return absl::StrCat(o.eval().Card(), " shared=", o.spec.shared_group().empty() ? "all" : o.spec.shared_group(),
-                      " split=", o.spec.split(), " partition=", partitioner->Fingerprint(),
-                      " clients=", o.spec.clients(), " partition_seed=", o.spec.partition_seed());
+                      " split=", partitioner->ProvidesSplits() ? "partition" : o.spec.split(),
+                      " partition=", partition, " clients=", o.spec.clients(),
+                      " partition_seed=", o.spec.partition_seed());
 }
 
 absl::Status WriteFileAtomically(const std::string& path, const google::protobuf::Message& message) {

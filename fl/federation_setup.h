@@ -29,8 +29,10 @@ absl::StatusOr<std::shared_ptr<ClientData>> MakeClientData(int id, graph::Datase
                                                            graph::NodeSplit split,
                                                            torch::Device device);
 
-// The split of client `k`'s subgraph: fixed by the partition seed, as the papers reuse one split.
-absl::StatusOr<graph::NodeSplit> ClientSplit(const FederationOptions& o, const graph::Dataset& sub, int k);
+// The split of client `k`'s subgraph: the partition's own masks when it has them (a paper's
+// saved partition), else o.spec.split() fixed by the partition seed, as the papers reuse one.
+absl::StatusOr<graph::NodeSplit> ClientSplit(const FederationOptions& o, const graph::Partition& partition,
+                                             const graph::Dataset& sub, int k);
 
 // The run's dataset and its partition into clients (cached under o.cache_dir). Node-level
 // partitions are refused: they need a node-level method.

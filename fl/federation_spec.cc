@@ -41,6 +41,9 @@ absl::StatusOr<proto::FederationSpec> ResolveFederationSpec(proto::FederationSpe
   if (!(s.client_fraction() > 0 && s.client_fraction() <= 1)) {
     return bad("client_fraction", s.client_fraction(), "must be in (0, 1]");
   }
+  if (s.shared_group() != "" && s.shared_group() != "head" && s.shared_group() != "body") {
+    return bad("shared_group", s.shared_group(), "must be empty (the whole model), head or body");
+  }
   static const auto* models = new std::set<std::string>{"global", "local", "personalized"};
   static const auto* weightings = new std::set<std::string>{"node", "unweighted"};
   static const auto* rounds = new std::set<std::string>{"best_val", "last", "best_test"};

@@ -64,10 +64,11 @@ absl::Status CheckFinite(const google::protobuf::Message& message, absl::string_
 }
 
 absl::Status CheckMethodParams(const std::string& method, const std::vector<ParamsSpec>& accepted,
-                               const std::vector<google::protobuf::Any>& params) {
+                               const std::vector<google::protobuf::Any>& params, bool own_only) {
   std::set<std::string> seen;
   for (const google::protobuf::Any& any : params) {
     const ParamsSpec* spec = FindSpec(accepted, any);
+    if (spec == nullptr && own_only) continue;
     if (spec == nullptr) {
       std::vector<std::string> names;
       for (const ParamsSpec& s : accepted) {

@@ -48,8 +48,10 @@ absl::Status CheckFinite(const google::protobuf::Message& message, absl::string_
 
 // Checks a run's parameter messages against what the method `method` takes (`accepted`): each
 // message's type is one of them and appears once, unpacks, is finite and passes `validate`.
+// With `own_only`, messages of other types are skipped (a base method's factory inside a plug-in
+// composition sees the plug-in's parameters too).
 absl::Status CheckMethodParams(const std::string& method, const std::vector<ParamsSpec>& accepted,
-                               const std::vector<google::protobuf::Any>& params);
+                               const std::vector<google::protobuf::Any>& params, bool own_only = false);
 
 // Whether any accepted parameter message asks for the whole dataset on the server.
 bool ServerNeedsDataset(const std::vector<ParamsSpec>& accepted,

@@ -57,9 +57,12 @@ MethodFactories Compose(MethodFactories base, PluginFactories plugin) {
   return out;
 }
 
-absl::StatusOr<MethodFactories> FindMethod(const std::string& name) {
+namespace {
+
+// The registered factories, composed with plug-ins by name, without the parameter check.
+absl::StatusOr<MethodFactories> FindUnchecked(const std::string& name) {
   if (const size_t plus = name.rfind('+'); plus != std::string::npos) {
-    absl::StatusOr<MethodFactories> base = FindMethod(name.substr(0, plus));
+    absl::StatusOr<MethodFactories> base = FindUnchecked(name.substr(0, plus));
     if (!base.ok()) return base.status();
     const std::string plugin = name.substr(plus + 1);
     Registry& r = Get();
@@ -83,6 +86,27 @@ absl::StatusOr<MethodFactories> FindMethod(const std::string& name) {
                                             absl::StrJoin(names, ", ")));
   }
   return it->second;
+}
+
+}  // namespace
+
+absl::StatusOr<MethodFactories> FindMethod(const std::string& name) {
+  absl::StatusOr<MethodFactories> found = FindUnchecked(name);
+  if (!found.ok()) return found.status();
+  // Every factory validates the run's parameters of its own types first, however it was reached
+  // (whether other types belong to the run is CheckMethod's question, asked once per run).
+  MethodFactories m = *std::move(found);
+  MethodFactories checked = m;
+  checked.client = [m, name](std::shared_ptr<const ClientData> data,
+                             const MethodConfig& config) -> absl::StatusOr<std::unique_ptr<ClientAlgorithm>> {
+    if (absl::Status s = CheckMethodParams(name, m.params, config.params, /*own_only=*/true); !s.ok()) return s;
+    return m.client(std::move(data), config);
+  };
+  checked.server = [m, name](const MethodConfig& config) -> absl::StatusOr<std::unique_ptr<ServerAlgorithm>> {
+    if (absl::Status s = CheckMethodParams(name, m.params, config.params, /*own_only=*/true); !s.ok()) return s;
+    return m.server(config);
+  };
+  return checked;
 }
 
 std::vector<std::string> MethodNames() {

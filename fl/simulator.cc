@@ -83,7 +83,7 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
   std::vector<graph::NodeSplit> splits;
   for (int k = 0; k < partition.num_clients(); ++k) {
     FGL_ASSIGN_OR_RETURN(graph::Dataset sub, graph::SubDataset(data, partition.clients[k]));
-    FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, ClientSplit(o, sub, k));
+    FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, ClientSplit(o, partition, sub, k));
     subsets.push_back(std::move(sub));
     splits.push_back(std::move(split));
   }
@@ -144,6 +144,7 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
         ckpt.records_size() != ckpt.round()) {
       return absl::DataLossError(absl::StrCat(ckpt_path, ": inconsistent checkpoint"));
     }
+    *stage = "resuming from the checkpoint";
     FGL_RETURN_IF_ERROR(server->RestoreState(ckpt.server()));
     for (int k = 0; k < k_total; ++k) FGL_RETURN_IF_ERROR(algos[k]->RestoreState(ckpt.clients(k)));
     for (const proto::RoundRecord& p : ckpt.records()) {
@@ -206,10 +207,12 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
       if (!received.ok()) {
         replies[i] = received.status();
       } else {
-        absl::StatusOr<proto::Message> reply =
-            CatchExceptions(absl::StrCat("round ", r, ": client ", k, " training"),
-                            [&] { return algos[k]->Train(*received, ClientRound(info, k)); });
-        replies[i] = reply.ok() ? absl::StatusOr<std::string>(reply->SerializeAsString()) : reply.status();
+        replies[i] = CatchExceptions(absl::StrCat("round ", r, ": client ", k, " training"),
+                                     [&]() -> absl::StatusOr<std::string> {
+                                       FGL_ASSIGN_OR_RETURN(proto::Message reply,
+                                                            algos[k]->Train(*received, ClientRound(info, k)));
+                                       return reply.SerializeAsString();
+                                     });
       }
       train_seconds[i] = Seconds(client_start);
       {
@@ -265,6 +268,7 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
     FGL_RETURN_IF_ERROR(failed);
     FGL_RETURN_IF_ERROR(server->FinishRound(info));
 
+    *stage = absl::StrCat("round ", r, ": evaluation");
     // Evaluation: every client scores the protocol's model on its own val/test nodes (in
     // parallel). Seeded per client, so dropout at evaluation does not depend on what ran before
     // (checkpoint/resume) or on the thread that runs it.

@@ -24,11 +24,12 @@ ABSL_FLAG(std::string, dataset, "csbm", "Dataset name or spec, e.g. cora or csbm
 ABSL_FLAG(std::string, data_dir, "", "Dataset root; else $FGL_DATA_DIR, else ./data.");
 ABSL_FLAG(std::string, partitioner, "",
           "Partitioner spec (louvain, metis, label_dirichlet:alpha=0.5, random, node_level, "
-          "fedego); empty prints the whole graph only.");
+          "fedego, reference:<dir>); empty prints the whole graph only.");
 ABSL_FLAG(int, clients, 10, "Number of clients (node_level: the node count).");
 ABSL_FLAG(uint64_t, seed, 2024, "Master seed (partition; csbm generation).");
 ABSL_FLAG(std::string, split, "",
-          "Optional per-client split rule, e.g. stratified:train=0.2,val=0.4; adds split sizes.");
+          "Optional per-client split rule, e.g. stratified:train=0.2,val=0.4; adds split sizes. "
+          "A partition with its own splits (reference:<dir>) always shows those instead.");
 ABSL_FLAG(std::string, cache_dir, "",
           "Partition cache directory; default $FGL_CACHE_DIR/partitions or ~/.cache/fgl/partitions. "
           "'none' disables it.");
@@ -129,7 +130,12 @@ int Run() {
                                    ",\"num_edges\":", sub->graph.num_undirected_edges(),
                                    ",\"label_counts\":", JsonList(CountLabels(d, p->clients[k])));
       const std::string split_rule = absl::GetFlag(FLAGS_split);
-      if (!split_rule.empty()) {
+      if (!p->client_splits.empty()) {
+        // The partition's own masks (a paper's saved partition): what a run uses.
+        SplitSizes z = CountSplit(p->client_splits[k]);
+        absl::StrAppend(&c, ",\"split\":{\"train\":", z.train, ",\"val\":", z.val,
+                        ",\"test\":", z.test, ",\"source\":\"partition\"}");
+      } else if (!split_rule.empty()) {
         absl::StatusOr<NodeSplit> s = MakeSplit(split_rule, *sub, Rng::Derive(seed, absl::StrCat("split/", k)));
         if (!s.ok()) {
           LOG(ERROR) << s.status();
@@ -140,11 +146,14 @@ int Run() {
       }
       client_json.push_back(c + "}");
     }
+    std::vector<int64_t> sizes;
+    for (const auto& c : p->clients) sizes.push_back(static_cast<int64_t>(c.size()));
     const int64_t dropped =
         p->server_keeps_topology ? 0 : d.graph.num_undirected_edges() - static_cast<int64_t>(kept.size());
     absl::StrAppend(&json, ",\"partitioner\":", JsonString((*partitioner)->Fingerprint()),
                     ",\"num_clients\":", p->num_clients(), ",\"seed\":", seed,
-                    ",\"dropped_edges\":", dropped, ",\"server_nodes\":", p->server_nodes.size(),
+                    ",\"dropped_edges\":", dropped, ",\"client_sizes\":", JsonList(sizes),
+                    ",\"server_nodes\":", p->server_nodes.size(),
                     ",\"server_keeps_topology\":", p->server_keeps_topology ? "true" : "false",
                     ",\"partition_seconds\":", partition_seconds,
                     ",\"cache_hit\":", hit ? "true" : "false", ",\"clients\":[",

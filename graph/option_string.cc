@@ -1,5 +1,7 @@
 #include "graph/option_string.h"
 
+#include <cmath>
+
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -36,9 +38,9 @@ absl::StatusOr<double> OptionString::Double(const std::string& key, double fallb
   auto it = values_.find(key);
   if (it == values_.end()) return fallback;
   double x;
-  if (!absl::SimpleAtod(it->second, &x)) {
+  if (!absl::SimpleAtod(it->second, &x) || !std::isfinite(x)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("'", text_, "': ", key, "=", it->second, " is not a number"));
+        absl::StrCat("'", text_, "': ", key, "=", it->second, " is not a finite number"));
   }
   return x;
 }

@@ -15,6 +15,7 @@
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/testing/client_data.h"
+#include "methods/test_configs.h"
 #include "graph/random.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
@@ -22,59 +23,53 @@
 namespace fgl::methods {
 namespace {
 
-std::vector<std::string> EveryMethod() {
-  std::vector<std::string> names = fl::MethodNames();
-  for (const std::string& plugin : fl::PluginNames()) names.push_back("fedavg+" + plugin);
-  return names;
-}
-
-// Fingerprint by version string ("fedprox@1", "fedavg@1+fedtad@1"), from
-// methods/result_fingerprints.txt: lines "<version> <fingerprint>".
+// Fingerprint by "<version> <params>" ("fedprox@1", "fedtad@1 loss_form: PAPER"), from
+// methods/result_fingerprints.txt: lines "<version> <fingerprint>[ <params textproto>]".
 std::map<std::string, std::string> Expected() {
   std::map<std::string, std::string> out;
   std::ifstream in("methods/result_fingerprints.txt");
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
     std::istringstream fields(line);
-    std::string version, fingerprint;
+    std::string version, fingerprint, params;
     fields >> version >> fingerprint;
-    out[version] = fingerprint;
+    std::getline(fields >> std::ws, params);
+    out[params.empty() ? version : absl::StrCat(version, " ", params)] = fingerprint;
   }
   return out;
 }
 
-class ResultFingerprintTest : public ::testing::TestWithParam<std::string> {};
+class ResultFingerprintTest : public ::testing::TestWithParam<testing::TestConfig> {};
 
 TEST_P(ResultFingerprintTest, MatchesTheRecordedVersion) {
-  fl::FederationOptions o = fl::testing::SmallFederation(GetParam());
-  o.spec.set_model("gcn:layers=3,hidden=16,jk=last,masked=true");  // every method accepts it
-  o.spec.set_rounds(3);
+  const fl::FederationOptions o = testing::SmallRun(GetParam(), 3);
   ASSERT_OK_AND_ASSIGN(const fl::FederationResult r, fl::RunFederation(o));
   std::string all;
   for (const fl::RoundRecord& round : r.rounds) {
     absl::StrAppend(&all, absl::StrFormat("%d %.17g %.17g %d %d|", round.round, round.val_acc, round.test_acc,
                                           round.bytes_up, round.bytes_down));
-    for (const fl::ClientRecord& c : round.clients) absl::StrAppend(&all, absl::StrFormat("%.17g,", c.test_acc));
+    // Accuracies are argmaxes and survive small numeric changes; the reported training losses do not.
+    for (const fl::ClientRecord& c : round.clients) {
+      absl::StrAppend(&all, absl::StrFormat("%.17g %.17g,", c.test_acc, c.train_loss));
+    }
   }
   absl::StrAppend(&all, r.final_global);
   const std::string fingerprint = absl::StrFormat("%016x", graph::Fnv1a64(all.data(), all.size()));
 
-  ASSERT_OK_AND_ASSIGN(const fl::MethodFactories m, fl::FindMethod(GetParam()));
+  ASSERT_OK_AND_ASSIGN(const fl::MethodFactories m, fl::FindMethod(GetParam().method));
   const std::map<std::string, std::string> expected = Expected();
-  auto it = expected.find(m.version);
-  ASSERT_NE(it, expected.end()) << "methods/result_fingerprints.txt has no line for " << m.version
-                                << "; append: " << m.version << " " << fingerprint;
+  const std::string params = GetParam().params;
+  auto it = expected.find(params.empty() ? m.version : absl::StrCat(m.version, " ", params));
+  ASSERT_NE(it, expected.end()) << "methods/result_fingerprints.txt has no line for " << m.version << " " << params
+                                << "; append: " << m.version << " " << fingerprint
+                                << (params.empty() ? "" : " ") << params;
   EXPECT_EQ(it->second, fingerprint)
-      << GetParam() << " computes different numbers than its result version " << m.version
+      << GetParam().method << " " << params << " computes different numbers than its result version " << m.version
       << " recorded: bump the version where it registers and append a line for the new version";
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryRegisteredMethod, ResultFingerprintTest, ::testing::ValuesIn(EveryMethod()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = c == '+' ? '_' : c;
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(EveryRegisteredMethod, ResultFingerprintTest, ::testing::ValuesIn(testing::EveryConfig()),
+                         [](const ::testing::TestParamInfo<testing::TestConfig>& info) { return info.param.Name(); });
 
 }  // namespace
 }  // namespace fgl::methods

@@ -8,33 +8,23 @@
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/testing/client_data.h"
+#include "methods/test_configs.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
 
 namespace fgl::methods {
 namespace {
 
-std::vector<std::string> EveryMethod() {
-  std::vector<std::string> names = fl::MethodNames();
-  for (const std::string& plugin : fl::PluginNames()) names.push_back("fedavg+" + plugin);
-  return names;
-}
-
-class StateRoundTripTest : public ::testing::TestWithParam<std::string> {};
+class StateRoundTripTest : public ::testing::TestWithParam<testing::TestConfig> {};
 
 TEST_P(StateRoundTripTest, ResumesBitIdentically) {
-  fl::FederationOptions o = fl::testing::SmallFederation(GetParam());
-  // A model every method accepts (FED-PUB needs masks); each client scores its own model, with
-  // dropout on, so that client state and the evaluation's randomness must both resume.
-  o.spec.set_model("gcn:layers=3,hidden=16,jk=last,masked=true");
-  o.spec.set_rounds(4);
-  o.spec.mutable_eval()->set_model("local");
+  // Each client scores its own model, with dropout on, so that client state and the evaluation's
+  // randomness must both resume.
+  fl::FederationOptions o = testing::SmallRun(GetParam(), 4);
   o.spec.mutable_eval()->set_dropout_at_eval(true);
   ASSERT_OK_AND_ASSIGN(const fl::FederationResult whole, fl::RunFederation(o));
 
-  std::string name = GetParam();
-  for (char& c : name) c = c == '+' ? '_' : c;
-  const std::string dir = std::string(::testing::TempDir()) + "/round_trip_" + name;
+  const std::string dir = std::string(::testing::TempDir()) + "/round_trip_" + GetParam().Name();
   ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
   o.checkpoint_dir = dir;
   o.checkpoint_every = 2;
@@ -58,12 +48,8 @@ TEST_P(StateRoundTripTest, ResumesBitIdentically) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryRegisteredMethod, StateRoundTripTest, ::testing::ValuesIn(EveryMethod()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = c == '+' ? '_' : c;
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(EveryRegisteredMethod, StateRoundTripTest, ::testing::ValuesIn(testing::EveryConfig()),
+                         [](const ::testing::TestParamInfo<testing::TestConfig>& info) { return info.param.Name(); });
 
 }  // namespace
 }  // namespace fgl::methods

@@ -346,7 +346,10 @@ absl::Status RunClients(const FederationOptions& unresolved, const ClientOptions
     options[i].client_id = ids[i];
     if (auto it = tokens.find(ids[i]); it != tokens.end()) options[i].token = it->second;
     threads.emplace_back([&, i] {
-      results[i] = ServeClient(run, options[i], std::move(shards[i]), &gate, nullptr);
+      // An exception must not leave this thread (std::terminate): it becomes this client's error.
+      results[i] = CatchExceptions(absl::StrCat("client ", ids[i]), [&] {
+        return ServeClient(run, options[i], std::move(shards[i]), &gate, nullptr);
+      });
     });
   }
   for (std::thread& t : threads) t.join();

@@ -19,6 +19,7 @@
 #include "fl/transport/chunked_stream.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
+#include "nn/threads.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::fl::transport {
@@ -765,6 +766,9 @@ FederationServer::~FederationServer() = default;
 absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const FederationOptions& unresolved,
                                                                           const ServerOptions& options) {
   FGL_ASSIGN_OR_RETURN(const FederationOptions run, ResolveOptions(unresolved));
+  // One intra-op thread, as the simulator's server: a server-side step (FedTAD's distillation)
+  // must not depend on how many threads its GEMMs and reductions are split over.
+  nn::SetComputeThreads(1);
   FGL_ASSIGN_OR_RETURN(const MethodFactories factories, CheckMethod(run.spec));
   if (ServerNeedsDataset(factories.params, MethodParamsOf(run.spec))) {
     return absl::FailedPreconditionError(

@@ -454,8 +454,9 @@ absl::StatusOr<NpzArchive> NpzArchive::FromBytes(std::string bytes, std::string 
                                                  NpzOptions options) {
   // libzip opens an empty buffer as an empty archive; numpy calls it a truncated file.
   if (bytes.size() < kMinZipBytes) {
-    return absl::DataLossError(absl::StrCat(
-        source, ": not a valid .npz (zip) archive: ", bytes.size(), " bytes is too short"));
+    return absl::DataLossError(absl::StrCat(source, ": not a valid ", options.format_name,
+                                            " (zip) archive: ", bytes.size(),
+                                            " bytes is too short"));
   }
   auto state = std::make_unique<State>();
   state->bytes = std::move(bytes);
@@ -474,7 +475,8 @@ absl::StatusOr<NpzArchive> NpzArchive::FromBytes(std::string bytes, std::string 
     zip_source_free(src);
     const std::string msg = zip_error_strerror(&error);
     zip_error_fini(&error);
-    return absl::DataLossError(absl::StrCat(source, ": not a valid .npz (zip) archive: ", msg));
+    return absl::DataLossError(
+        absl::StrCat(source, ": not a valid ", options.format_name, " (zip) archive: ", msg));
   }
   zip_error_fini(&error);
   const zip_int64_t n = zip_get_num_entries(state->zip, 0);
@@ -520,13 +522,15 @@ absl::StatusOr<std::string> NpzArchive::ReadMemberBytes(absl::string_view key) {
   if (pos == keys_.size()) {
     return absl::NotFoundError(absl::StrCat(source_, ": no member '", key, ".npy'"));
   }
-  const std::string where = absl::StrCat(source_, ":", key, ".npy");
   zip_t* za = state_->zip;
   zip_stat_t st;
   zip_stat_init(&st);
   if (zip_stat_index(za, indices_[pos], 0, &st) != 0) {
-    return absl::DataLossError(absl::StrCat(where, ": ", zip_strerror(za)));
+    return absl::DataLossError(absl::StrCat(source_, ":", key, ": ", zip_strerror(za)));
   }
+  // The member's own name ("<key>.npy" in an npz, "archive/data/0" in a torch.save file).
+  const std::string where =
+      absl::StrCat(source_, ":", (st.valid & ZIP_STAT_NAME) ? st.name : std::string(key));
   const uint64_t need = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD;
   if ((st.valid & need) != need) {
     return absl::DataLossError(absl::StrCat(where, ": incomplete zip directory entry"));

@@ -89,6 +89,9 @@ absl::StatusOr<torch::Tensor> NpyToBoolTensor(const NpyArray& array, const std::
 struct NpzOptions {
   // Largest decompressed member accepted; larger is ResourceExhausted. Guards against zip bombs.
   size_t max_member_bytes = size_t{2} << 30;
+  // What the archive is called in errors ("not a valid .npz (zip) archive"); torch_pt.cc reads
+  // torch.save files with this class too.
+  std::string format_name = ".npz";
 };
 
 // A `.npz` archive (a zip of `<key>.npy` members, stored or deflated) held in memory.

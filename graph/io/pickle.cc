@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -21,6 +22,7 @@ constexpr uint8_t kBinInt = 'J';
 constexpr uint8_t kBinInt1 = 'K';
 constexpr uint8_t kBinInt2 = 'M';
 constexpr uint8_t kNone = 'N';
+constexpr uint8_t kBinPersId = 'Q';
 constexpr uint8_t kReduce = 'R';
 constexpr uint8_t kBinString = 'T';
 constexpr uint8_t kShortBinString = 'U';
@@ -46,6 +48,9 @@ constexpr uint8_t kTuple2 = 0x86;
 constexpr uint8_t kTuple3 = 0x87;
 constexpr uint8_t kNewTrue = 0x88;
 constexpr uint8_t kNewFalse = 0x89;
+constexpr uint8_t kShortBinUnicode = 0x8c;
+constexpr uint8_t kMemoize = 0x94;
+constexpr uint8_t kFrame = 0x95;
 
 // Every opcode of protocols 0-5, so that a refusal says what it saw.
 const char* OpcodeName(uint8_t op) {
@@ -122,21 +127,52 @@ const char* OpcodeName(uint8_t op) {
   }
 }
 
-enum class Global { kReconstruct, kNdarray, kDtype, kCsrMatrix, kDefaultDict, kList };
+enum class Global {
+  kReconstruct,
+  kNdarray,
+  kDtype,
+  kCsrMatrix,
+  kDefaultDict,
+  kList,
+  // torch.save (UnpickleOptions::rebuild_tensor)
+  kRebuildTensorV2,
+  kFloatStorage,
+  kLongStorage,
+  kBoolStorage,
+  kOrderedDict,
+  // PyG (UnpickleOptions::allow_pyg_data)
+  kPygData,
+  kPygGlobalStorage,
+  kPygDataEdgeAttr,
+  kPygDataTensorAttr,
+};
+
+// Which option admits a global: numpy/scipy always, the others only when asked for.
+enum class GlobalGroup { kNumpy, kTorch, kPyg };
 
 struct AllowedGlobal {
   const char* module_and_name;
   Global global;
+  GlobalGroup group;
 };
 constexpr AllowedGlobal kAllowedGlobals[] = {
-    {"numpy.core.multiarray _reconstruct", Global::kReconstruct},
-    {"numpy ndarray", Global::kNdarray},
-    {"numpy dtype", Global::kDtype},
-    {"scipy.sparse.csr csr_matrix", Global::kCsrMatrix},
-    {"scipy.sparse._csr csr_matrix", Global::kCsrMatrix},
-    {"collections defaultdict", Global::kDefaultDict},
-    {"__builtin__ list", Global::kList},
-    {"builtins list", Global::kList},
+    {"numpy.core.multiarray _reconstruct", Global::kReconstruct, GlobalGroup::kNumpy},
+    {"numpy ndarray", Global::kNdarray, GlobalGroup::kNumpy},
+    {"numpy dtype", Global::kDtype, GlobalGroup::kNumpy},
+    {"scipy.sparse.csr csr_matrix", Global::kCsrMatrix, GlobalGroup::kNumpy},
+    {"scipy.sparse._csr csr_matrix", Global::kCsrMatrix, GlobalGroup::kNumpy},
+    {"collections defaultdict", Global::kDefaultDict, GlobalGroup::kNumpy},
+    {"__builtin__ list", Global::kList, GlobalGroup::kNumpy},
+    {"builtins list", Global::kList, GlobalGroup::kNumpy},
+    {"torch._utils _rebuild_tensor_v2", Global::kRebuildTensorV2, GlobalGroup::kTorch},
+    {"torch FloatStorage", Global::kFloatStorage, GlobalGroup::kTorch},
+    {"torch LongStorage", Global::kLongStorage, GlobalGroup::kTorch},
+    {"torch BoolStorage", Global::kBoolStorage, GlobalGroup::kTorch},
+    {"collections OrderedDict", Global::kOrderedDict, GlobalGroup::kTorch},
+    {"torch_geometric.data.data Data", Global::kPygData, GlobalGroup::kPyg},
+    {"torch_geometric.data.storage GlobalStorage", Global::kPygGlobalStorage, GlobalGroup::kPyg},
+    {"torch_geometric.data.data DataEdgeAttr", Global::kPygDataEdgeAttr, GlobalGroup::kPyg},
+    {"torch_geometric.data.data DataTensorAttr", Global::kPygDataTensorAttr, GlobalGroup::kPyg},
 };
 
 const char* GlobalName(Global g) {
@@ -147,8 +183,27 @@ const char* GlobalName(Global g) {
     case Global::kCsrMatrix: return "scipy.sparse csr_matrix";
     case Global::kDefaultDict: return "collections defaultdict";
     case Global::kList: return "list";
+    case Global::kRebuildTensorV2: return "torch._utils _rebuild_tensor_v2";
+    case Global::kFloatStorage: return "torch FloatStorage";
+    case Global::kLongStorage: return "torch LongStorage";
+    case Global::kBoolStorage: return "torch BoolStorage";
+    case Global::kOrderedDict: return "collections OrderedDict";
+    case Global::kPygData: return "torch_geometric.data.data Data";
+    case Global::kPygGlobalStorage: return "torch_geometric.data.storage GlobalStorage";
+    case Global::kPygDataEdgeAttr: return "torch_geometric.data.data DataEdgeAttr";
+    case Global::kPygDataTensorAttr: return "torch_geometric.data.data DataTensorAttr";
   }
   return "?";
+}
+
+// The storage class name torch.save writes, as TorchTensorSpec::storage_type; null otherwise.
+const char* StorageTypeName(Global g) {
+  switch (g) {
+    case Global::kFloatStorage: return "FloatStorage";
+    case Global::kLongStorage: return "LongStorage";
+    case Global::kBoolStorage: return "BoolStorage";
+    default: return nullptr;
+  }
 }
 
 // A stack slot or container item: scalars inline, everything else an index into the arena of
@@ -165,7 +220,10 @@ enum class Tag : uint8_t {
   kGlobal,
   kArray,
   kDtype,
-  kCsr
+  kCsr,
+  kStorage,  // a torch.save persistent id
+  kObject,   // a PyG Data or GlobalStorage
+  kValue,    // what UnpickleOptions::rebuild_tensor returned
 };
 struct Ref {
   Tag tag = Tag::kNone;
@@ -185,6 +243,9 @@ const char* TagName(Tag t) {
     case Tag::kArray: return "ndarray";
     case Tag::kDtype: return "dtype";
     case Tag::kCsr: return "csr_matrix";
+    case Tag::kStorage: return "storage";
+    case Tag::kObject: return "PyG object";
+    case Tag::kValue: return "tensor";
   }
   return "?";
 }
@@ -205,6 +266,16 @@ struct CsrObject {
   bool built = false;
   CsrMatrix matrix;
 };
+struct StorageObject {
+  Global type;
+  std::string key, location;
+  int64_t numel = 0;
+};
+// A PyG Data or GlobalStorage: its class and, after BUILD, the dict it was given.
+struct PygObject {
+  Global cls;
+  int64_t state = -1;  // index into dicts_
+};
 
 // Approximate heap bytes per materialised thing, for the memory budget.
 constexpr int64_t kObjectBytes = 48;
@@ -213,6 +284,7 @@ constexpr int64_t kDictEntryBytes = 2 * sizeof(Ref) + 64;
 constexpr int64_t kMemoEntryBytes = 32;
 constexpr size_t kMaxGlobalLine = 128;
 constexpr int kMaxArrayDims = 32;  // numpy's NPY_MAXDIMS
+constexpr int kMaxTensorDims = 64;  // far above any real tensor; bounds the spec's vectors
 
 bool ValidDtypeName(absl::string_view name) {
   static constexpr const char* kNames[] = {"b1", "i1", "i2", "i4", "i8", "u1",
@@ -240,6 +312,10 @@ class Unpickler {
   absl::Status Invalid(absl::string_view message) const {
     return absl::InvalidArgumentError(
         absl::StrCat(source_, ": byte ", op_at_, ": ", OpcodeName(op_), ": ", message));
+  }
+  absl::Status Unsupported() const {
+    return Invalid(absl::StrCat("opcode 0x", absl::Hex(op_, absl::kZeroPad2),
+                                " is not supported by this restricted unpickler"));
   }
   absl::Status Truncated() const {
     return absl::DataLossError(absl::StrCat(source_, ": truncated at byte ", in_.size(), " (",
@@ -315,8 +391,20 @@ class Unpickler {
     return Ref{Tag::kTuple, static_cast<int64_t>(tuples_.size() - 1)};
   }
 
+  bool Enabled(GlobalGroup group) const {
+    switch (group) {
+      case GlobalGroup::kNumpy: return true;
+      case GlobalGroup::kTorch: return static_cast<bool>(options_.rebuild_tensor);
+      case GlobalGroup::kPyg: return options_.allow_pyg_data;
+    }
+    return false;
+  }
+
   absl::Status SetItem(DictObject& dict, Ref key, Ref value);
   absl::Status Reduce(Ref callable, Ref args);
+  absl::Status PersistentId(Ref pid);
+  absl::Status RebuildTensor(const std::vector<Ref>& args);
+  absl::StatusOr<std::vector<int64_t>> IntTuple(Ref r, absl::string_view what);
   absl::Status BuildDtype(DtypeObject& dtype, Ref state);
   absl::Status BuildArray(ArrayObject& array, Ref state);
   absl::Status BuildCsr(CsrObject& csr, Ref state);
@@ -330,6 +418,7 @@ class Unpickler {
   int64_t budget_ = 0, used_ = 0;
   size_t pos_ = 0, op_at_ = 0;
   uint8_t op_ = 0;
+  int protocol_ = 0;
   bool stopped_ = false;
   std::vector<Ref> stack_;
   std::vector<size_t> marks_;
@@ -340,6 +429,10 @@ class Unpickler {
   std::vector<ArrayObject> arrays_;
   std::vector<DtypeObject> dtypes_;
   std::vector<CsrObject> csrs_;
+  std::vector<StorageObject> storages_;
+  std::vector<PygObject> objects_;
+  std::vector<bool> converting_;  // objects_[i] is being converted (cycle cut)
+  std::vector<PickleValue> values_;
 };
 
 std::string KeyBytes(Ref key, const std::vector<std::string>& strings) {
@@ -411,8 +504,93 @@ absl::Status Unpickler::Reduce(Ref callable, Ref args_ref) {
       Push(Ref{Tag::kDict, static_cast<int64_t>(dicts_.size() - 1)});
       return absl::OkStatus();
     }
+    case Global::kRebuildTensorV2: return RebuildTensor(args);
+    case Global::kOrderedDict: {
+      // torch.save writes the tensor's backward hooks as OrderedDict(); items would follow with
+      // SETITEMS, as for any dict.
+      if (!args.empty()) return Invalid("only OrderedDict() without arguments is allowed");
+      FGL_RETURN_IF_ERROR(Charge(kObjectBytes));
+      dicts_.emplace_back();
+      Push(Ref{Tag::kDict, static_cast<int64_t>(dicts_.size() - 1)});
+      return absl::OkStatus();
+    }
     default: return Invalid(absl::StrCat("calling '", GlobalName(g), "' is not allowed"));
   }
+}
+
+absl::Status Unpickler::PersistentId(Ref pid) {
+  // torch.save's persistent id: ('storage', storage class, key, location, numel).
+  if (pid.tag != Tag::kTuple) {
+    return Invalid(absl::StrCat("a persistent id must be a tuple, not ", TagName(pid.tag)));
+  }
+  const std::vector<Ref>& t = tuples_[pid.v];
+  if (t.size() != 5 || t[0].tag != Tag::kString || strings_[t[0].v] != "storage" ||
+      t[1].tag != Tag::kGlobal || StorageTypeName(static_cast<Global>(t[1].v)) == nullptr ||
+      t[2].tag != Tag::kString || t[3].tag != Tag::kString || t[4].tag != Tag::kInt) {
+    return Invalid(
+        "a persistent id must be ('storage', torch.{Float,Long,Bool}Storage, key, location, "
+        "numel)");
+  }
+  if (t[4].v < 0) return Invalid(absl::StrCat("storage numel ", t[4].v, " is negative"));
+  FGL_RETURN_IF_ERROR(Charge(kObjectBytes));
+  storages_.push_back(StorageObject{static_cast<Global>(t[1].v), strings_[t[2].v],
+                                    strings_[t[3].v], t[4].v});
+  Push(Ref{Tag::kStorage, static_cast<int64_t>(storages_.size() - 1)});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int64_t>> Unpickler::IntTuple(Ref r, absl::string_view what) {
+  if (r.tag != Tag::kTuple) return Invalid(absl::StrCat("tensor ", what, " must be a tuple"));
+  const std::vector<Ref>& t = tuples_[r.v];
+  if (t.size() > kMaxTensorDims) {
+    return Invalid(absl::StrCat("tensor ", what, " has ", t.size(), " entries (at most ",
+                                kMaxTensorDims, ")"));
+  }
+  std::vector<int64_t> out;
+  for (const Ref& d : t) {
+    if (d.tag != Tag::kInt || d.v < 0) {
+      return Invalid(absl::StrCat("tensor ", what, " entries must be ints >= 0"));
+    }
+    out.push_back(d.v);
+  }
+  return out;
+}
+
+absl::Status Unpickler::RebuildTensor(const std::vector<Ref>& args) {
+  // _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks),
+  // exactly as torch.save writes it; newer torch may add a seventh (metadata) argument, which
+  // we have never seen in these files and refuse.
+  if (args.size() != 6 || args[0].tag != Tag::kStorage || args[1].tag != Tag::kInt ||
+      args[4].tag != Tag::kBool || args[5].tag != Tag::kDict) {
+    return Invalid(
+        "_rebuild_tensor_v2 takes (storage, int offset, size tuple, stride tuple, bool, "
+        "OrderedDict())");
+  }
+  if (!dicts_[args[5].v].entries.empty()) return Invalid("tensor backward hooks must be empty");
+  if (args[1].v < 0) return Invalid(absl::StrCat("tensor offset ", args[1].v, " is negative"));
+  const StorageObject& storage = storages_[args[0].v];
+  TorchTensorSpec spec;
+  spec.storage_type = StorageTypeName(storage.type);
+  spec.storage_key = storage.key;
+  spec.location = storage.location;
+  spec.storage_numel = storage.numel;
+  spec.offset = args[1].v;
+  FGL_ASSIGN_OR_RETURN(spec.size, IntTuple(args[2], "size"));
+  FGL_ASSIGN_OR_RETURN(spec.stride, IntTuple(args[3], "stride"));
+  if (spec.size.size() != spec.stride.size()) {
+    return Invalid(absl::StrCat("tensor size has ", spec.size.size(), " dimensions, stride ",
+                                spec.stride.size()));
+  }
+  spec.requires_grad = args[4].v != 0;
+  absl::StatusOr<PickleValue> value = options_.rebuild_tensor(spec);
+  if (!value.ok()) {
+    return absl::Status(value.status().code(), absl::StrCat(source_, ": byte ", op_at_, ": ",
+                                                            value.status().message()));
+  }
+  FGL_RETURN_IF_ERROR(Charge(kObjectBytes));
+  values_.push_back(*std::move(value));
+  Push(Ref{Tag::kValue, static_cast<int64_t>(values_.size() - 1)});
+  return absl::OkStatus();
 }
 
 absl::Status Unpickler::BuildDtype(DtypeObject& dtype, Ref state_ref) {
@@ -576,7 +754,11 @@ absl::Status Unpickler::Step() {
     case kProto: {
       FGL_ASSIGN_OR_RETURN(uint64_t v, ReadLittle(1));
       if (op_at_ != 0) return Invalid("PROTO is only allowed as the first opcode");
-      if (v > 2) return Invalid(absl::StrCat("protocol ", v, " is not supported (only 0-2)"));
+      if (v > static_cast<uint64_t>(options_.max_protocol)) {
+        return Invalid(absl::StrCat("protocol ", v, " is not supported (only 0-",
+                                    options_.max_protocol, ")"));
+      }
+      protocol_ = static_cast<int>(v);
       return absl::OkStatus();
     }
     case kGlobal: {
@@ -584,13 +766,15 @@ absl::Status Unpickler::Step() {
       FGL_ASSIGN_OR_RETURN(std::string name, ReadLine());
       const std::string full = absl::StrCat(module, " ", name);
       for (const AllowedGlobal& a : kAllowedGlobals) {
-        if (full == a.module_and_name) {
+        if (full == a.module_and_name && Enabled(a.group)) {
           Push(Ref{Tag::kGlobal, static_cast<int64_t>(a.global)});
           return absl::OkStatus();
         }
       }
       std::vector<std::string> allowed;
-      for (const AllowedGlobal& a : kAllowedGlobals) allowed.push_back(a.module_and_name);
+      for (const AllowedGlobal& a : kAllowedGlobals) {
+        if (Enabled(a.group)) allowed.push_back(a.module_and_name);
+      }
       return Invalid(absl::StrCat("global '", absl::CHexEscape(full), "' is not allowed (only ",
                                   absl::StrJoin(allowed, ", "), ")"));
     }
@@ -601,6 +785,27 @@ absl::Status Unpickler::Step() {
       auto [it, inserted] = memo_.insert_or_assign(static_cast<uint32_t>(idx), top);
       if (inserted) return Charge(kMemoEntryBytes);
       return absl::OkStatus();
+    }
+    case kMemoize: {
+      if (protocol_ < 4) return Unsupported();
+      // Protocol 4's implicit index: the memo's current size, as in CPython.
+      FGL_ASSIGN_OR_RETURN(Ref top, Top());
+      if (memo_.size() >= std::numeric_limits<uint32_t>::max()) return Invalid("memo is full");
+      auto [it, inserted] = memo_.insert_or_assign(static_cast<uint32_t>(memo_.size()), top);
+      if (inserted) return Charge(kMemoEntryBytes);
+      return absl::OkStatus();
+    }
+    case kFrame: {
+      if (protocol_ < 4) return Unsupported();
+      // A frame only tells a streaming reader how much to buffer; we hold all bytes already.
+      FGL_ASSIGN_OR_RETURN(uint64_t len, ReadLittle(8));
+      if (len > in_.size() - pos_) return Truncated();
+      return absl::OkStatus();
+    }
+    case kBinPersId: {
+      if (!options_.rebuild_tensor) return Unsupported();
+      FGL_ASSIGN_OR_RETURN(Ref pid, Pop());
+      return PersistentId(pid);
     }
     case kBinGet:
     case kLongBinGet: {
@@ -688,10 +893,14 @@ absl::Status Unpickler::Step() {
       }
       return absl::OkStatus();
     }
+    case kShortBinUnicode:
+      if (protocol_ < 4) return Unsupported();
+      [[fallthrough]];
     case kShortBinString:
     case kBinString:
     case kBinUnicode: {
-      FGL_ASSIGN_OR_RETURN(uint64_t len, ReadLittle(op_ == kShortBinString ? 1 : 4));
+      const bool short_len = op_ == kShortBinString || op_ == kShortBinUnicode;
+      FGL_ASSIGN_OR_RETURN(uint64_t len, ReadLittle(short_len ? 1 : 4));
       if (op_ == kBinString && len > uint64_t{std::numeric_limits<int32_t>::max()}) {
         return Invalid("negative string length");
       }
@@ -721,9 +930,22 @@ absl::Status Unpickler::Step() {
     case kNewObj: {
       FGL_ASSIGN_OR_RETURN(Ref args, Pop());
       FGL_ASSIGN_OR_RETURN(Ref cls, Pop());
-      if (cls.tag != Tag::kGlobal || static_cast<Global>(cls.v) != Global::kCsrMatrix) {
+      const Global g = static_cast<Global>(cls.v);
+      if (cls.tag == Tag::kGlobal && (g == Global::kPygData || g == Global::kPygGlobalStorage)) {
+        if (args.tag != Tag::kTuple || !tuples_[args.v].empty()) {
+          return Invalid(absl::StrCat(GlobalName(g), ".__new__ takes no arguments here"));
+        }
+        FGL_RETURN_IF_ERROR(Charge(kObjectBytes));
+        objects_.push_back(PygObject{g, -1});
+        converting_.push_back(false);
+        Push(Ref{Tag::kObject, static_cast<int64_t>(objects_.size() - 1)});
+        return absl::OkStatus();
+      }
+      if (cls.tag != Tag::kGlobal || g != Global::kCsrMatrix) {
         return Invalid(absl::StrCat(
-            "only scipy.sparse csr_matrix may be created, not ",
+            "only scipy.sparse csr_matrix",
+            options_.allow_pyg_data ? " and PyG Data/GlobalStorage" : "",
+            " may be created, not ",
             cls.tag == Tag::kGlobal ? absl::StrCat("'", GlobalName(static_cast<Global>(cls.v)), "'")
                                     : std::string(TagName(cls.tag))));
       }
@@ -747,6 +969,18 @@ absl::Status Unpickler::Step() {
         case Tag::kArray: return BuildArray(arrays_[target.v], state);
         case Tag::kDtype: return BuildDtype(dtypes_[target.v], state);
         case Tag::kCsr: return BuildCsr(csrs_[target.v], state);
+        case Tag::kObject: {
+          PygObject& obj = objects_[target.v];
+          if (obj.state >= 0) {
+            return Invalid(absl::StrCat("BUILD twice on one ", GlobalName(obj.cls)));
+          }
+          if (state.tag != Tag::kDict) {
+            return Invalid(absl::StrCat(GlobalName(obj.cls), " state must be a dict, not ",
+                                        TagName(state.tag)));
+          }
+          obj.state = state.v;
+          return absl::OkStatus();
+        }
         default: return Invalid(absl::StrCat("cannot set the state of a ", TagName(target.tag)));
       }
     }
@@ -754,8 +988,7 @@ absl::Status Unpickler::Step() {
       stopped_ = true;
       return absl::OkStatus();
     default:
-      return Invalid(absl::StrCat("opcode 0x", absl::Hex(op_, absl::kZeroPad2),
-                                  " is not supported by this restricted unpickler"));
+      return Unsupported();
   }
 }
 
@@ -824,7 +1057,33 @@ absl::StatusOr<PickleValue> Unpickler::Convert(Ref r, int depth) {
       FGL_RETURN_IF_ERROR(Charge(bytes));
       return PickleValue::Csr(c.matrix);
     }
-    case Tag::kGlobal:
+    case Tag::kStorage:
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_, ": a storage outside _rebuild_tensor_v2 cannot be part of the result"));
+    case Tag::kValue: return values_[r.v];
+    case Tag::kObject: {
+      const PygObject& obj = objects_[r.v];
+      if (obj.state < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            source_, ": a '", GlobalName(obj.cls), "' never received its state (BUILD)"));
+      }
+      // PyG's GlobalStorage points back at its Data (`_parent`, a weakref in Python): cut the
+      // cycle there rather than refuse the file.
+      if (converting_[r.v]) return PickleValue();
+      converting_[r.v] = true;
+      absl::StatusOr<PickleValue> v = Convert(Ref{Tag::kDict, obj.state}, depth);
+      converting_[r.v] = false;
+      return v;
+    }
+    case Tag::kGlobal: {
+      const Global g = static_cast<Global>(r.v);
+      if (g == Global::kPygDataEdgeAttr || g == Global::kPygDataTensorAttr) {
+        std::string name = GlobalName(g);
+        std::replace(name.begin(), name.end(), ' ', '.');
+        return PickleValue::Class(std::move(name));
+      }
+      [[fallthrough]];
+    }
     case Tag::kDtype:
       return absl::InvalidArgumentError(absl::StrCat(
           source_, ": a bare ",
@@ -973,9 +1232,31 @@ PickleValue PickleValue::Csr(CsrMatrix matrix) {
   return v;
 }
 
+PickleValue PickleValue::Class(std::string qualified_name) {
+  PickleValue v;
+  v.kind_ = Kind::kClass;
+  v.value_ = std::move(qualified_name);
+  return v;
+}
+PickleValue PickleValue::Tensor(std::shared_ptr<const TorchTensor> tensor) {
+  PickleValue v;
+  v.kind_ = Kind::kTensor;
+  v.value_ = std::move(tensor);
+  return v;
+}
+
 const bool* PickleValue::as_bool() const { return std::get_if<bool>(&value_); }
 const int64_t* PickleValue::as_int() const { return std::get_if<int64_t>(&value_); }
-const std::string* PickleValue::as_string() const { return std::get_if<std::string>(&value_); }
+const std::string* PickleValue::as_string() const {
+  return kind_ == Kind::kString ? std::get_if<std::string>(&value_) : nullptr;
+}
+const std::string* PickleValue::as_class() const {
+  return kind_ == Kind::kClass ? std::get_if<std::string>(&value_) : nullptr;
+}
+const TorchTensor* PickleValue::as_tensor() const {
+  auto* p = std::get_if<std::shared_ptr<const TorchTensor>>(&value_);
+  return p ? p->get() : nullptr;
+}
 const std::vector<PickleValue>* PickleValue::as_list() const {
   if (kind_ != Kind::kList) return nullptr;
   return std::get<std::shared_ptr<const std::vector<PickleValue>>>(value_).get();
@@ -1015,6 +1296,8 @@ const char* KindName(PickleValue::Kind kind) {
     case PickleValue::Kind::kDict: return "dict";
     case PickleValue::Kind::kNdArray: return "ndarray";
     case PickleValue::Kind::kCsrMatrix: return "csr_matrix";
+    case PickleValue::Kind::kClass: return "class";
+    case PickleValue::Kind::kTensor: return "tensor";
   }
   return "?";
 }

@@ -139,6 +139,44 @@ PickleWriter& PickleWriter::Adjacency(
   return *this;
 }
 
+PickleWriter& PickleWriter::TorchTensor(const std::string& storage_class, const std::string& key,
+                                        int64_t storage_numel, int64_t offset,
+                                        const std::vector<int64_t>& size,
+                                        const std::vector<int64_t>& stride,
+                                        const std::string& location) {
+  auto tuple = [this](const std::vector<int64_t>& v) {
+    Op(op::kMark);
+    for (int64_t x : v) Int(x);
+    Op(op::kTuple);
+  };
+  Global("torch._utils", "_rebuild_tensor_v2").Op(op::kMark);
+  Op(op::kMark).Unicode("storage").Global("torch", storage_class).Unicode(key).Unicode(location);
+  Int(storage_numel).Op(op::kTuple).Op(op::kBinPersId);
+  Int(offset);
+  tuple(size);
+  tuple(stride);
+  Op(op::kNewFalse).Global("collections", "OrderedDict").Op(op::kEmptyTuple).Op(op::kReduce);
+  Op(op::kTuple).Op(op::kReduce);
+  return *this;
+}
+
+PickleWriter& PickleWriter::PygData(const std::function<void(PickleWriter&)>& fields,
+                                    uint32_t data_memo) {
+  Global("torch_geometric.data.data", "Data").Op(op::kEmptyTuple).Op(op::kNewObj).Put(data_memo);
+  Op(op::kEmptyDict).Op(op::kMark);
+  Unicode("_edge_attr_cls").Global("torch_geometric.data.data", "DataEdgeAttr");
+  Unicode("_tensor_attr_cls").Global("torch_geometric.data.data", "DataTensorAttr");
+  Unicode("_store").Global("torch_geometric.data.storage", "GlobalStorage");
+  Op(op::kEmptyTuple).Op(op::kNewObj).Op(op::kEmptyDict).Op(op::kMark);
+  Unicode("_mapping").Op(op::kEmptyDict).Op(op::kMark);
+  fields(*this);
+  Op(op::kSetItems);
+  Unicode("_parent").Get(data_memo);
+  Op(op::kSetItems).Op(op::kBuild);
+  Op(op::kSetItems).Op(op::kBuild);
+  return *this;
+}
+
 std::string PickleWriter::Stop() {
   out_.push_back(op::kStop);
   return out_;

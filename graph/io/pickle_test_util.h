@@ -4,6 +4,7 @@
 #define FGL_GRAPH_IO_PICKLE_TEST_UTIL_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@ namespace op {
 inline constexpr char kMark = '(';
 inline constexpr char kStop = '.';
 inline constexpr char kNone = 'N';
+inline constexpr char kBinPersId = 'Q';
 inline constexpr char kReduce = 'R';
 inline constexpr char kAppend = 'a';
 inline constexpr char kAppends = 'e';
@@ -56,6 +58,19 @@ class PickleWriter {
                     const std::vector<int32_t>& indices, const std::vector<float>& data);
   // collections.defaultdict(list) filled with SETITEMS, each list with APPENDS.
   PickleWriter& Adjacency(const std::vector<std::pair<int64_t, std::vector<int64_t>>>& lists);
+
+  // torch.save (PyTorch 1.x/2.x, protocol 2): _rebuild_tensor_v2((BINPERSID ('storage',
+  // torch.<storage_class>, key, location, storage_numel)), offset, size, stride, False,
+  // OrderedDict()), with REDUCE. Sizes and strides are in elements.
+  PickleWriter& TorchTensor(const std::string& storage_class, const std::string& key,
+                            int64_t storage_numel, int64_t offset,
+                            const std::vector<int64_t>& size, const std::vector<int64_t>& stride,
+                            const std::string& location = "cpu");
+  // A PyG 2.x Data as torch.save writes it: NEWOBJ Data() memoised at `data_memo`, BUILD with
+  // {'_edge_attr_cls': DataEdgeAttr, '_tensor_attr_cls': DataTensorAttr, '_store':
+  // GlobalStorage() BUILT with {'_mapping': {<fields>}, '_parent': <the Data>}}. `fields`
+  // writes the key/value pairs of `_mapping` (BINUNICODE key, then the value).
+  PickleWriter& PygData(const std::function<void(PickleWriter&)>& fields, uint32_t data_memo = 0);
 
   // Appends STOP and returns the pickle.
   std::string Stop();

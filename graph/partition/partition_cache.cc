@@ -139,7 +139,9 @@ absl::StatusOr<Partition> CachedPartition(const Partitioner& partitioner, const 
                                           int num_clients, uint64_t seed,
                                           const std::string& cache_dir, bool* cache_hit) {
   if (cache_hit) *cache_hit = false;
-  if (cache_dir.empty()) return partitioner.Run(dataset, num_clients, seed);
+  if (cache_dir.empty() || !partitioner.Cacheable()) {
+    return partitioner.Run(dataset, num_clients, seed);
+  }
   const uint64_t key = PartitionCacheKey(dataset, partitioner, num_clients, seed);
   const std::string path = absl::StrCat(cache_dir, "/", PartitionCacheFileName(key));
   if (io::FileExists(path)) {
@@ -157,6 +159,8 @@ absl::StatusOr<Partition> CachedPartition(const Partitioner& partitioner, const 
   }
   auto p = partitioner.Run(dataset, num_clients, seed);
   if (!p.ok()) return p;
+  // The file format holds no masks: a partition with its own splits is never written.
+  if (!p->client_splits.empty()) return p;
   if (auto s = io::MakeDirs(cache_dir); !s.ok()) {
     LOG(WARNING) << "partition cache disabled: " << s;
     return p;

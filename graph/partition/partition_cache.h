@@ -27,7 +27,9 @@ absl::StatusOr<Partition> DecodePartition(const std::string& bytes, uint64_t exp
                                           int64_t num_nodes, const std::string& path);
 
 // Returns the cached partition from `cache_dir` or computes, stores and returns it. An empty
-// `cache_dir` disables caching. A corrupt cache file is reported, recomputed and overwritten.
+// `cache_dir` disables caching, and so does a partitioner that is not Cacheable() (it reads its
+// partition from files) or a partition that carries client_splits (not in the file format). A
+// corrupt cache file is reported, recomputed and overwritten.
 absl::StatusOr<Partition> CachedPartition(const Partitioner& partitioner, const Dataset& dataset,
                                           int num_clients, uint64_t seed,
                                           const std::string& cache_dir, bool* cache_hit = nullptr);

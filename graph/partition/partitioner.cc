@@ -31,6 +31,24 @@ absl::Status ValidatePartition(const Partition& partition, int64_t num_nodes, bo
       }
     }
   }
+  if (!partition.client_splits.empty()) {
+    if (partition.client_splits.size() != partition.clients.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("partition: ", partition.client_splits.size(), " client splits for ",
+                       partition.num_clients(), " clients"));
+    }
+    for (int k = 0; k < partition.num_clients(); ++k) {
+      const NodeSplit& s = partition.client_splits[k];
+      const int64_t n = static_cast<int64_t>(partition.clients[k].size());
+      for (const torch::Tensor* mask : {&s.train, &s.val, &s.test}) {
+        if (!mask->defined() || mask->dtype() != torch::kBool || mask->dim() != 1 ||
+            mask->size(0) != n) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "partition: client ", k, "'s split masks must be bool [", n, "]"));
+        }
+      }
+    }
+  }
   for (int64_t v : partition.server_nodes) {
     if (v < 0 || v >= num_nodes) {
       return absl::InvalidArgumentError(

@@ -1,6 +1,7 @@
 #include "graph/partition/partitioner_registry.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/option_string.h"
@@ -9,6 +10,7 @@
 #include "graph/partition/louvain_partitioner.h"
 #include "graph/partition/metis_partitioner.h"
 #include "graph/partition/random_partitioner.h"
+#include "graph/partition/reference_partitioner.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::graph {
@@ -57,10 +59,21 @@ absl::StatusOr<std::unique_ptr<Partitioner>> Build(OptionString& o) {
 }  // namespace
 
 std::vector<std::string> PartitionerNames() {
-  return {"louvain", "metis", "label_dirichlet", "random", "node_level", "fedego"};
+  return {"louvain", "metis", "label_dirichlet", "random", "node_level", "fedego", "reference:<dir>"};
 }
 
 absl::StatusOr<std::unique_ptr<Partitioner>> MakePartitioner(const std::string& spec) {
+  // The rest of "reference:<dir>" is a path, taken verbatim (it may hold ',' or '=').
+  constexpr absl::string_view kReference = "reference";
+  if (absl::StartsWith(spec, kReference) &&
+      (spec.size() == kReference.size() || spec[kReference.size()] == ':')) {
+    if (spec.size() <= kReference.size() + 1) {
+      return absl::InvalidArgumentError(
+          "partitioner 'reference' needs a directory: reference:<dir> (see "
+          "graph/partition/reference_partitioner.h)");
+    }
+    return std::make_unique<ReferencePartitioner>(spec.substr(kReference.size() + 1));
+  }
   FGL_ASSIGN_OR_RETURN(OptionString o, OptionString::Parse(spec));
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<Partitioner> p, Build(o));
   FGL_RETURN_IF_ERROR(o.CheckAllUsed());

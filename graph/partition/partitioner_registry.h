@@ -1,6 +1,7 @@
 // Builds a partitioner from its option string, e.g. "louvain", "louvain:delta=20",
 // "metis:recursive_bisection=true", "label_dirichlet:alpha=0.5", "random", "node_level",
-// "fedego:local_fraction=0.5,local_test_nodes=200".
+// "fedego:local_fraction=0.5,local_test_nodes=200", "reference:<dir>" (a paper's saved
+// partition read from `dir`, which is taken verbatim; see reference_partitioner.h).
 #ifndef FGL_GRAPH_PARTITION_PARTITIONER_REGISTRY_H_
 #define FGL_GRAPH_PARTITION_PARTITIONER_REGISTRY_H_
 

@@ -38,7 +38,9 @@ absl::Status Validate(const FedTadParams& p) {
   if (!(p.self_loop_weight() >= 0)) return bad("self_loop_weight", p.self_loop_weight(), "must be >= 0");
   if (p.num_pseudo() < 2) return bad("num_pseudo", p.num_pseudo(), "must be >= 2");
   if (p.noise_dim() < 1) return bad("noise_dim", p.noise_dim(), "must be >= 1");
-  if (p.knn() < 1) return bad("knn", p.knn(), "must be >= 1");
+  if (p.knn() < 1 || p.knn() > p.num_pseudo()) {
+    return bad("knn", p.knn(), absl::StrCat("must be in [1, num_pseudo = ", p.num_pseudo(), "]").c_str());
+  }
   if (p.walk_length() < 1) return bad("walk_length", p.walk_length(), "must be >= 1");
   if (!(p.generator_lr() > 0)) return bad("generator_lr", p.generator_lr(), "must be > 0");
   if (!(p.distill_lr() > 0)) return bad("distill_lr", p.distill_lr(), "must be > 0");

@@ -1,0 +1,55 @@
+#include "methods/test_configs.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <memory>
+
+#include "fl/registry.h"
+#include "fl/testing/client_data.h"
+#include "glog/logging.h"
+
+namespace fgl::methods::testing {
+
+std::string TestConfig::Name() const {
+  std::string name = method + (params.empty() ? "" : "_" + params);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+std::vector<TestConfig> EveryConfig() {
+  std::vector<TestConfig> configs;
+  for (const std::string& m : fl::MethodNames()) configs.push_back({m, ""});
+  for (const std::string& plugin : fl::PluginNames()) configs.push_back({"fedavg+" + plugin, ""});
+  // Branches the defaults do not reach in a few rounds.
+  configs.push_back({"gcfl_plus", "eps1: 1e9 eps2: 0 seq_length: 1 min_round: 0"});
+  configs.push_back({"fedsage_plus", "gen_rounds: 1"});
+  configs.push_back({"fedtad", "loss_form: PAPER"});
+  configs.push_back({"fedtad", "reliability: EQUAL"});
+  configs.push_back({"fedtad", "reliability: NODE_COUNT reliability_noise: 0.1"});
+  for (const char* base : {"fedprox", "gcfl_plus", "fedpub", "fedgta", "fedsage_plus"}) {
+    configs.push_back({std::string(base) + "+fedtad", ""});
+  }
+  return configs;
+}
+
+fl::FederationOptions SmallRun(const TestConfig& config, int rounds) {
+  fl::FederationOptions o = fl::testing::SmallFederation(config.method);
+  o.spec.set_model("gcn:layers=3,hidden=16,jk=last,masked=true");  // FED-PUB needs masks
+  o.spec.set_rounds(rounds);
+  // Each client's own model is scored: it reflects what every method (and a plug-in on a
+  // personalised base) sent it, where the server's broadcast may not.
+  o.spec.mutable_eval()->set_model("local");
+  if (!config.params.empty()) {
+    absl::StatusOr<fl::MethodFactories> m = fl::FindMethod(config.method);
+    CHECK(m.ok() && !m->params.empty()) << config.method << " takes no parameters";
+    std::unique_ptr<google::protobuf::Message> p(
+        google::protobuf::MessageFactory::generated_factory()->GetPrototype(m->params.front().type)->New());
+    CHECK(google::protobuf::TextFormat::ParseFromString(config.params, p.get())) << config.params;
+    o.spec.add_method_params()->PackFrom(*p);
+  }
+  return o;
+}
+
+}  // namespace fgl::methods::testing
