@@ -7,6 +7,7 @@
 
 #include <google/protobuf/text_format.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -315,7 +316,10 @@ std::string ProtocolCard(const proto::Experiment& e) {
       "%s model, %s-weighted, %s round, dropout at evaluation %s; %s; split %s; %s, partition seed %d; "
       "%d rounds × %d local epochs, lr %g, weight decay %g, client fraction %g",
       e.eval().model(), e.eval().weighting(), e.eval().round(), e.eval().dropout_at_eval() ? "on" : "off",
-      e.model(), e.split(), e.partitioner(), e.partition_seed(), e.rounds(), e.local_epochs(), e.lr(),
+      e.model(),
+      // A reference partition brings its clients' own splits; the split rule is not used.
+      absl::StartsWith(e.partitioner(), "reference:") ? "the partition's own" : e.split(), e.partitioner(),
+      e.partition_seed(), e.rounds(), e.local_epochs(), e.lr(),
       e.weight_decay(), e.client_fraction());
 }
 
