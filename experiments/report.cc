@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace fgl::experiments {
 namespace {
@@ -313,14 +314,13 @@ std::string SpreadSection(const proto::Table& t,
 
 std::string ProtocolCard(const proto::Experiment& e) {
   return absl::StrFormat(
-      "%s model, %s-weighted, %s round, dropout at evaluation %s; %s; split %s; %s, partition seed %d; "
-      "%d rounds × %d local epochs, lr %g, weight decay %g, client fraction %g",
+      "%s model, %s-weighted, %s round; dropout at evaluation %s; %s; split %s; %s, partition seed %d; "
+      "%d rounds × %d local epochs; lr %g, weight decay %g; client fraction %g",
       e.eval().model(), e.eval().weighting(), e.eval().round(), e.eval().dropout_at_eval() ? "on" : "off",
       e.model(),
       // A reference partition brings its clients' own splits; the split rule is not used.
       absl::StartsWith(e.partitioner(), "reference:") ? "the partition's own" : e.split(), e.partitioner(),
-      e.partition_seed(), e.rounds(), e.local_epochs(), e.lr(),
-      e.weight_decay(), e.client_fraction());
+      e.partition_seed(), e.rounds(), e.local_epochs(), e.lr(), e.weight_decay(), e.client_fraction());
 }
 
 std::string MethodParamsText(const proto::Experiment& e) {
@@ -368,8 +368,14 @@ std::string ProtocolSection(const proto::Table& t,
     if (by_card.empty() && params.empty()) continue;
     absl::StrAppend(&rows, "- ", row.label().empty() ? row.key() : row.label(), ":",
                     params.empty() ? "" : absl::StrCat(" `", params, "`"), "\n");
+    // Only the parts of a card that differ from the shared one.
+    const std::vector<std::string> shared_parts = absl::StrSplit(shared, "; ");
     for (const auto& [card, columns] : by_card) {
-      absl::StrAppend(&rows, "  - ", absl::StrJoin(columns, ", "), ": ", card, "\n");
+      std::vector<std::string> differ;
+      for (absl::string_view part : absl::StrSplit(card, "; ")) {
+        if (std::find(shared_parts.begin(), shared_parts.end(), part) == shared_parts.end()) differ.emplace_back(part);
+      }
+      absl::StrAppend(&rows, "  - ", absl::StrJoin(columns, ", "), ": ", absl::StrJoin(differ, "; "), "\n");
     }
   }
   if (!rows.empty()) absl::StrAppend(&md, "\n", rows);
