@@ -457,7 +457,7 @@ std::string CsvReport(const proto::Table& t,
 }
 
 std::string AccuracySvg(const std::string& title, const std::vector<Series>& series) {
-  constexpr double kW = 640, kH = 400, kLeft = 50, kRight = 150, kTop = 30, kBottom = 40;
+  constexpr double kW = 800, kH = 400, kLeft = 50, kRight = 170, kTop = 30, kBottom = 40;
   int max_round = 1;
   double lo = 100, hi = 0;
   for (const Series& s : series)
@@ -506,7 +506,7 @@ std::string AccuracySvg(const std::string& title, const std::vector<Series>& ser
 
 std::string FidelitySvg(const proto::Table& t,
                         const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
-  constexpr double kW = 520, kH = 460, kLeft = 50, kRight = 160, kTop = 30, kBottom = 50;
+  constexpr double kW = 640, kH = 480, kLeft = 50, kRight = 200, kTop = 60, kBottom = 50;
   struct Point {
     double paper, ours;
     size_t row;
@@ -537,8 +537,9 @@ std::string FidelitySvg(const proto::Table& t,
   std::string svg = absl::StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-      "<text x=\"%.0f\" y=\"18\" font-size=\"13\">%s — ours against the paper, one point per filled cell</text>\n",
-      kW, kH, kLeft, Escape(t.id()));
+      "<text x=\"%.0f\" y=\"18\" font-size=\"13\">%s</text>\n"
+      "<text x=\"%.0f\" y=\"34\">ours against the paper, one point per filled cell</text>\n",
+      kW, kH, kLeft, Escape(t.id()), kLeft);
   // The ±2-point band around the diagonal, then the diagonal.
   absl::StrAppend(&svg, absl::StrFormat(
       "<polygon fill=\"#eef\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n", x(lo), y(lo + 2), x(hi - 2), y(hi),
@@ -552,8 +553,8 @@ std::string FidelitySvg(const proto::Table& t,
   }
   absl::StrAppend(&svg, absl::StrFormat(
       "<text x=\"%.0f\" y=\"%.0f\">paper (%%)</text><text x=\"5\" y=\"%.0f\">ours (%%)</text>\n"
-      "<text x=\"%.0f\" y=\"%.0f\" fill=\"#88a\">band: within ±2 points</text>\n",
-      kLeft + side / 2 - 20, kTop + side + 32, kTop - 4, kLeft + 4, kTop + 12));
+      "<text x=\"%.0f\" y=\"%.0f\" fill=\"#88a\">shaded: within ±2 points</text>\n",
+      kLeft + side / 2 - 20, kTop + side + 32, kTop - 12, kLeft + side - 130, kTop + side - 8));
   for (const Point& p : points) {
     absl::StrAppend(&svg, absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", x(p.paper),
                                           y(p.ours), kColors[p.row % 10]));
