@@ -54,6 +54,10 @@ ABSL_FLAG(std::vector<std::string>, only_rows, {}, "Run only these row keys (as 
 ABSL_FLAG(bool, cached_only, false,
           "Run nothing: report the cells whose every seed is in the result cache, the others as "
           "'not run in this report'.");
+ABSL_FLAG(bool, budget, false,
+          "Run nothing and write no report: print, per row, the CPU-hours of the recorded runs and an "
+          "estimate for the missing ones (the mean wall time of recorded runs of the same method, "
+          "dataset and client count, in any table; 'unknown' where there is none).");
 ABSL_FLAG(int, jobs, 0, "Runs in parallel (each with one thread); 0 = the core count.");
 ABSL_FLAG(std::string, data_dir, "", "Dataset root; else $FGL_DATA_DIR, else ./data.");
 ABSL_FLAG(std::string, cache_dir, "",
@@ -224,6 +228,71 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   return rc == 0 ? pid : -1;
+}
+
+// "method|dataset|clients" -> mean wall seconds of the recorded runs of that configuration.
+std::map<std::string, double> RecordedWallTimes(const std::string& records) {
+  std::map<std::string, std::pair<double, int>> sums;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(records, ec)) {
+    proto::RunRecord record;
+    if (entry.path().extension() != ".json" || !ReadRecord(entry.path().string(), &record)) continue;
+    const fl::proto::RunResult& r = record.result();
+    auto& [sum, n] = sums[absl::StrCat(r.method(), "|", r.dataset(), "|", r.clients())];
+    sum += r.wall_s();
+    ++n;
+  }
+  std::map<std::string, double> mean;
+  for (const auto& [key, sn] : sums) mean[key] = sn.first / sn.second;
+  return mean;
+}
+
+std::string Budget(const proto::Table& table, const std::map<std::pair<std::string, std::string>, CellResult>& results,
+                   const PartitionSpread& spread, const std::vector<Job>& pending, const std::string& records) {
+  const std::map<std::string, double> wall = RecordedWallTimes(records);
+  struct RowBudget {
+    int recorded = 0, missing = 0, unknown = 0;
+    double recorded_s = 0, missing_s = 0;
+  };
+  std::map<std::string, RowBudget> rows;
+  auto count = [&](const std::string& row, const CellResult& r) {
+    rows[row].recorded += static_cast<int>(r.values.size());
+    rows[row].recorded_s += r.run_seconds;
+  };
+  for (const auto& [key, r] : results) count(key.first, r);
+  for (const auto& [key, by_seed] : spread) {
+    for (const auto& [seed, r] : by_seed) count(key.first, r);
+  }
+  for (const Job& j : pending) {
+    RowBudget& b = rows[j.label.substr(0, j.label.find('/'))];
+    ++b.missing;
+    auto it = wall.find(absl::StrCat(j.resolved.method(), "|", j.resolved.dataset(), "|", j.resolved.clients()));
+    if (it == wall.end()) {
+      ++b.unknown;
+    } else {
+      b.missing_s += it->second;
+    }
+  }
+  std::string out = absl::StrCat("## ", table.id(), "\n\n| row | runs recorded | CPU-h recorded | runs missing | ",
+                                 "CPU-h missing (estimated) |\n|---|---|---|---|---|\n");
+  RowBudget total;
+  for (const proto::Row& row : table.rows()) {
+    auto it = rows.find(row.key());
+    if (it == rows.end()) continue;
+    const RowBudget& b = it->second;
+    absl::StrAppend(&out, absl::StrFormat("| %s | %d | %.2f | %d | %.2f%s |\n", row.key(), b.recorded, b.recorded_s / 3600,
+                                          b.missing, b.missing_s / 3600,
+                                          b.unknown ? absl::StrFormat(" + %d runs unknown", b.unknown) : ""));
+    total.recorded += b.recorded;
+    total.recorded_s += b.recorded_s;
+    total.missing += b.missing;
+    total.missing_s += b.missing_s;
+    total.unknown += b.unknown;
+  }
+  absl::StrAppend(&out, absl::StrFormat("| **total** | %d | %.2f | %d | %.2f%s |\n\n", total.recorded,
+                                        total.recorded_s / 3600, total.missing, total.missing_s / 3600,
+                                        total.unknown ? absl::StrFormat(" + %d runs unknown", total.unknown) : ""));
+  return out;
 }
 
 int Run() {
@@ -406,6 +475,11 @@ int Run() {
       s.state = CellResult::State::kDone;
       plan(*moved, key, s, false);
     }
+  }
+
+  if (absl::GetFlag(FLAGS_budget)) {
+    std::cout << Budget(*table, results, spread, pending, records);
+    return 0;
   }
 
   // Run what is missing, `jobs` at a time, with a progress line and ETA on stderr.
