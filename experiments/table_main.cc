@@ -58,6 +58,9 @@ ABSL_FLAG(bool, budget, false,
           "Run nothing and write no report: print, per row, the CPU-hours of the recorded runs and an "
           "estimate for the missing ones (the mean wall time of recorded runs of the same method, "
           "dataset and client count, in any table; 'unknown' where there is none).");
+ABSL_FLAG(int, budget_time_rounds, 0,
+          "With --budget: time this many rounds (first seed, one run at a time) of each configuration "
+          "that has no recorded run, and scale them to the configuration's rounds; 0 = do not time.");
 ABSL_FLAG(int, jobs, 0, "Runs in parallel (each with one thread); 0 = the core count.");
 ABSL_FLAG(std::string, data_dir, "", "Dataset root; else $FGL_DATA_DIR, else ./data.");
 ABSL_FLAG(std::string, cache_dir, "",
@@ -247,9 +250,45 @@ std::map<std::string, double> RecordedWallTimes(const std::string& records) {
   return mean;
 }
 
+// The configuration key of a run for the budget: "method|dataset|clients".
+std::string BudgetKey(const proto::Experiment& e) { return absl::StrCat(e.method(), "|", e.dataset(), "|", e.clients()); }
+
+// Times `rounds` rounds of one run of `job` and scales them to its full rounds: loading and
+// partitioning once, plus the per-round training time. Returns seconds, or -1 when it failed.
+double TimedEstimate(const Job& job, int rounds, const std::string& run_binary, const std::string& cache) {
+  proto::Experiment short_run = job.resolved;
+  const int full = short_run.rounds();
+  short_run.set_rounds(std::min(rounds, full));
+  const std::string stem = absl::StrCat(cache, "/budget_", job.cell_key);
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(short_run, &text);
+  std::ofstream(stem + ".spec.textproto") << text;
+  const pid_t pid = Spawn({run_binary, "--spec=" + stem + ".spec.textproto", "--threads=1", "--out=" + stem + ".out"},
+                          stem + ".log");
+  int status = 0;
+  if (pid <= 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+  fl::proto::RunResult result;
+  const std::string dir = SeedDirectory(stem + ".out");
+  if (dir.empty() || !ReadResult(dir + "/result.json", &result)) return -1;
+  return (result.wall_s() - result.train_s()) + result.train_s() * full / short_run.rounds();
+}
+
 std::string Budget(const proto::Table& table, const std::map<std::pair<std::string, std::string>, CellResult>& results,
-                   const PartitionSpread& spread, const std::vector<Job>& pending, const std::string& records) {
-  const std::map<std::string, double> wall = RecordedWallTimes(records);
+                   const PartitionSpread& spread, const std::vector<Job>& pending, const std::string& records,
+                   const std::string& run_binary, const std::string& cache) {
+  std::map<std::string, double> wall = RecordedWallTimes(records);
+  std::set<std::string> timed;
+  if (const int rounds = absl::GetFlag(FLAGS_budget_time_rounds); rounds > 0) {
+    for (const Job& j : pending) {
+      const std::string key = BudgetKey(j.resolved);
+      if (wall.count(key) || timed.count(key)) continue;
+      std::cerr << "timing " << rounds << " rounds of " << key << "\n";
+      if (const double s = TimedEstimate(j, rounds, run_binary, cache); s >= 0) {
+        wall[key] = s;
+        timed.insert(key);
+      }
+    }
+  }
   struct RowBudget {
     int recorded = 0, missing = 0, unknown = 0;
     double recorded_s = 0, missing_s = 0;
@@ -266,7 +305,7 @@ std::string Budget(const proto::Table& table, const std::map<std::pair<std::stri
   for (const Job& j : pending) {
     RowBudget& b = rows[j.label.substr(0, j.label.find('/'))];
     ++b.missing;
-    auto it = wall.find(absl::StrCat(j.resolved.method(), "|", j.resolved.dataset(), "|", j.resolved.clients()));
+    auto it = wall.find(BudgetKey(j.resolved));
     if (it == wall.end()) {
       ++b.unknown;
     } else {
@@ -292,6 +331,9 @@ std::string Budget(const proto::Table& table, const std::map<std::pair<std::stri
   absl::StrAppend(&out, absl::StrFormat("| **total** | %d | %.2f | %d | %.2f%s |\n\n", total.recorded,
                                         total.recorded_s / 3600, total.missing, total.missing_s / 3600,
                                         total.unknown ? absl::StrFormat(" + %d runs unknown", total.unknown) : ""));
+  if (!timed.empty()) {
+    absl::StrAppend(&out, "Estimated from timed rounds (not from records): ", absl::StrJoin(timed, ", "), ".\n\n");
+  }
   return out;
 }
 
@@ -478,7 +520,7 @@ int Run() {
   }
 
   if (absl::GetFlag(FLAGS_budget)) {
-    std::cout << Budget(*table, results, spread, pending, records);
+    std::cout << Budget(*table, results, spread, pending, records, run_binary, cache);
     return 0;
   }
 
