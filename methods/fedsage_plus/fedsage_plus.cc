@@ -55,12 +55,12 @@ constexpr Variant kFedSage{"fedsage", "fedsage.weights", true, false, false};
 constexpr Variant kLocSage{"locsage", "locsage.none", false, false, false};
 
 // FedSagePlusParams with the variant's defaults applied, checked once.
-struct Settings {
+struct Settings {  // every value set by ReadSettings (fedsage_plus.proto states the defaults)
   bool neighgen = false, cross_client = false;
-  double hidden_portion = 0.5;
-  int64_t latent = 128, max_pred = 5, gen_hidden = 64;
-  int gen_rounds = 10;
-  double gen_dropout = 0.5, num_weight = 1, feat_weight = 1, cls_weight = 1;
+  double hidden_portion = 0;
+  int64_t latent = 0, max_pred = 0, gen_hidden = 0;
+  int gen_rounds = 0;
+  double gen_dropout = 0, num_weight = 0, feat_weight = 0, cls_weight = 0;
 };
 
 absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams& p) {

@@ -13,6 +13,30 @@
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::fedtad {
+
+DistillationOptions FromParams(const FedTadParams& p, bool dropout_at_eval) {
+  DistillationOptions o;
+  o.iterations = p.iterations();
+  o.generator_steps = p.generator_steps();
+  o.distill_steps = p.distill_steps();
+  o.num_pseudo = p.num_pseudo();
+  o.noise_dim = p.noise_dim();
+  o.knn = p.knn();
+  o.self_loop_weight = static_cast<float>(p.self_loop_weight());
+  o.generator_lr = p.generator_lr();
+  o.generator_weight_decay = p.generator_weight_decay();
+  o.distill_lr = p.distill_lr();
+  o.distill_weight_decay = p.distill_weight_decay();
+  o.lambda_sem = p.lambda_sem();
+  o.lambda_div = p.lambda_div();
+  o.use_sem = p.use_sem();
+  o.use_div = p.use_div();
+  o.use_diverg = p.use_diverg();
+  o.loss_form = p.loss_form() == FedTadParams::PAPER ? LossForm::kPaper : LossForm::kCode;
+  o.dropout_at_eval = dropout_at_eval;
+  return o;
+}
+
 namespace {
 
 void SetRequiresGrad(torch::nn::Module& module, bool on) {

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "fl/proto/message.pb.h"
 #include "fl/tensor_codec.h"
+#include "methods/fedtad/fedtad.pb.h"
 #include "methods/fedtad/generator.h"
 #include "nn/models/gnn_model.h"
 
@@ -22,24 +23,29 @@ namespace fgl::methods::fedtad {
 // cosine, KL(global || local)).
 enum class LossForm { kCode = 0, kPaper = 1 };
 
+// The distiller's settings; every value comes from FedTadParams (fedtad.proto states the
+// defaults): use FromParams.
 struct DistillationOptions {
-  int iterations = 5;       // I
-  int generator_steps = 1;  // I_g
-  int distill_steps = 5;    // I_d
-  int64_t num_pseudo = 100;  // B
-  int64_t noise_dim = 32;
-  int64_t knn = 5;
-  float self_loop_weight = 1.0f;
-  double generator_lr = 1e-3, generator_weight_decay = 5e-4;
-  double distill_lr = 1e-3, distill_weight_decay = 5e-4;
-  double lambda_sem = 1.0, lambda_div = 1.0;
+  int iterations = 0;       // I
+  int generator_steps = 0;  // I_g
+  int distill_steps = 0;    // I_d
+  int64_t num_pseudo = 0;   // B
+  int64_t noise_dim = 0;
+  int64_t knn = 0;
+  float self_loop_weight = 0;
+  double generator_lr = 0, generator_weight_decay = 0;
+  double distill_lr = 0, distill_weight_decay = 0;
+  double lambda_sem = 0, lambda_div = 0;
   // Fig. 4(b): each term of the generator's objective can be removed.
-  bool use_sem = true, use_div = true, use_diverg = true;
+  bool use_sem = false, use_div = false, use_diverg = false;
   LossForm loss_form = LossForm::kCode;
   // Frozen models (teachers, and the global model in the generator step) keep dropout on, as the
   // official code's always-on dropout does.
   bool dropout_at_eval = false;
 };
+
+// The distiller's settings from the method's parameters.
+DistillationOptions FromParams(const FedTadParams& p, bool dropout_at_eval);
 
 // One local model and its per-class weight [C] (reliability normalised across the teachers).
 struct Teacher {

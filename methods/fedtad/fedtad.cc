@@ -54,28 +54,6 @@ absl::Status Validate(const FedTadParams& p) {
 // Fig. 4(a) r-eq distils on the real graph: the server needs the whole dataset.
 bool NeedsRealGraph(const FedTadParams& p) { return p.real_graph(); }
 
-DistillationOptions OptionsFrom(const FedTadParams& p, const fl::MethodConfig& c) {
-  DistillationOptions o;
-  o.iterations = p.iterations();
-  o.generator_steps = p.generator_steps();
-  o.distill_steps = p.distill_steps();
-  o.num_pseudo = p.num_pseudo();
-  o.noise_dim = p.noise_dim();
-  o.knn = p.knn();
-  o.self_loop_weight = static_cast<float>(p.self_loop_weight());
-  o.generator_lr = p.generator_lr();
-  o.generator_weight_decay = p.generator_weight_decay();
-  o.distill_lr = p.distill_lr();
-  o.distill_weight_decay = p.distill_weight_decay();
-  o.lambda_sem = p.lambda_sem();
-  o.lambda_div = p.lambda_div();
-  o.use_sem = p.use_sem();
-  o.use_div = p.use_div();
-  o.use_diverg = p.use_diverg();
-  o.loss_form = p.loss_form() == FedTadParams::PAPER ? LossForm::kPaper : LossForm::kCode;
-  o.dropout_at_eval = c.dropout_at_eval;
-  return o;
-}
 
 // The base client plus the one-off reliability upload.
 class FedTadClient final : public fl::ClientAlgorithm {
@@ -265,7 +243,7 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> WrapServer(std::unique_ptr<
   FGL_RETURN_IF_ERROR(Validate(p));
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<DataFreeDistiller> distiller,
                        DataFreeDistiller::Create(config.model_spec, config.num_features, config.num_classes,
-                                                 OptionsFrom(p, config), config.seed, config.device));
+                                                 FromParams(p, config.dropout_at_eval), config.seed, config.device));
   if (p.real_graph()) {  // Fig. 4(a) r-eq
     if (config.oracle_graph == nullptr) {
       return absl::FailedPreconditionError("fedtad: real_graph (r-eq) needs the whole dataset on the server; "

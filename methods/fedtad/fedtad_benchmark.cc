@@ -16,7 +16,7 @@ void BM_ServerRound(benchmark::State& state) {
   nn::SetComputeThreads(1);  // as in a federated run: one intra-op thread
   const int64_t features = state.range(0), classes = state.range(1), num_teachers = 10;
   const std::string spec = "gcn:layers=2,hidden=64,dropout=0.5";
-  DistillationOptions o;
+  DistillationOptions o = FromParams(FedTadParams(), false);
   o.dropout_at_eval = state.range(2) != 0;
   auto distiller = DataFreeDistiller::Create(spec, features, classes, o, 1, torch::kCPU);
   CHECK(distiller.ok());

@@ -138,7 +138,7 @@ double LogitGap(DistillCase& c, const nn::NodeFeatures& x, const nn::GraphView& 
 }
 
 TEST(DistillerTest, StudentMovesTowardsTheTeachers) {
-  DistillationOptions o;
+  DistillationOptions o = FromParams(FedTadParams(), false);
   o.num_pseudo = 30;
   o.distill_lr = 1e-2;
   ASSERT_OK_AND_ASSIGN(DistillCase c, MakeDistillCase(1, o));
@@ -158,7 +158,7 @@ TEST(DistillerTest, StudentMovesTowardsTheTeachers) {
 
 // r-eq: distillation on a given real graph moves the student towards the teacher on that graph.
 TEST(DistillerTest, RealGraphAblationDistilsOnTheGivenGraph) {
-  DistillationOptions o;
+  DistillationOptions o = FromParams(FedTadParams(), false);
   o.distill_lr = 1e-2;
   ASSERT_OK_AND_ASSIGN(DistillCase c, MakeDistillCase(2, o));
   const torch::Tensor x = torch::randn({60, 8});
