@@ -413,7 +413,9 @@ int Run() {
       job.cell_key = hash;
       job.record_path = absl::StrCat(records, "/", hash, ".json");
       proto::RunRecord record;
-      bool have = ReadRecord(job.record_path, &record) && record.key() == hash && record.seed() == seed;
+      // A record counts only for the run it names: its key, seed and spec text must all match.
+      bool have = ReadRecord(job.record_path, &record) && record.key() == hash && record.seed() == seed &&
+                  record.spec() == KeyedSpecText(resolved);
       const bool stale = have && RecordVersion(record, resolved.method()) != CurrentVersion(resolved.method());
       have &= !stale;
       if (have) {
@@ -465,9 +467,6 @@ int Run() {
       LOG(ERROR) << exp.status();
       return 1;
     }
-    if (quick) {
-      exp->set_rounds(std::min(exp->has_rounds() ? exp->rounds() : 100, 3));
-    }
     exp->set_data_dir(data_dir);
     const std::string where = absl::StrCat(table_path, " cell (", cell.row(), ", ", cell.column(), ")");
     absl::StatusOr<proto::Experiment> resolved = Resolve(*exp, where);
@@ -475,7 +474,10 @@ int Run() {
       LOG(ERROR) << resolved.status();
       return 1;
     }
-    if (quick && resolved->seeds_size() > 1) resolved->mutable_seeds()->Truncate(1);
+    if (quick) {
+      resolved->set_rounds(std::min(resolved->rounds(), 3));
+      if (resolved->seeds_size() > 1) resolved->mutable_seeds()->Truncate(1);
+    }
     r.protocol = ProtocolCard(*resolved);
     r.params = MethodParamsText(*resolved);
     if (quick) r.protocol += " (QUICK: 3 rounds, first seed; not a reproduction)";
@@ -512,7 +514,10 @@ int Run() {
         LOG(ERROR) << moved.status();
         return 1;
       }
-      if (quick && moved->seeds_size() > 1) moved->mutable_seeds()->Truncate(1);
+      if (quick) {
+        moved->set_rounds(std::min(moved->rounds(), 3));
+        if (moved->seeds_size() > 1) moved->mutable_seeds()->Truncate(1);
+      }
       CellResult& s = spread[key][partition_seed];
       s.state = CellResult::State::kDone;
       plan(*moved, key, s, false);
