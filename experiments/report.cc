@@ -41,6 +41,19 @@ const CellResult& Lookup(const std::map<std::pair<std::string, std::string>, Cel
   return it == cells.end() ? *empty : it->second;
 }
 
+// A row's or column's printed label, else its key.
+template <typename T>
+std::string Label(const T& row_or_column) {
+  return row_or_column.label().empty() ? row_or_column.key() : row_or_column.label();
+}
+
+std::string RowLabel(const proto::Table& t, const std::string& key) {
+  for (const proto::Row& r : t.rows()) {
+    if (r.key() == key) return Label(r);
+  }
+  return key;
+}
+
 // Our mean of a filled cell.
 bool OurMean(const std::map<std::pair<std::string, std::string>, CellResult>& cells, const std::string& row,
              const std::string& col, double* mean) {
@@ -185,7 +198,7 @@ std::string GainSection(const proto::Table& t,
     return true;
   };
   std::vector<std::string> header = {"method"};
-  for (const proto::Column& c : t.columns()) header.push_back(c.label().empty() ? c.key() : c.label());
+  for (const proto::Column& c : t.columns()) header.push_back(Label(c));
   header.push_back("summary");
   const std::string base_name = plugin_suffix.empty() ? "FedAvg" : "its base method";
   std::string md = absl::StrCat(
@@ -198,7 +211,7 @@ std::string GainSection(const proto::Table& t,
   for (const proto::Row& r : t.rows()) {
     const std::string base = base_of(r.key());
     if (base.empty()) continue;
-    std::vector<std::string> line = {r.label().empty() ? r.key() : r.label()};
+    std::vector<std::string> line = {Label(r)};
     int n = 0, within = 0, ahead = 0;
     double sum_ours = 0, sum_paper = 0;
     for (const proto::Column& c : t.columns()) {
@@ -244,7 +257,7 @@ std::string ComputeLine(const proto::Table& t, const std::map<std::pair<std::str
       runs += it->second.values.size();
     }
     total += row_s;
-    if (row_s > 0) by_row.push_back(absl::StrFormat("%s %.2f", r.label().empty() ? r.key() : r.label(), row_s / 3600));
+    if (row_s > 0) by_row.push_back(absl::StrFormat("%s %.2f", Label(r), row_s / 3600));
   }
   if (runs == 0) return "";
   return absl::StrFormat(
@@ -266,7 +279,7 @@ std::string SpreadSection(const proto::Table& t,
                           const PartitionSpread& spread) {
   if (t.partition_spread().rows().empty()) return "";
   std::vector<std::string> header = {"method"};
-  for (const proto::Column& c : t.columns()) header.push_back(c.label().empty() ? c.key() : c.label());
+  for (const proto::Column& c : t.columns()) header.push_back(Label(c));
   std::string md = absl::StrCat(
       "\n**Partition spread**: the mean over training seeds on each of ", t.partition_spread().partition_seeds_size() + 1,
       " partitions (partition seeds: the table's and ", absl::StrJoin(t.partition_spread().partition_seeds(), ", "),
@@ -276,11 +289,7 @@ std::string SpreadSection(const proto::Table& t,
   for (size_t i = 0; i < header.size(); ++i) absl::StrAppend(&md, "---|");
   absl::StrAppend(&md, "\n");
   for (const std::string& row : t.partition_spread().rows()) {
-    std::string label = row;
-    for (const proto::Row& r : t.rows()) {
-      if (r.key() == row && !r.label().empty()) label = r.label();
-    }
-    std::vector<std::string> line = {label};
+    std::vector<std::string> line = {RowLabel(t, row)};
     for (const proto::Column& c : t.columns()) {
       const auto key = std::make_pair(row, c.key());
       std::vector<const CellResult*> parts = {&Lookup(cells, row, c.key())};
@@ -362,11 +371,11 @@ std::string ProtocolSection(const proto::Table& t,
     std::string params;
     for (const proto::Column& c : t.columns()) {
       const CellResult& r = Lookup(cells, row.key(), c.key());
-      if (!r.protocol.empty() && r.protocol != shared) by_card[r.protocol].push_back(c.label().empty() ? c.key() : c.label());
+      if (!r.protocol.empty() && r.protocol != shared) by_card[r.protocol].push_back(Label(c));
       if (params.empty()) params = r.params;
     }
     if (by_card.empty() && params.empty()) continue;
-    absl::StrAppend(&rows, "- ", row.label().empty() ? row.key() : row.label(), ":",
+    absl::StrAppend(&rows, "- ", Label(row), ":",
                     params.empty() ? "" : absl::StrCat(" `", params, "`"), "\n");
     // Only the parts of a card that differ from the shared one.
     const std::vector<std::string> shared_parts = absl::StrSplit(shared, "; ");
@@ -392,14 +401,14 @@ std::string MarkdownReport(const proto::Table& t,
                                 ". Each cell: **ours** mean ± std over seeds / the paper's mean ± std. \"stale\": recorded with an older "
                                 "method version; \"not run\": no record yet; \"no data\": the dataset is not on this machine.\n\n");
   std::vector<std::string> header = {"method"};
-  for (const proto::Column& c : t.columns()) header.push_back(c.label().empty() ? c.key() : c.label());
+  for (const proto::Column& c : t.columns()) header.push_back(Label(c));
   absl::StrAppend(&md, "| ", absl::StrJoin(header, " | "), " |\n|", std::string(""), "");
   for (size_t i = 0; i < header.size(); ++i) absl::StrAppend(&md, "---|");
   absl::StrAppend(&md, "\n");
   std::map<std::pair<std::string, std::string>, proto::PublishedValue> paper;
   for (const proto::Cell& c : t.cells()) paper[{c.row(), c.column()}] = c.paper();
   for (const proto::Row& r : t.rows()) {
-    std::vector<std::string> line = {r.label().empty() ? r.key() : r.label()};
+    std::vector<std::string> line = {Label(r)};
     for (const proto::Column& c : t.columns()) {
       auto it = paper.find({r.key(), c.key()});
       line.push_back(it == paper.end() ? "–" : FormatCell(Lookup(cells, r.key(), c.key()), it->second));
@@ -560,12 +569,8 @@ std::string FidelitySvg(const proto::Table& t,
                                           y(p.ours), kColors[p.row % 10]));
   }
   for (size_t i = 0; i < labels.size(); ++i) {
-    std::string label = labels[i];
-    for (const proto::Row& r : t.rows()) {
-      if (r.key() == labels[i] && !r.label().empty()) label = r.label();
-    }
     absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">● %s</text>\n", kLeft + side + 15,
-                                          kTop + 14 * (i + 1), kColors[i % 10], Escape(label)));
+                                          kTop + 14 * (i + 1), kColors[i % 10], Escape(RowLabel(t, labels[i]))));
   }
   return svg + "</svg>\n";
 }

@@ -56,15 +56,8 @@ namespace {
 
 // The Experiment field a dotted flag name names ("fedtad.knn"), or nullptr.
 const google::protobuf::FieldDescriptor* FieldAt(const std::string& path) {
-  const google::protobuf::Descriptor* d = proto::Experiment::descriptor();
-  const google::protobuf::FieldDescriptor* f = nullptr;
-  for (absl::string_view part : absl::StrSplit(path, '.')) {
-    if (d == nullptr) return nullptr;
-    f = d->FindFieldByName(std::string(part));
-    if (f == nullptr) return nullptr;
-    d = f->message_type();
-  }
-  return f;
+  absl::StatusOr<const google::protobuf::FieldDescriptor*> field = ExperimentField(path);
+  return field.ok() ? *field : nullptr;
 }
 
 // Moves every --FIELD=VALUE whose FIELD is not a flag but names an Experiment field into

@@ -82,6 +82,20 @@ absl::StatusOr<proto::Table> LoadTable(const std::string& path) {
   return t;
 }
 
+absl::StatusOr<const google::protobuf::FieldDescriptor*> ExperimentField(const std::string& path) {
+  const google::protobuf::Descriptor* d = proto::Experiment::descriptor();
+  const google::protobuf::FieldDescriptor* field = nullptr;
+  for (absl::string_view part : absl::StrSplit(path, '.')) {
+    if (d == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("'", field->name(), "' has no fields"));
+    }
+    field = d->FindFieldByName(std::string(part));
+    if (field == nullptr) return absl::InvalidArgumentError(absl::StrCat("no field '", part, "'"));
+    d = field->message_type();
+  }
+  return field;
+}
+
 absl::Status ApplySet(const std::string& assignment, proto::Experiment* experiment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -90,20 +104,9 @@ absl::Status ApplySet(const std::string& assignment, proto::Experiment* experime
   std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
   // "a.b=v" becomes "a { b: v }"; strings are quoted unless already quoted.
   std::vector<std::string> path = absl::StrSplit(key, '.');
-  const google::protobuf::Descriptor* d = experiment->GetDescriptor();
-  const google::protobuf::FieldDescriptor* field = nullptr;
-  for (size_t i = 0; i < path.size(); ++i) {
-    field = d->FindFieldByName(path[i]);
-    if (field == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("--set ", assignment, ": no field '", path[i], "'"));
-    }
-    if (i + 1 < path.size()) {
-      if (field->type() != google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
-        return absl::InvalidArgumentError(absl::StrCat("--set ", assignment, ": '", path[i], "' has no fields"));
-      }
-      d = field->message_type();
-    }
-  }
+  absl::StatusOr<const google::protobuf::FieldDescriptor*> found = ExperimentField(key);
+  if (!found.ok()) return absl::InvalidArgumentError(absl::StrCat("--set ", assignment, ": ", found.status().message()));
+  const google::protobuf::FieldDescriptor* field = *found;
   if (field->type() == google::protobuf::FieldDescriptor::TYPE_STRING && (value.empty() || value[0] != '"')) {
     value = absl::StrCat("\"", value, "\"");
   }

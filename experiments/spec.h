@@ -19,6 +19,10 @@ absl::Status ParseTextProtoFile(const std::string& path, google::protobuf::Messa
 absl::StatusOr<proto::Experiment> LoadExperiment(const std::string& path);
 absl::StatusOr<proto::Table> LoadTable(const std::string& path);
 
+// The Experiment field a dotted path names ("fedtad.knn"); InvalidArgument naming the part that
+// is not a field ("no field 'knn'") or that has no fields.
+absl::StatusOr<const google::protobuf::FieldDescriptor*> ExperimentField(const std::string& path);
+
 // Applies "--set key=value" overrides (a field of Experiment by name, in textproto syntax:
 // "clients=5", "eval.dropout_at_eval=true", "fedprox.mu=0.01").
 absl::Status ApplySet(const std::string& assignment, proto::Experiment* experiment);

@@ -123,11 +123,12 @@ std::string CommandOutput(const std::vector<std::string>& args) {
   return out;
 }
 
-// A run's result.json (fl.proto.RunResult); false when missing or unreadable (the run is redone).
-bool ReadResult(const std::string& path, fl::proto::RunResult* result) {
+// A protobuf JSON file (a run's result.json, a run record); false when missing or unreadable, and
+// the run is then redone.
+bool ReadJson(const std::string& path, google::protobuf::Message* message) {
   const std::string json = Slurp(path);
   if (json.empty()) return false;
-  if (absl::Status s = fl::FromJson(json, result, path); !s.ok()) {
+  if (absl::Status s = fl::FromJson(json, message, path); !s.ok()) {
     LOG(WARNING) << s;
     return false;
   }
@@ -143,17 +144,6 @@ std::string SeedDirectory(const std::string& out_dir) {
     }
   }
   return "";
-}
-
-// A committed run record; false when missing or unreadable.
-bool ReadRecord(const std::string& path, proto::RunRecord* record) {
-  const std::string json = Slurp(path);
-  if (json.empty()) return false;
-  if (absl::Status s = fl::FromJson(json, record, path); !s.ok()) {
-    LOG(WARNING) << s;
-    return false;
-  }
-  return true;
 }
 
 // The method's result version as the code has it now ("fedprox@1", "fedavg@1+fedtad@1"), and as a
@@ -214,7 +204,7 @@ struct Job {
   uint64_t seed = 0;
   // The cells (or partition-spread entries) it fills: two cells of a table can be the same run.
   std::vector<CellResult*> targets;
-  std::string label;             // "row/column" for logs
+  std::pair<std::string, std::string> cell;  // (row, column), for logs and the plot
   bool plot = false;             // a main cell: its first run may be plotted
   pid_t pid = 0;
 };
@@ -239,7 +229,7 @@ std::map<std::string, double> RecordedWallTimes(const std::string& records) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(records, ec)) {
     proto::RunRecord record;
-    if (entry.path().extension() != ".json" || !ReadRecord(entry.path().string(), &record)) continue;
+    if (entry.path().extension() != ".json" || !ReadJson(entry.path().string(), &record)) continue;
     const fl::proto::RunResult& r = record.result();
     auto& [sum, n] = sums[absl::StrCat(r.method(), "|", r.dataset(), "|", r.clients())];
     sum += r.wall_s();
@@ -269,7 +259,7 @@ double TimedEstimate(const Job& job, int rounds, const std::string& run_binary, 
   if (pid <= 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
   fl::proto::RunResult result;
   const std::string dir = SeedDirectory(stem + ".out");
-  if (dir.empty() || !ReadResult(dir + "/result.json", &result)) return -1;
+  if (dir.empty() || !ReadJson(dir + "/result.json", &result)) return -1;
   return (result.wall_s() - result.train_s()) + result.train_s() * full / short_run.rounds();
 }
 
@@ -303,7 +293,7 @@ std::string Budget(const proto::Table& table, const std::map<std::pair<std::stri
     for (const auto& [seed, r] : by_seed) count(key.first, r);
   }
   for (const Job& j : pending) {
-    RowBudget& b = rows[j.label.substr(0, j.label.find('/'))];
+    RowBudget& b = rows[j.cell.first];
     ++b.missing;
     auto it = wall.find(BudgetKey(j.resolved));
     if (it == wall.end()) {
@@ -383,7 +373,6 @@ int Run() {
   std::map<std::pair<std::string, std::string>, CellResult> results;
   std::map<std::pair<std::string, std::string>, proto::RunRecord> first_runs;  // for the plot
   std::vector<Job> pending;
-  std::map<std::string, std::pair<std::string, std::string>> job_cell;
   Provenance prov;
   // The commit and machine that produce new runs (recorded in each run's record).
   std::string commit = CommandOutput({"git", "-C", Workspace(), "rev-parse", "--short", "HEAD"});
@@ -414,7 +403,7 @@ int Run() {
       job.record_path = absl::StrCat(records, "/", hash, ".json");
       proto::RunRecord record;
       // A record counts only for the run it names: its key, seed and spec text must all match.
-      bool have = ReadRecord(job.record_path, &record) && record.key() == hash && record.seed() == seed &&
+      bool have = ReadJson(job.record_path, &record) && record.key() == hash && record.seed() == seed &&
                   record.spec() == KeyedSpecText(resolved);
       const bool stale = have && RecordVersion(record, resolved.method()) != CurrentVersion(resolved.method());
       have &= !stale;
@@ -449,9 +438,8 @@ int Run() {
       google::protobuf::TextFormat::PrintToString(one, &spec_text);
       std::ofstream(job.spec_path) << spec_text;
       job.targets = {&r};
-      job.label = absl::StrCat(key.first, "/", key.second);
+      job.cell = key;
       job.plot = plot;
-      job_cell[hash] = key;
       job.resolved = one;
       job.seed = seed;
       queued[hash] = pending.size();
@@ -560,7 +548,7 @@ int Run() {
     const std::string seed_dir = SeedDirectory(j.out_dir);
     fl::proto::RunResult result;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !seed_dir.empty() &&
-        ReadResult(seed_dir + "/result.json", &result)) {
+        ReadJson(seed_dir + "/result.json", &result)) {
       result.set_code_commit(commit);
       result.set_machine(machine);
       absl::StatusOr<proto::RunRecord> record =
@@ -575,14 +563,14 @@ int Run() {
         r->values.push_back(result.test_acc());
         r->run_seconds += result.wall_s();
       }
-      if (j.plot && !first_runs.count(job_cell[j.cell_key])) first_runs[job_cell[j.cell_key]] = *record;
+      if (j.plot && !first_runs.count(j.cell)) first_runs[j.cell] = *record;
     } else {
       for (CellResult* r : j.targets) {
         r->state = CellResult::State::kFailed;
         r->detail = j.log_path;
       }
       ++failed;
-      LOG(ERROR) << "run failed for cell " << j.label << "; log: " << j.log_path;
+      LOG(ERROR) << "run failed for cell " << j.cell.first << "/" << j.cell.second << "; log: " << j.log_path;
     }
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - runs_start).count();
     const double eta = elapsed / done * (total - done);

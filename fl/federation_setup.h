@@ -106,6 +106,7 @@ proto::RunResult RunResultToProto(const FederationOptions& o, const FederationRe
 
 // Runs fn() (returning Status or StatusOr); a C++ exception it throws (LibTorch's c10::Error,
 // std::bad_alloc, ...) becomes an INTERNAL status naming `stage` instead of ending the process.
+// `stage` is read only when an exception is caught: fn may update it as it goes.
 template <typename F>
 auto CatchExceptions(const std::string& stage, F&& fn) -> decltype(fn()) {
   try {

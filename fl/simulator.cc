@@ -328,14 +328,9 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
 
 absl::StatusOr<FederationResult> RunFederation(const FederationOptions& options,
                                                const std::function<void(const RoundRecord&)>& on_round) {
+  // `stage` is read when an exception is caught, so the error names what the run was doing.
   std::string stage;
-  try {
-    return Run(options, on_round, &stage);
-  } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat(stage, ": ", e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat(stage, ": ", e.what()));
-  }
+  return CatchExceptions(stage, [&] { return Run(options, on_round, &stage); });
 }
 
 }  // namespace fgl::fl
