@@ -52,11 +52,11 @@ struct MethodConfig {
   std::vector<google::protobuf::Any> params;
   uint64_t seed = 0;
   torch::Device device = torch::kCPU;
-  // The whole dataset (every node and edge, no split), for oracle ablations that give the server
-  // real data (FedTAD-r-eq). Set for the server only, only by the simulator, and only when
-  // the method's parameters ask for it (ParamsSpec::server_needs_dataset); a transport server has
-  // no data and refuses such runs.
-  std::shared_ptr<const ClientData> oracle_graph;
+  // The run's dataset as graph::LoadDataset takes it, for oracle ablations whose server loads
+  // the whole graph itself (FedTAD-r-eq); no other method may read it.
+  std::string dataset;
+  std::string data_dir;  // resolved
+  uint64_t partition_seed = 0;
 };
 
 // The run's parameters of type P (P's declared defaults when the spec sets none).

@@ -147,6 +147,9 @@ absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int6
   config.dropout_at_eval = o.eval().dropout_at_eval;
   config.params = MethodParamsOf(o.spec);
   config.seed = graph::Rng::Derive(o.seed, "init");
+  config.dataset = o.spec.dataset();
+  config.data_dir = graph::ResolveDataDir(o.spec.data_dir());
+  config.partition_seed = o.spec.partition_seed();
   config.device = device;
   return config;
 }
@@ -155,7 +158,6 @@ MethodConfig ClientMethodConfig(const FederationOptions& o, const MethodConfig& 
   const std::vector<std::string> specs = absl::StrSplit(o.spec.model(), ';', absl::SkipEmpty());
   MethodConfig config = server;
   config.model_spec = specs[client % specs.size()];
-  config.oracle_graph = nullptr;  // the server's alone
   return config;
 }
 
@@ -195,6 +197,7 @@ absl::StatusOr<EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, const Clie
   }
   torch::Tensor correct = logits.argmax(1) == client.labels;
   EvalCounts c;
+  c.num_nodes = client.data.num_nodes();
   c.val_n = client.split.val.sum().item<int64_t>();
   c.val_correct = correct.logical_and(client.split.val).sum().item<int64_t>();
   c.test_n = client.split.test.sum().item<int64_t>();
@@ -285,6 +288,17 @@ RoundRecord RoundRecordFromProto(const proto::RoundRecord& p) {
   r.bytes_up = p.bytes_up();
   r.bytes_down = p.bytes_down();
   r.seconds = p.seconds();
+  for (const proto::ClientRoundRecord& q : p.clients()) {
+    ClientRecord& c = r.clients.emplace_back();
+    c.id = q.id();
+    c.participated = q.participated();
+    if (q.has_train_loss()) c.train_loss = q.train_loss();
+    c.val_acc = q.val_acc();
+    c.test_acc = q.test_acc();
+    c.bytes_up = q.bytes_up();
+    c.bytes_down = q.bytes_down();
+    c.seconds = q.seconds();
+  }
   return r;
 }
 

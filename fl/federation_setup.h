@@ -1,6 +1,6 @@
-// What the in-process simulator and the gRPC transport share, so that a federation run across
-// processes computes exactly the simulator's numbers: one client's data, the method configs,
-// client sampling, per-round seeds and evaluation counts.
+// What every side of a federation shares, so that a run across processes computes exactly the
+// simulator's numbers: one client's data, the method configs, client sampling, per-round seeds,
+// evaluation counts, round records.
 #ifndef FGL_FL_FEDERATION_SETUP_H_
 #define FGL_FL_FEDERATION_SETUP_H_
 
@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "fl/algorithm.h"
+#include "fl/client_channel.h"
 #include "fl/federation.h"
 #include "fl/federation_spec.h"
 #include "fl/proto/checkpoint.pb.h"
@@ -68,10 +69,6 @@ std::vector<int> SampleClients(const FederationOptions& o, int round, int num_cl
 RoundInfo ServerRound(const FederationOptions& o, int round);
 RoundInfo ClientRound(const RoundInfo& server_round, int client);
 
-// Correct predictions and node counts of one client's val and test nodes.
-struct EvalCounts {
-  int64_t val_correct = 0, val_n = 0, test_correct = 0, test_n = 0;
-};
 // Scores the protocol's model on one client (`global`: the server's model, or nullptr for the
 // client's own). Dropout at evaluation is seeded per client and round, independent of threads.
 absl::StatusOr<EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, const ClientData& client,
@@ -97,7 +94,8 @@ void SelectReportedRound(const EvalProtocol& eval, FederationResult& result);
 // The protocol card every result carries: evaluation, sharing, split and partition.
 absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o);
 
-// Round records as protos: in checkpoints without the per-client detail, in rounds.jsonl with it.
+// Round records as protos: with the per-client detail in rounds.jsonl and a checkpoint's pending
+// round, without it for a checkpoint's finished rounds.
 RoundRecord RoundRecordFromProto(const proto::RoundRecord& p);
 proto::RoundRecord RoundRecordToProto(const RoundRecord& r, bool with_clients = false);
 

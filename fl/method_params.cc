@@ -91,15 +91,4 @@ absl::Status CheckMethodParams(const std::string& method, const std::vector<Para
   return absl::OkStatus();
 }
 
-bool ServerNeedsDataset(const std::vector<ParamsSpec>& accepted,
-                        const std::vector<google::protobuf::Any>& params) {
-  for (const google::protobuf::Any& any : params) {
-    const ParamsSpec* spec = FindSpec(accepted, any);
-    if (spec == nullptr || !spec->server_needs_dataset) continue;
-    absl::StatusOr<std::unique_ptr<google::protobuf::Message>> m = Unpack(*spec, any);
-    if (m.ok() && spec->server_needs_dataset(**m)) return true;
-  }
-  return false;
-}
-
 }  // namespace fgl::fl

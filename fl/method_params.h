@@ -22,23 +22,15 @@ struct ParamsSpec {
   const google::protobuf::Descriptor* type = nullptr;
   // INVALID_ARGUMENT naming the field and the value for anything out of range.
   std::function<absl::Status(const google::protobuf::Message&)> validate;
-  // True when the server must be handed the whole dataset: an oracle ablation (FedTAD-r-eq) that
-  // only the simulator can run.
-  std::function<bool(const google::protobuf::Message&)> server_needs_dataset;
 };
 
 template <typename P>
-ParamsSpec TypedParams(absl::Status (*validate)(const P&), bool (*server_needs_dataset)(const P&) = nullptr) {
+ParamsSpec TypedParams(absl::Status (*validate)(const P&)) {
   ParamsSpec s;
   s.type = P::descriptor();
   s.validate = [validate](const google::protobuf::Message& m) {
     return validate(static_cast<const P&>(m));
   };
-  if (server_needs_dataset != nullptr) {
-    s.server_needs_dataset = [server_needs_dataset](const google::protobuf::Message& m) {
-      return server_needs_dataset(static_cast<const P&>(m));
-    };
-  }
   return s;
 }
 
@@ -52,10 +44,6 @@ absl::Status CheckFinite(const google::protobuf::Message& message, absl::string_
 // composition sees the plug-in's parameters too).
 absl::Status CheckMethodParams(const std::string& method, const std::vector<ParamsSpec>& accepted,
                                const std::vector<google::protobuf::Any>& params, bool own_only = false);
-
-// Whether any accepted parameter message asks for the whole dataset on the server.
-bool ServerNeedsDataset(const std::vector<ParamsSpec>& accepted,
-                        const std::vector<google::protobuf::Any>& params);
 
 // The message of type P among `params`, or P's defaults when there is none.
 template <typename P>

@@ -5,20 +5,19 @@
 #include <chrono>
 #include <csignal>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <random>
-#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "fl/federation_driver.h"
 #include "fl/federation_setup.h"
-#include "fl/proto/checkpoint.pb.h"
 #include "fl/proto/transport.grpc.pb.h"
 #include "fl/registry.h"
 #include "fl/transport/chunked_stream.h"
 #include "glog/logging.h"
-#include "graph/io/file.h"
 #include "nn/threads.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -30,8 +29,6 @@ using Clock = std::chrono::steady_clock;
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
-
-constexpr uint32_t kServerCheckpointVersion = 1;
 
 // Compares secrets in time independent of where they differ.
 bool SameSecret(const std::string& a, const std::string& b) {
@@ -52,7 +49,6 @@ struct Task {
   bool eval_reuses_train = false;
   bool eval_own_model = false;
   proto::Header eval_header;
-  std::shared_ptr<const std::string> stripped;  // `payload` without its header (deduplication)
 };
 
 // The server's view of one client.
@@ -82,13 +78,19 @@ struct Outcome {
   StreamBytes down, up;
 };
 
+std::string WithoutHeader(proto::Message m) {
+  m.clear_header();
+  return m.SerializeAsString();
+}
+
 grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
 }  // namespace
 
-class FederationServer::Impl final : public proto::Federation::Service {
+// The gRPC service, and the ClientChannel through which the federation driver reaches the clients.
+class FederationServer::Impl final : public proto::Federation::Service, public ClientChannel {
  public:
   Impl(FederationOptions run, ServerOptions options, std::map<int, std::string> tokens)
       : run_(std::move(run)), opt_(std::move(options)), tokens_(std::move(tokens)),
@@ -340,18 +342,31 @@ class FederationServer::Impl final : public proto::Federation::Service {
     driver_cv_.notify_all();
   }
 
+  // --- ClientChannel --------------------------------------------------------------------------
+
+  int num_clients() const override { return run_.spec.clients(); }
+
+  // Round 1 waited for min_clients before the server was made (Run); later rounds wait for
+  // min_clients_per_round, so a dropped client may rejoin meanwhile.
+  absl::Status BeforeRound(int round) override {
+    return round > 1 ? WaitForClients(std::max(1, opt_.min_clients_per_round)) : absl::OkStatus();
+  }
+
+  std::vector<int> Reachable() override { return ConnectedClients(); }
+
   // Hands every task to its client and waits for all answers, disconnections or the deadline.
-  // `on_answer` (if set) sees each answer on this thread as soon as it and every answer before it
-  // (in client-id order) are in, while later clients still work; the rest come back in the map.
-  std::map<int, Outcome> Exchange(const std::map<int, Task>& tasks,
-                                  const std::function<void(int, Outcome&)>& on_answer = nullptr) {
-    std::map<int, Outcome> out;
+  // Each answer goes to `on_answer` on this thread as soon as it and every answer before it (in
+  // client-id order) are in, while later clients still work; the rest when the wait is over.
+  void Exchange(const std::map<int, ClientTask>& client_tasks,
+                const std::function<void(int, ClientAnswer&)>& on_answer) override {
+    const std::map<int, Task> tasks = ToWire(client_tasks);
     std::unique_lock<std::mutex> lock(mu_);
     std::vector<int> asked;
+    std::map<int, ClientAnswer> unasked;
     for (const auto& [k, task] : tasks) {
       Slot& slot = slots_[k];
       if (!slot.joined || !slot.connected) {
-        out[k].answer = absl::UnavailableError(absl::StrCat("client ", k, " is not connected"));
+        unasked[k].status = absl::UnavailableError(absl::StrCat("client ", k, " is not connected"));
         continue;
       }
       slot.pending = task;
@@ -366,17 +381,26 @@ class FederationServer::Impl final : public proto::Federation::Service {
     for (int k : asked) slots_[k].wake.notify_all();
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(opt_.round_deadline_s));
-    size_t taken = 0;  // asked[0..taken) are handed to on_answer
-    if (on_answer) {
-      for (; taken < asked.size(); ++taken) {
-        const int k = asked[taken];
-        if (!driver_cv_.wait_until(lock, deadline, [&] { return slots_[k].answer.has_value(); })) break;
-        Outcome o = TakeOutcome(k, tasks.at(k));
+    auto deliver = [&](int k) {  // requires mu_; releases it while the caller works
+      ClientAnswer a = TakeAnswer(k, tasks.at(k), client_tasks.at(k));
+      lock.unlock();
+      on_answer(k, a);
+      lock.lock();
+    };
+    auto answer_unasked_below = [&](int limit) {  // clients never asked answer in their turn
+      while (!unasked.empty() && unasked.begin()->first < limit) {
+        auto node = unasked.extract(unasked.begin());
         lock.unlock();
-        on_answer(k, o);
+        on_answer(node.key(), node.mapped());
         lock.lock();
-        out[k] = std::move(o);
       }
+    };
+    size_t taken = 0;  // asked[0..taken) are answered
+    for (; taken < asked.size(); ++taken) {
+      const int k = asked[taken];
+      if (!driver_cv_.wait_until(lock, deadline, [&] { return slots_[k].answer.has_value(); })) break;
+      answer_unasked_below(k);
+      deliver(k);
     }
     driver_cv_.wait_until(lock, deadline, [&] {
       for (size_t i = taken; i < asked.size(); ++i) {
@@ -394,9 +418,80 @@ class FederationServer::Impl final : public proto::Federation::Service {
         slot.answer = absl::DeadlineExceededError(absl::StrCat("client ", k, " missed the ",
                                                                opt_.round_deadline_s, " s deadline"));
       }
-      out[k] = TakeOutcome(k, tasks.at(k));
+      answer_unasked_below(k);
+      deliver(k);
     }
-    return out;
+    answer_unasked_below(std::numeric_limits<int>::max());
+  }
+
+  void Finish() override;
+
+  // The driver's tasks as they go on the wire: an evaluation model that the training message
+  // repeats (FedAvg and kin: the next broadcast carries the very same tensors) is not sent twice.
+  // Checked byte for byte, never assumed.
+  std::map<int, Task> ToWire(const std::map<int, ClientTask>& client_tasks) {
+    std::map<const proto::Message*, std::shared_ptr<const std::string>> stripped;  // per distinct message
+    auto without_header = [&](const SharedMessage& m) {
+      auto& s = stripped[m.message.get()];
+      if (!s) s = std::make_shared<const std::string>(WithoutHeader(*m.message));
+      return s;
+    };
+    std::map<int, Task> tasks;
+    for (const auto& [k, t] : client_tasks) {
+      const proto::TaskKind kind = t.kind == ClientTask::Kind::kTrain     ? proto::TRAIN
+                                   : t.kind == ClientTask::Kind::kPrepare ? proto::PREPARE
+                                                                          : proto::EVALUATE;
+      Task task = MakeTask(kind, kind == proto::TRAIN ? t.round : t.eval_round,
+                           kind == proto::TRAIN ? t.message.bytes : nullptr);
+      if (t.eval_round > 0) {
+        task.eval_round = t.eval_round;
+        if (!t.eval_model.message) {
+          task.eval_own_model = true;
+        } else {
+          task.eval_header = t.eval_model.message->header();
+          task.eval_reuses_train = kind == proto::TRAIN && *without_header(t.message) == *without_header(t.eval_model);
+          if (!task.eval_reuses_train) task.eval_payload = t.eval_model.bytes;
+        }
+      }
+      tasks.emplace(k, std::move(task));
+    }
+    return tasks;
+  }
+
+  // Requires mu_ and an answer (or error) in the slot: the driver's view of it.
+  ClientAnswer TakeAnswer(int k, const Task& task, const ClientTask& client_task) {
+    Outcome o = TakeOutcome(k, task);
+    ClientAnswer a;
+    a.status = o.answer.status();
+    if (o.delivered) a.bytes_down = o.down.payload;
+    if (o.eval) {
+      const proto::EvalCounts& e = *o.eval;
+      if (!e.error().empty()) {
+        a.eval = absl::InternalError(absl::StrCat("client ", k, ": ", e.error()));
+      } else {
+        a.eval = EvalCounts{e.val_correct(), e.val_n(), e.test_correct(), e.test_n(), e.num_nodes()};
+      }
+    }
+    if (!o.answer.ok()) return a;
+    a.bytes_up = static_cast<int64_t>(o.answer->size());
+    if (client_task.kind == ClientTask::Kind::kTrain) {
+      if (o.parsed) {
+        a.reply = std::move(*o.parsed);
+      } else if (proto::Message m; m.ParseFromString(*o.answer)) {
+        a.reply = std::move(m);
+      } else {
+        a.status = absl::DataLossError("cannot parse reply");
+      }
+    } else if (client_task.kind == ClientTask::Kind::kPrepare && !o.answer->empty()) {
+      if (proto::Message m; m.ParseFromString(*o.answer)) {
+        a.reply = std::move(m);
+      } else {
+        a.status = absl::DataLossError("cannot parse preparation message");
+      }
+    } else if (client_task.kind == ClientTask::Kind::kPrepare) {
+      a.bytes_up = 0;  // the method sends nothing before round 1
+    }
+    return a;
   }
 
   // Requires mu_ and an answer (or error) in the slot: moves it out and closes the task.
@@ -432,7 +527,6 @@ class FederationServer::Impl final : public proto::Federation::Service {
 
   // Waits until `min_clients` (0: all) are connected, at most join_timeout_s.
   absl::Status WaitForClients(int min_clients);
-  void Finish();
 
   FederationOptions run_;
   ServerOptions opt_;
@@ -484,36 +578,6 @@ void FederationServer::Impl::Finish() {
   });
 }
 
-namespace {
-
-// A round that is aggregated but not yet scored: its evaluation rides on the next round's tasks.
-struct PendingEval {
-  RoundRecord rec;
-  std::optional<proto::Message> global;  // the model to score (global evaluation)
-  std::string stripped;                  // `global` serialised without its header
-  std::shared_ptr<const std::string> bytes;
-  Clock::time_point start;
-};
-
-std::string WithoutHeader(proto::Message m) {
-  m.clear_header();
-  return m.SerializeAsString();
-}
-
-PendingEval MakePending(RoundRecord rec, std::optional<proto::Message> global, Clock::time_point start) {
-  PendingEval p;
-  p.rec = std::move(rec);
-  p.start = start;
-  if (global) {
-    p.stripped = WithoutHeader(*global);
-    p.bytes = std::make_shared<const std::string>(global->SerializeAsString());
-    p.global = std::move(global);
-  }
-  return p;
-}
-
-}  // namespace
-
 absl::StatusOr<FederationResult> FederationServer::Impl::Run(
     const std::function<void(const RoundRecord&)>& on_round) {
   const Clock::time_point start = Clock::now();
@@ -527,235 +591,19 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
   }
   FGL_ASSIGN_OR_RETURN(MethodConfig config, ServerMethodConfig(run_, features, classes));
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<ServerAlgorithm> server, factories.server(config));
-  const bool global_eval = run_.eval().model == EvalProtocol::Model::kGlobal;
-
-  FederationResult result;
-  std::optional<PendingEval> pending;
-  int first_round = 1;
-  const std::string ckpt_path = opt_.checkpoint_dir + "/server_checkpoint.pb";
-  if (opt_.resume && !opt_.checkpoint_dir.empty() && graph::io::FileExists(ckpt_path)) {
-    FGL_ASSIGN_OR_RETURN(std::string bytes, graph::io::ReadFileBytes(ckpt_path));
-    proto::Checkpoint ckpt;
-    if (!ckpt.ParseFromString(bytes)) return absl::DataLossError(absl::StrCat(ckpt_path, ": corrupt checkpoint"));
-    if (ckpt.version() != kServerCheckpointVersion || ckpt.run_fingerprint() != run_.Fingerprint()) {
-      return absl::FailedPreconditionError(absl::StrCat(ckpt_path, ": checkpoint of a different run"));
-    }
-    if (ckpt.round() < 1 || ckpt.round() > run_.spec.rounds() || !ckpt.has_pending_eval() ||
-        ckpt.records_size() != ckpt.round() - 1 || ckpt.pending_record().round() != ckpt.round() ||
-        ckpt.has_pending_global() != global_eval) {
-      return absl::DataLossError(absl::StrCat(ckpt_path, ": inconsistent checkpoint"));
-    }
-    FGL_RETURN_IF_ERROR(server->RestoreState(ckpt.server()));
-    for (const proto::RoundRecord& p : ckpt.records()) {
-      result.rounds.push_back(RoundRecordFromProto(p));
-      result.bytes_up += p.bytes_up();
-      result.bytes_down += p.bytes_down();
-    }
-    RoundRecord rec = RoundRecordFromProto(ckpt.pending_record());
-    rec.clients.resize(run_.spec.clients());
-    for (int k = 0; k < run_.spec.clients(); ++k) rec.clients[k].id = k;
-    pending = MakePending(std::move(rec), global_eval ? std::optional<proto::Message>(ckpt.pending_global())
-                                                      : std::nullopt, Clock::now());
-    first_round = ckpt.round() + 1;
-    LOG(INFO) << "resumed from " << ckpt_path << " after round " << ckpt.round();
-  }
-  std::vector<int64_t> sizes(run_.spec.clients(), 0);
-  const Clock::time_point train_start = Clock::now();
-
-  if (first_round == 1) {
-    std::map<int, Task> tasks;
-    for (int k : ConnectedClients()) tasks[k] = MakeTask(proto::PREPARE, 0, nullptr);
-    std::map<int, Outcome> outcomes = Exchange(tasks);
-    for (auto& [k, o] : outcomes) {  // client-id order, as in the simulator
-      if (!o.answer.ok()) {
-        LOG(WARNING) << "preparation: client " << k << " left out: " << o.answer.status();
-        continue;
-      }
-      if (o.answer->empty()) continue;  // the method sends nothing before round 1
-      result.preparation_bytes_up += static_cast<int64_t>(o.answer->size());
-      proto::Message m;
-      absl::Status accepted = m.ParseFromString(*o.answer)
-                                  ? server->AcceptPreparation(m)
-                                  : absl::DataLossError("cannot parse preparation message");
-      if (!accepted.ok()) LOG(WARNING) << "preparation: client " << k << " left out: " << accepted;
-    }
-    FGL_RETURN_IF_ERROR(server->FinishPreparation());
-  }
-
-  // Every connected client scores the pending round's model, first thing in its next task.
-  auto attach_evaluation = [&](std::map<int, Task>& tasks) {
-    if (!pending) return;
-    const int round = pending->rec.round;
-    for (int k : ConnectedClients()) {
-      auto it = tasks.find(k);
-      if (it == tasks.end()) it = tasks.emplace(k, MakeTask(proto::EVALUATE, round, nullptr)).first;
-      Task& t = it->second;
-      t.eval_round = round;
-      if (!pending->global) {
-        t.eval_own_model = true;
-        continue;
-      }
-      t.eval_header = pending->global->header();
-      // The usual case (FedAvg and kin): the next broadcast carries the very same tensors, so the
-      // model travels once. Checked byte for byte, never assumed.
-      t.eval_reuses_train = t.kind == proto::TRAIN && t.stripped != nullptr && *t.stripped == pending->stripped;
-      if (!t.eval_reuses_train) t.eval_payload = pending->bytes;
+  DriverHooks hooks;
+  hooks.on_round = [&](const RoundRecord& rec) {
+    LOG(INFO) << "round " << rec.round << ": " << rec.participants << " participants, " << rec.failed_clients
+              << " left out, val " << rec.val_acc << " test " << rec.test_acc << " (" << rec.seconds << " s)";
+    if (on_round) on_round(rec);
+  };
+  hooks.after_checkpoint = [&](int round) {
+    if (round == opt_.testonly_kill_after_checkpoint) {
+      LOG(WARNING) << "killing the server after the checkpoint of round " << round << " (test)";
+      std::raise(SIGKILL);
     }
   };
-
-  // Completes the pending round's record from the evaluations in `outcomes`.
-  auto finish_evaluation = [&](std::map<int, Outcome>& outcomes) -> absl::Status {
-    if (!pending) return absl::OkStatus();
-    RoundRecord& rec = pending->rec;
-    std::vector<EvalCounts> counts;
-    std::vector<int64_t> eval_sizes;
-    for (auto& [k, o] : outcomes) {
-      absl::Status s = o.eval ? absl::OkStatus() : o.answer.status();
-      if (s.ok() && !o.eval) s = absl::DataLossError("no evaluation in the answer");
-      if (s.ok() && !o.eval->error().empty()) s = absl::InternalError(o.eval->error());
-      EvalCounts c;
-      if (s.ok()) {
-        const proto::EvalCounts& e = *o.eval;
-        c = {e.val_correct(), e.val_n(), e.test_correct(), e.test_n()};
-        if (c.val_correct < 0 || c.val_n < c.val_correct || c.test_correct < 0 ||
-            c.test_n < c.test_correct || e.num_nodes() <= 0) {
-          s = absl::InvalidArgumentError("evaluation counts inconsistent");
-        } else {
-          sizes[k] = e.num_nodes();
-        }
-      }
-      if (!s.ok()) {
-        LOG(WARNING) << "round " << rec.round << ": client " << k << " not evaluated: " << s;
-        continue;
-      }
-      counts.push_back(c);
-      eval_sizes.push_back(sizes[k]);
-      const RoundAccuracy acc = WeightedAccuracy(run_.eval(), {c}, {1});
-      rec.clients[k].val_acc = acc.val;
-      rec.clients[k].test_acc = acc.test;
-    }
-    if (counts.empty()) {
-      return absl::UnavailableError(absl::StrCat("round ", rec.round, ": no client left to evaluate"));
-    }
-    const RoundAccuracy acc = WeightedAccuracy(run_.eval(), counts, eval_sizes);
-    rec.val_acc = acc.val;
-    rec.test_acc = acc.test;
-    if (rec.seconds == 0) rec.seconds = Seconds(pending->start);
-    result.bytes_up += rec.bytes_up;
-    result.bytes_down += rec.bytes_down;
-    result.rounds.push_back(rec);
-    if (rec.round == run_.spec.rounds() && pending->bytes) result.final_global = *pending->bytes;
-    LOG(INFO) << "round " << rec.round << ": " << rec.participants << " participants, "
-              << rec.failed_clients << " left out, " << counts.size() << " evaluated, val "
-              << rec.val_acc << " test " << rec.test_acc << " (" << rec.seconds << " s)";
-    pending.reset();
-    if (on_round) on_round(result.rounds.back());
-    return absl::OkStatus();
-  };
-
-  for (int r = first_round; r <= run_.spec.rounds(); ++r) {
-    if (r > 1) FGL_RETURN_IF_ERROR(WaitForClients(std::max(1, opt_.min_clients_per_round)));
-    const Clock::time_point round_start = Clock::now();
-    // A round lasts from its tasks going out to the next round's (the evaluation rides along).
-    if (pending) pending->rec.seconds = Seconds(pending->start);
-    RoundRecord rec;
-    rec.round = r;
-    rec.clients.resize(run_.spec.clients());
-    for (int k = 0; k < run_.spec.clients(); ++k) rec.clients[k].id = k;
-    const RoundInfo info = ServerRound(run_, r);
-    const std::vector<int> sampled = SampleClients(run_, r, run_.spec.clients());
-    std::map<int, Task> tasks;
-    auto train_task = [&](const proto::Message& m) {
-      Task t = MakeTask(proto::TRAIN, r, std::make_shared<const std::string>(m.SerializeAsString()));
-      if (pending && pending->global) t.stripped = std::make_shared<const std::string>(WithoutHeader(m));
-      return t;
-    };
-    if (server->PersonalisedBroadcast()) {
-      for (int k : sampled) {
-        FGL_ASSIGN_OR_RETURN(proto::Message m, server->BroadcastTo(k, info));
-        tasks[k] = train_task(m);
-      }
-    } else {
-      FGL_ASSIGN_OR_RETURN(proto::Message m, server->Broadcast(info));
-      const Task shared = train_task(m);
-      for (int k : sampled) {
-        tasks[k] = shared;
-        tasks[k].id = next_task_++;
-      }
-    }
-    attach_evaluation(tasks);
-    const Clock::time_point exchange_start = Clock::now();
-    // Replies are aggregated in client-id order (deterministic, as in the simulator): each as
-    // soon as it and those before it are in, while later clients still train; the rest after.
-    std::set<int> aggregated;
-    auto aggregate = [&](int k, Outcome& o) {
-      ClientRecord& cr = rec.clients[k];
-      if (o.delivered) {
-        cr.bytes_down = o.down.payload;
-        rec.bytes_down += cr.bytes_down;
-      }
-      absl::StatusOr<proto::Message> reply = absl::UnknownError("no reply");
-      if (!o.answer.ok()) {
-        reply = o.answer.status();
-      } else {
-        cr.bytes_up = static_cast<int64_t>(o.answer->size());
-        rec.bytes_up += cr.bytes_up;
-        if (o.parsed) {
-          reply = std::move(*o.parsed);
-        } else if (proto::Message m; m.ParseFromString(*o.answer)) {
-          reply = std::move(m);
-        } else {
-          reply = absl::DataLossError("cannot parse reply");
-        }
-      }
-      (void)AccumulateReply(*server, reply, cr, rec);  // a rejected client is left out of the round
-      aggregated.insert(k);
-    };
-    const std::set<int> sampled_ids(sampled.begin(), sampled.end());
-    std::map<int, Outcome> outcomes = Exchange(tasks, [&](int k, Outcome& o) {
-      if (sampled_ids.count(k) == 0) return;
-      aggregate(k, o);
-      if (o.answer.ok()) std::string().swap(*o.answer);  // aggregated: only its status is read later
-    });
-    VLOG(1) << "round " << r << ": exchange " << Seconds(exchange_start) << " s";
-    FGL_RETURN_IF_ERROR(finish_evaluation(outcomes));
-    for (int k : sampled) {  // missed, failed or never asked: left out, in id order
-      if (aggregated.count(k) == 0) aggregate(k, outcomes[k]);
-    }
-    FGL_RETURN_IF_ERROR(server->FinishRound(info));
-    std::optional<proto::Message> global;
-    if (global_eval) {
-      FGL_ASSIGN_OR_RETURN(global, server->Broadcast(info));
-    }
-    pending = MakePending(std::move(rec), std::move(global), round_start);
-    if (!opt_.checkpoint_dir.empty()) {
-      proto::Checkpoint ckpt;
-      ckpt.set_version(kServerCheckpointVersion);
-      ckpt.set_run_fingerprint(run_.Fingerprint());
-      ckpt.set_round(r);
-      for (const RoundRecord& done : result.rounds) *ckpt.add_records() = RoundRecordToProto(done);
-      ckpt.set_has_pending_eval(true);
-      *ckpt.mutable_pending_record() = RoundRecordToProto(pending->rec);
-      if (pending->global) *ckpt.mutable_pending_global() = *pending->global;
-      FGL_ASSIGN_OR_RETURN(*ckpt.mutable_server(), server->SaveState());
-      FGL_RETURN_IF_ERROR(WriteFileAtomically(ckpt_path, ckpt));
-      if (r == opt_.testonly_kill_after_checkpoint) {
-        LOG(WARNING) << "killing the server after the checkpoint of round " << r << " (test)";
-        std::raise(SIGKILL);
-      }
-    }
-  }
-  if (pending) {  // the last round's evaluation has no next round to ride on
-    std::map<int, Task> tasks;
-    attach_evaluation(tasks);
-    std::map<int, Outcome> outcomes = Exchange(tasks);
-    FGL_RETURN_IF_ERROR(finish_evaluation(outcomes));
-  }
-  result.train_s = Seconds(train_start);
-  Finish();
-  for (int64_t s : sizes) result.client_sizes.push_back(s);
-  SelectReportedRound(run_.eval(), result);
-  FGL_ASSIGN_OR_RETURN(result.protocol, ProtocolCard(run_));
+  FGL_ASSIGN_OR_RETURN(FederationResult result, DriveFederation(run_, *server, *this, hooks));
   result.wall_s = Seconds(start);
   return result;
 }
@@ -765,16 +613,14 @@ FederationServer::~FederationServer() = default;
 
 absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const FederationOptions& unresolved,
                                                                           const ServerOptions& options) {
-  FGL_ASSIGN_OR_RETURN(const FederationOptions run, ResolveOptions(unresolved));
+  FGL_ASSIGN_OR_RETURN(FederationOptions run, ResolveOptions(unresolved));
+  // The server checkpoints after every round (clients keep their own state and rejoin).
+  run.checkpoint_dir = options.checkpoint_dir;
+  run.checkpoint_every = options.checkpoint_dir.empty() ? 0 : 1;
+  run.resume = options.resume;
   // One intra-op thread, as the simulator's server: a server-side step (FedTAD's distillation)
   // must not depend on how many threads its GEMMs and reductions are split over.
   nn::SetComputeThreads(1);
-  FGL_ASSIGN_OR_RETURN(const MethodFactories factories, CheckMethod(run.spec));
-  if (ServerNeedsDataset(factories.params, MethodParamsOf(run.spec))) {
-    return absl::FailedPreconditionError(
-        "this run gives the server the whole dataset (oracle_graph, an ablation such as FedTAD-r-eq); "
-        "a federation server holds no data: run it in the simulator (//experiments:run)");
-  }
   if (options.chunk_bytes < 1024 || options.chunk_bytes > kMaxChunkBytes) {
     return absl::InvalidArgumentError("chunk_bytes must be in [1 KiB, 16 MiB]");
   }

@@ -24,7 +24,7 @@ struct ServerOptions {
   TlsFiles tls;
   int64_t chunk_bytes = 4 << 20;  // a 2 MB model (Physics) goes in one message
   int64_t max_payload_bytes = int64_t{1} << 30;
-  // After every round DIR/server_checkpoint.pb holds the server's state; with `resume` a restarted
+  // After every round DIR/checkpoint.pb holds the server's state; with `resume` a restarted
   // server continues from it (clients keep their own state and rejoin). A restart reproduces an
   // uninterrupted run when the server died between a checkpoint and the next round's tasks; if
   // clients had already trained that round, they train it again.

@@ -38,7 +38,7 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_ca, "", "PEM CA; when set, clients must present certificates it signed.");
 ABSL_FLAG(bool, allow_insecure_remote, false, "Allow plaintext on a non-loopback address.");
 ABSL_FLAG(int64_t, chunk_bytes, 4 << 20, "Payload bytes per gRPC message.");
-ABSL_FLAG(std::string, checkpoint_dir, "", "Write DIR/server_checkpoint.pb after every round.");
+ABSL_FLAG(std::string, checkpoint_dir, "", "Write DIR/checkpoint.pb after every round.");
 ABSL_FLAG(bool, resume, false, "Continue from --checkpoint_dir when it holds this run's checkpoint.");
 ABSL_FLAG(int, testonly_kill_after_checkpoint, 0,
           "Tests only: SIGKILL the server after writing this round's checkpoint.");

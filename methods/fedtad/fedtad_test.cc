@@ -277,7 +277,7 @@ TEST(PluginTest, ZeroIterationsLeaveTheBaseMethodUntouched) {
 
 // The runtime hands the whole dataset to the server only when the run asks for it; the plug-in's
 // r-eq ablation then runs (and differs from the pseudo-graph FedTAD), and without it is refused.
-TEST(PluginTest, RealGraphAblationGetsTheOracleGraphFromTheSimulator) {
+TEST(PluginTest, RealGraphAblationLoadsTheWholeDatasetOnTheServer) {
   fl::FederationOptions o = Small("fedtad");
   FedTadParams p;
   p.set_reliability(FedTadParams::EQUAL);
@@ -304,9 +304,12 @@ TEST(PluginTest, RealGraphAblationGetsTheOracleGraphFromTheSimulator) {
   config.model_spec = "gcn:layers=2,hidden=16";
   config.num_features = 8;
   config.num_classes = 3;
-  config.params.emplace_back().PackFrom(p);  // asked for, but no graph given (a transport server)
+  config.params.emplace_back().PackFrom(p);
+  config.dataset = "no_such_dataset";  // a server that cannot load the dataset says so
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedtad"));
-  EXPECT_THAT(f.server(config), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("simulator")));
+  absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> server = f.server(config);
+  EXPECT_FALSE(server.ok());
+  EXPECT_THAT(server.status().message(), HasSubstr("fedtad.real_graph: the server loads the whole dataset"));
 }
 
 TEST(PluginTest, FedTadResumesExactly) {

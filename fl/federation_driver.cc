@@ -1,0 +1,290 @@
+#include "fl/federation_driver.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "fl/federation_setup.h"
+#include "fl/proto/checkpoint.pb.h"
+#include "glog/logging.h"
+#include "graph/io/file.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::fl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// 2: a checkpoint holds the last round's pending evaluation (version 1 had none).
+constexpr uint32_t kCheckpointVersion = 2;
+
+// A round that is aggregated but not yet scored.
+struct PendingEval {
+  RoundRecord rec;
+  SharedMessage global;  // the model to score (global evaluation); empty: each client's own
+  Clock::time_point start;
+  std::vector<EvalCounts> counts;  // of the clients scored so far
+  std::vector<int64_t> sizes;
+};
+
+RoundRecord EmptyRecord(int round, int num_clients) {
+  RoundRecord rec;
+  rec.round = round;
+  rec.clients.resize(num_clients);
+  for (int k = 0; k < num_clients; ++k) rec.clients[k].id = k;
+  return rec;
+}
+
+bool Unreachable(const absl::Status& s) { return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s); }
+
+}  // namespace
+
+SharedMessage SharedMessage::Of(proto::Message m) {
+  SharedMessage s;
+  s.bytes = std::make_shared<const std::string>(m.SerializeAsString());
+  s.message = std::make_shared<const proto::Message>(std::move(m));
+  return s;
+}
+
+namespace {
+
+// The run; `stage` names what it is doing, for an exception's error.
+absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorithm& server, ClientChannel& channel,
+                                       const DriverHooks& hooks, std::string* stage) {
+  *stage = "resuming";
+  const Clock::time_point train_start = Clock::now();
+  const int n = channel.num_clients();
+  const EvalProtocol eval = o.eval();
+  const bool global_eval = eval.model == EvalProtocol::Model::kGlobal;
+  FederationResult result;
+  std::vector<int64_t> sizes(n, 0);  // learnt from the evaluations
+  std::optional<PendingEval> pending;
+  int first_round = 1;
+
+  const std::string ckpt_path = o.checkpoint_dir.empty() ? "" : o.checkpoint_dir + "/checkpoint.pb";
+  if (o.resume && !ckpt_path.empty() && graph::io::FileExists(ckpt_path)) {
+    FGL_ASSIGN_OR_RETURN(std::string bytes, graph::io::ReadFileBytes(ckpt_path));
+    proto::Checkpoint ckpt;
+    if (!ckpt.ParseFromString(bytes)) return absl::DataLossError(absl::StrCat(ckpt_path, ": corrupt checkpoint"));
+    if (ckpt.version() != kCheckpointVersion || ckpt.run_fingerprint() != o.Fingerprint()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          ckpt_path, ": checkpoint of a different run (version ", ckpt.version(), ", ", ckpt.run_fingerprint(), ")"));
+    }
+    if (ckpt.round() < 1 || ckpt.round() > o.spec.rounds() || !ckpt.has_pending_eval() ||
+        ckpt.records_size() != ckpt.round() - 1 || ckpt.pending_record().round() != ckpt.round() ||
+        ckpt.has_pending_global() != global_eval) {
+      return absl::DataLossError(absl::StrCat(ckpt_path, ": inconsistent checkpoint"));
+    }
+    FGL_RETURN_IF_ERROR(server.RestoreState(ckpt.server()));
+    FGL_RETURN_IF_ERROR(channel.RestoreClients(ckpt));
+    for (const proto::RoundRecord& p : ckpt.records()) {
+      result.rounds.push_back(RoundRecordFromProto(p));
+      result.bytes_up += p.bytes_up();
+      result.bytes_down += p.bytes_down();
+    }
+    RoundRecord rec = RoundRecordFromProto(ckpt.pending_record());
+    if (static_cast<int>(rec.clients.size()) != n) rec = [&] {
+      RoundRecord full = EmptyRecord(rec.round, n);
+      full.participants = rec.participants;
+      full.failed_clients = rec.failed_clients;
+      full.bytes_up = rec.bytes_up;
+      full.bytes_down = rec.bytes_down;
+      return full;
+    }();
+    pending = PendingEval{std::move(rec), global_eval ? SharedMessage::Of(ckpt.pending_global()) : SharedMessage(),
+                          Clock::now()};
+    first_round = ckpt.round() + 1;
+    LOG(INFO) << "resumed from " << ckpt_path << " after round " << ckpt.round();
+  }
+
+  *stage = "preparation";
+  if (first_round == 1) {
+    // The one-off exchange before round 1, counted like any other traffic.
+    std::map<int, ClientTask> tasks;
+    for (int k : channel.Reachable()) tasks[k].kind = ClientTask::Kind::kPrepare;
+    absl::Status failed;
+    channel.Exchange(tasks, [&](int k, ClientAnswer& a) {
+      absl::Status s = a.status;
+      if (s.ok() && a.reply) {
+        result.preparation_bytes_up += a.bytes_up;
+        s = server.AcceptPreparation(*a.reply);
+      }
+      if (!s.ok()) {
+        LOG(WARNING) << "preparation: client " << k << " left out: " << s;
+        if (o.strict && failed.ok()) failed = s;
+      }
+    });
+    FGL_RETURN_IF_ERROR(failed);
+    FGL_RETURN_IF_ERROR(server.FinishPreparation());
+  }
+
+  // Every reachable client scores the pending round's model, first thing in its next task.
+  auto attach_evaluation = [&](std::map<int, ClientTask>& tasks) {
+    if (!pending) return;
+    for (int k : channel.Reachable()) {
+      ClientTask& t = tasks[k];  // a client with no training this round gets an evaluation only
+      t.eval_round = pending->rec.round;
+      t.eval_model = pending->global;
+    }
+  };
+  // One client's score of the pending round.
+  auto take_evaluation = [&](int k, const ClientAnswer& a) -> absl::Status {
+    absl::Status s = a.eval ? a.eval->status() : a.status;
+    if (s.ok() && !a.eval) s = absl::DataLossError("no evaluation in the answer");
+    if (s.ok()) {
+      const EvalCounts& c = **a.eval;
+      if (c.val_correct < 0 || c.val_n < c.val_correct || c.test_correct < 0 || c.test_n < c.test_correct ||
+          c.num_nodes <= 0) {
+        s = absl::InvalidArgumentError("evaluation counts inconsistent");
+      }
+    }
+    RoundRecord& rec = pending->rec;
+    if (!s.ok()) {
+      if (!Unreachable(s)) {
+        return absl::Status(s.code(), absl::StrCat("round ", rec.round, ": client ", k, " evaluation: ", s.message()));
+      }
+      LOG(WARNING) << "round " << rec.round << ": client " << k << " not evaluated: " << s;
+      return absl::OkStatus();
+    }
+    const EvalCounts& c = **a.eval;
+    sizes[k] = c.num_nodes;
+    pending->counts.push_back(c);
+    pending->sizes.push_back(c.num_nodes);
+    const RoundAccuracy acc = WeightedAccuracy(eval, {c}, {1});
+    rec.clients[k].val_acc = acc.val;
+    rec.clients[k].test_acc = acc.test;
+    return absl::OkStatus();
+  };
+  // Completes the pending round's record.
+  auto finish_evaluation = [&]() -> absl::Status {
+    if (!pending) return absl::OkStatus();
+    RoundRecord& rec = pending->rec;
+    if (pending->counts.empty()) {
+      return absl::UnavailableError(absl::StrCat("round ", rec.round, ": no client left to evaluate"));
+    }
+    const RoundAccuracy acc = WeightedAccuracy(eval, pending->counts, pending->sizes);
+    rec.val_acc = acc.val;
+    rec.test_acc = acc.test;
+    if (rec.seconds == 0) rec.seconds = Seconds(pending->start);
+    result.bytes_up += rec.bytes_up;
+    result.bytes_down += rec.bytes_down;
+    result.rounds.push_back(rec);
+    if (rec.round == o.spec.rounds() && pending->global.bytes) result.final_global = *pending->global.bytes;
+    VLOG(1) << "round " << rec.round << ": " << rec.participants << " participants, " << rec.failed_clients
+            << " left out, " << pending->counts.size() << " evaluated, val " << rec.val_acc << " test "
+            << rec.test_acc << " (" << rec.seconds << " s)";
+    pending.reset();
+    if (hooks.on_round) hooks.on_round(result.rounds.back());
+    return absl::OkStatus();
+  };
+
+  for (int r = first_round; r <= o.spec.rounds(); ++r) {
+    *stage = absl::StrCat("round ", r);
+    FGL_RETURN_IF_ERROR(channel.BeforeRound(r));
+    const Clock::time_point round_start = Clock::now();
+    // A round lasts from its tasks going out to the next round's (its evaluation rides along).
+    if (pending) pending->rec.seconds = Seconds(pending->start);
+    RoundRecord rec = EmptyRecord(r, n);
+    const RoundInfo info = ServerRound(o, r);
+    const std::vector<int> sampled = SampleClients(o, r, n);
+    std::vector<char> is_sampled(n, 0);
+    std::map<int, ClientTask> tasks;
+    // One message for every sampled client, or each its own (personalised methods).
+    SharedMessage shared;
+    if (!server.PersonalisedBroadcast()) {
+      FGL_ASSIGN_OR_RETURN(proto::Message m, server.Broadcast(info));
+      shared = SharedMessage::Of(std::move(m));
+    }
+    for (int k : sampled) {
+      is_sampled[k] = 1;
+      ClientTask& t = tasks[k];
+      t.kind = ClientTask::Kind::kTrain;
+      t.round = r;
+      if (server.PersonalisedBroadcast()) {
+        FGL_ASSIGN_OR_RETURN(proto::Message m, server.BroadcastTo(k, info));
+        t.message = SharedMessage::Of(std::move(m));
+      } else {
+        t.message = shared;
+      }
+    }
+    attach_evaluation(tasks);
+    absl::Status failed;
+    channel.Exchange(tasks, [&](int k, ClientAnswer& a) {
+      if (!failed.ok()) return;
+      const ClientTask& t = tasks.at(k);
+      if (t.eval_round > 0) failed = take_evaluation(k, a);
+      if (!failed.ok() || !is_sampled[k]) return;
+      ClientRecord& cr = rec.clients[k];
+      cr.seconds = a.seconds;
+      cr.bytes_down = a.bytes_down;
+      rec.bytes_down += a.bytes_down;
+      absl::StatusOr<proto::Message> reply = absl::DataLossError("no reply");
+      if (!a.status.ok()) {
+        reply = a.status;
+      } else if (a.reply) {
+        cr.bytes_up = a.bytes_up;
+        rec.bytes_up += a.bytes_up;
+        reply = std::move(*a.reply);
+        a.reply.reset();  // aggregated: the message is not needed again
+      }
+      if (absl::Status st = AccumulateReply(server, reply, cr, rec); !st.ok() && o.strict) failed = st;
+    });
+    FGL_RETURN_IF_ERROR(failed);
+    FGL_RETURN_IF_ERROR(finish_evaluation());
+    FGL_RETURN_IF_ERROR(server.FinishRound(info));
+    SharedMessage global;
+    if (global_eval) {
+      FGL_ASSIGN_OR_RETURN(proto::Message m, server.Broadcast(info));
+      global = SharedMessage::Of(std::move(m));
+    }
+    pending = PendingEval{std::move(rec), std::move(global), round_start};
+    if (!ckpt_path.empty() && o.checkpoint_every > 0 && r % o.checkpoint_every == 0) {
+      proto::Checkpoint ckpt;
+      ckpt.set_version(kCheckpointVersion);
+      ckpt.set_run_fingerprint(o.Fingerprint());
+      ckpt.set_round(r);
+      for (const RoundRecord& done : result.rounds) *ckpt.add_records() = RoundRecordToProto(done);
+      ckpt.set_has_pending_eval(true);
+      *ckpt.mutable_pending_record() = RoundRecordToProto(pending->rec, /*with_clients=*/true);
+      if (pending->global.message) *ckpt.mutable_pending_global() = *pending->global.message;
+      FGL_ASSIGN_OR_RETURN(*ckpt.mutable_server(), server.SaveState());
+      FGL_RETURN_IF_ERROR(channel.SaveClients(ckpt));
+      FGL_RETURN_IF_ERROR(WriteFileAtomically(ckpt_path, ckpt));
+      if (hooks.after_checkpoint) hooks.after_checkpoint(r);
+    }
+  }
+  *stage = "the last evaluation";
+  if (pending) {  // the last round's evaluation has no next round to ride on
+    std::map<int, ClientTask> tasks;
+    attach_evaluation(tasks);
+    absl::Status failed;
+    channel.Exchange(tasks, [&](int k, ClientAnswer& a) {
+      if (failed.ok()) failed = take_evaluation(k, a);
+    });
+    FGL_RETURN_IF_ERROR(failed);
+    FGL_RETURN_IF_ERROR(finish_evaluation());
+  }
+  channel.Finish();
+  result.train_s = Seconds(train_start);
+  result.client_sizes = sizes;
+  SelectReportedRound(eval, result);
+  FGL_ASSIGN_OR_RETURN(result.protocol, ProtocolCard(o));
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<FederationResult> DriveFederation(const FederationOptions& o, ServerAlgorithm& server,
+                                                 ClientChannel& channel, const DriverHooks& hooks) {
+  // `stage` is read when an exception is caught, so the error names what the run was doing.
+  std::string stage;
+  return CatchExceptions(stage, [&] { return Drive(o, server, channel, hooks, &stage); });
+}
+
+}  // namespace fgl::fl

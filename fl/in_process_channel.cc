@@ -1,0 +1,147 @@
+#include "fl/in_process_channel.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "fl/federation_setup.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::fl {
+namespace {
+
+// Parses a serialised message, as a receiver would.
+absl::StatusOr<proto::Message> Receive(const std::string& bytes, const std::string& what) {
+  proto::Message m;
+  if (!m.ParseFromString(bytes)) return absl::DataLossError(absl::StrCat("cannot parse ", what));
+  return m;
+}
+
+// Serialises `m` and parses it back: what arrives at the other end, and its size.
+absl::StatusOr<proto::Message> Send(const proto::Message& m, int64_t& bytes, const std::string& what) {
+  const std::string wire = m.SerializeAsString();
+  bytes = static_cast<int64_t>(wire.size());
+  return Receive(wire, what);
+}
+
+}  // namespace
+
+InProcessChannel::InProcessChannel(const FederationOptions& o, std::vector<std::shared_ptr<ClientData>> data,
+                                   std::vector<std::unique_ptr<ClientAlgorithm>> algorithms)
+    : options_(o), data_(std::move(data)), algorithms_(std::move(algorithms)) {}
+
+std::vector<int> InProcessChannel::Reachable() {
+  std::vector<int> all(num_clients());
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+ClientAnswer InProcessChannel::Run(int k, const ClientTask& task) {
+  const auto start = std::chrono::steady_clock::now();
+  ClientAlgorithm& algorithm = *algorithms_[k];
+  ClientAnswer a;
+  if (task.eval_round > 0) {
+    // Seeded per client and round, so dropout at evaluation does not depend on the thread.
+    a.eval = CatchExceptions(absl::StrCat("round ", task.eval_round, ": client ", k, " evaluation"), [&] {
+      return EvaluateClient(algorithm, *data_[k], task.eval_model.message.get(), ServerRound(options_, task.eval_round));
+    });
+  }
+  switch (task.kind) {
+    case ClientTask::Kind::kEvaluate:
+      a.status = absl::OkStatus();
+      break;
+    case ClientTask::Kind::kPrepare:
+      a.status = CatchExceptions(absl::StrCat("preparation: client ", k), [&]() -> absl::Status {
+        FGL_ASSIGN_OR_RETURN(std::optional<proto::Message> prepared, algorithm.Prepare());
+        if (!prepared.has_value()) return absl::OkStatus();
+        FGL_ASSIGN_OR_RETURN(a.reply, Send(*prepared, a.bytes_up, "preparation"));
+        return absl::OkStatus();
+      });
+      break;
+    case ClientTask::Kind::kTrain:
+      a.bytes_down = task.message.size();
+      a.status = CatchExceptions(absl::StrCat("round ", task.round, ": client ", k, " training"), [&]() -> absl::Status {
+        FGL_ASSIGN_OR_RETURN(const proto::Message received, Receive(*task.message.bytes, "broadcast"));
+        FGL_ASSIGN_OR_RETURN(const proto::Message reply,
+                             algorithm.Train(received, ClientRound(ServerRound(options_, task.round), k)));
+        FGL_ASSIGN_OR_RETURN(a.reply, Send(reply, a.bytes_up, "reply"));
+        return absl::OkStatus();
+      });
+      break;
+  }
+  a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return a;
+}
+
+void InProcessChannel::Exchange(const std::map<int, ClientTask>& tasks,
+                                const std::function<void(int, ClientAnswer&)>& on_answer) {
+  std::vector<std::pair<int, const ClientTask*>> work;
+  for (const auto& [k, task] : tasks) work.emplace_back(k, &task);
+  const int n = static_cast<int>(work.size());
+  std::vector<ClientAnswer> answers(n);
+  // Clients work on the pool. This thread takes each answer as soon as it and every answer before
+  // it are in (client-id order: aggregation is deterministic), so aggregation overlaps the last
+  // clients' training and an answer lives only until it is taken.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<char> done(n, 0);
+  auto run = [&](int i) {
+    answers[i] = Run(work[i].first, *work[i].second);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done[i] = 1;
+    }
+    cv.notify_one();
+  };
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  // Joins the workers however this scope is left (an exception must not meet joinable threads).
+  struct JoinAll {
+    std::vector<std::thread>& threads;
+    ~JoinAll() {
+      for (std::thread& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } join_all{pool};
+  const int workers = std::max(1, options_.threads);
+  if (workers > 1) {
+    for (int w = 0; w < std::min(workers, n); ++w) {
+      pool.emplace_back([&] {
+        for (int i = next++; i < n; i = next++) run(i);
+      });
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    if (pool.empty()) run(i);  // one worker: this thread, one client at a time
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return done[i] != 0; });
+    }
+    on_answer(work[i].first, answers[i]);
+    answers[i] = ClientAnswer();
+  }
+}
+
+absl::Status InProcessChannel::SaveClients(proto::Checkpoint& checkpoint) {
+  checkpoint.clear_clients();
+  for (const auto& a : algorithms_) {
+    FGL_ASSIGN_OR_RETURN(*checkpoint.add_clients(), a->SaveState());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InProcessChannel::RestoreClients(const proto::Checkpoint& checkpoint) {
+  if (checkpoint.clients_size() != num_clients()) {
+    return absl::DataLossError(absl::StrCat("checkpoint holds ", checkpoint.clients_size(), " clients' states, the run has ",
+                                            num_clients()));
+  }
+  for (int k = 0; k < num_clients(); ++k) FGL_RETURN_IF_ERROR(algorithms_[k]->RestoreState(checkpoint.clients(k)));
+  return absl::OkStatus();
+}
+
+}  // namespace fgl::fl
