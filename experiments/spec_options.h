@@ -1,7 +1,7 @@
 // The run a server or client process takes part in, from the same experiment spec the simulator
 // runs (experiments/proto/experiment.proto): both sides must resolve it identically.
-#ifndef FGL_FL_TRANSPORT_SPEC_OPTIONS_H_
-#define FGL_FL_TRANSPORT_SPEC_OPTIONS_H_
+#ifndef FGL_EXPERIMENTS_SPEC_OPTIONS_H_
+#define FGL_EXPERIMENTS_SPEC_OPTIONS_H_
 
 #include <cstdint>
 #include <string>
@@ -9,13 +9,13 @@
 #include "absl/status/statusor.h"
 #include "fl/federation.h"
 
-namespace fgl::fl::transport {
+namespace fgl::experiments {
 
 // Loads `spec_path`, applies ';'-separated `sets` ("rounds=5;clients=3"), resolves it and picks
 // training seed `seed` (0: the spec's first seed). Unimplemented methods are an error.
-absl::StatusOr<FederationOptions> OptionsFromSpec(const std::string& spec_path, const std::string& sets,
+absl::StatusOr<fl::FederationOptions> OptionsFromSpec(const std::string& spec_path, const std::string& sets,
                                                   uint64_t seed);
 
-}  // namespace fgl::fl::transport
+}  // namespace fgl::experiments
 
-#endif  // FGL_FL_TRANSPORT_SPEC_OPTIONS_H_
+#endif  // FGL_EXPERIMENTS_SPEC_OPTIONS_H_

@@ -2,7 +2,7 @@
 # Per-round cost of the gRPC transport against the in-process simulator, FedAvg on 10 Louvain
 # clients (Cora-10 and Coauthor-Physics-10 by default), from the runs' own round logs.
 #
-#   bazel run //fl/transport:transport_benchmark -- [--rounds=20] [--datasets=cora,coauthor_physics]
+#   bazel run //experiments:transport_benchmark -- [--rounds=20] [--datasets=cora,coauthor_physics]
 #       [--out=DIR]
 #
 # Simulator: one process, --threads=2 (two clients at a time, one intra-op thread each).
@@ -56,18 +56,18 @@ SPEC
   for placement in processes one-site; do
     run="${placement}_$ds"
     rm -f "$T/port_$run"
-    "$BIN/fl/transport/server_bin" --spec="$spec" --listen=127.0.0.1:0 --port_file="$T/port_$run" \
+    "$BIN/experiments/serve" --spec="$spec" --listen=127.0.0.1:0 --port_file="$T/port_$run" \
         --out="$T/$run" >"$T/$run.out" 2>"$T/$run.log" &
     server=$!
     for _ in $(seq 1 100); do [[ -s "$T/port_$run" ]] && break; sleep 0.1; done
     port="$(cat "$T/port_$run")"
     if [[ "$placement" == processes ]]; then
       for k in $(seq 0 9); do
-        "$BIN/fl/transport/client_bin" --spec="$spec" --server="127.0.0.1:$port" --client_id="$k" \
+        "$BIN/experiments/join" --spec="$spec" --server="127.0.0.1:$port" --client_id="$k" \
             >"$T/${run}_client$k.log" 2>&1 &
       done
     else
-      "$BIN/fl/transport/client_bin" --spec="$spec" --server="127.0.0.1:$port" --client_ids=0-9 \
+      "$BIN/experiments/join" --spec="$spec" --server="127.0.0.1:$port" --client_ids=0-9 \
           --parallel=2 >"$T/${run}_clients.log" 2>&1 &
     fi
     wait "$server"

@@ -1,6 +1,6 @@
-// The federation server of a run across processes or hosts (fl/transport/README.md).
+// The federation server of a run across processes or hosts (fl/transport/README.md; the binary lives in experiments: it reads experiment specs).
 //
-//   bazel run //fl:server -- --spec=SPEC.textproto --listen=127.0.0.1:50051 --clients=3
+//   bazel run //experiments:serve -- --spec=SPEC.textproto --listen=127.0.0.1:50051 --clients=3
 //
 // Prints one JSON line at the end (accuracy, bytes at the transport); --out=DIR also writes
 // result.json, rounds.jsonl and final_model.pb (the last global model as broadcast).
@@ -14,7 +14,7 @@
 #include "fl/federation_setup.h"
 #include "fl/proto_json.h"
 #include "fl/transport/server.h"
-#include "fl/transport/spec_options.h"
+#include "experiments/spec_options.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
 #include "nn/cpu_kernels.h"
@@ -44,8 +44,20 @@ ABSL_FLAG(int, testonly_kill_after_checkpoint, 0,
           "Tests only: SIGKILL the server after writing this round's checkpoint.");
 ABSL_FLAG(std::string, out, "", "Directory for result.json, rounds.jsonl and final_model.pb.");
 
-namespace fgl::fl::transport {
+namespace fgl::experiments {
 namespace {
+
+using fl::FederationOptions;
+using fl::FederationResult;
+using fl::RoundRecord;
+using fl::RoundRecordToProto;
+using fl::RunResultToProto;
+using fl::ToJsonLine;
+using fl::transport::FederationServer;
+using fl::transport::IsLoopback;
+using fl::transport::ServerOptions;
+using fl::transport::TransportStats;
+namespace proto = ::fgl::fl::proto;
 
 absl::Status Main() {
   FGL_ASSIGN_OR_RETURN(FederationOptions run, OptionsFromSpec(absl::GetFlag(FLAGS_spec),
@@ -109,7 +121,7 @@ absl::Status Main() {
 }
 
 }  // namespace
-}  // namespace fgl::fl::transport
+}  // namespace fgl::experiments
 
 int main(int argc, char** argv) {
   fgl::nn::PinCpuKernels(argv);
@@ -117,7 +129,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
-  if (absl::Status s = fgl::fl::CatchExceptions("server", fgl::fl::transport::Main); !s.ok()) {
+  if (absl::Status s = fgl::fl::CatchExceptions("server", fgl::experiments::Main); !s.ok()) {
     LOG(ERROR) << s;
     return 1;
   }

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Integration tests of the gRPC transport: a server and clients as separate processes on
 # 127.0.0.1 (or across network namespaces), compared with the in-process simulator.
-#   federation_test.sh identical|kill|rejoin|refuse|tls|netns
+#   transport_test.sh identical|kill|rejoin|refuse|tls|netns
 set -uo pipefail
 
 CASE="${1:?case}"
-SPEC="fl/transport/testdata/csbm_fedavg.textproto"
-SERVER="fl/transport/server_bin"
-CLIENT="fl/transport/client_bin"
+SPEC="experiments/testdata/transport_csbm_fedavg.textproto"
+SERVER="experiments/serve"
+CLIENT="experiments/join"
 SIM="experiments/run"
 T="${TEST_TMPDIR:-$(mktemp -d)}/$CASE"
 rm -rf "$T" && mkdir -p "$T"

@@ -1,6 +1,6 @@
-// A federation client of a run across processes or hosts (fl/transport/README.md).
+// A federation client of a run across processes or hosts (fl/transport/README.md; the binary lives in experiments: it reads experiment specs).
 //
-//   bazel run //fl:client -- --spec=SPEC.textproto --server=127.0.0.1:50051 --client_id=0
+//   bazel run //experiments:join -- --spec=SPEC.textproto --server=127.0.0.1:50051 --client_id=0
 //
 // Loads and partitions the dataset under --data_dir (or $FGL_DATA_DIR), keeps only its own
 // subgraph, and trains when the server asks. Exit status 0 when the run finished.
@@ -12,7 +12,7 @@
 #include "absl/strings/strip.h"
 #include "fl/federation_setup.h"
 #include "fl/transport/client.h"
-#include "fl/transport/spec_options.h"
+#include "experiments/spec_options.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
 #include "nn/cpu_kernels.h"
@@ -43,8 +43,16 @@ ABSL_FLAG(int64_t, chunk_bytes, 4 << 20, "Payload bytes per gRPC message.");
 ABSL_FLAG(int, testonly_bad_shape_round, 0, "Tests only: send a malformed reply in this round.");
 ABSL_FLAG(int, testonly_kill_after_round, 0, "Tests only: SIGKILL itself after this round.");
 
-namespace fgl::fl::transport {
+namespace fgl::experiments {
 namespace {
+
+using fl::FederationOptions;
+using fl::transport::ClientOptions;
+using fl::transport::IsLoopback;
+using fl::transport::LoadTokens;
+using fl::transport::RunClient;
+using fl::transport::RunClients;
+namespace proto = ::fgl::fl::proto;
 
 absl::Status Main() {
   FGL_ASSIGN_OR_RETURN(FederationOptions run, OptionsFromSpec(absl::GetFlag(FLAGS_spec),
@@ -93,7 +101,7 @@ absl::Status Main() {
 }
 
 }  // namespace
-}  // namespace fgl::fl::transport
+}  // namespace fgl::experiments
 
 int main(int argc, char** argv) {
   fgl::nn::PinCpuKernels(argv);
@@ -101,7 +109,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
-  if (absl::Status s = fgl::fl::CatchExceptions("client", fgl::fl::transport::Main); !s.ok()) {
+  if (absl::Status s = fgl::fl::CatchExceptions("client", fgl::experiments::Main); !s.ok()) {
     LOG(ERROR) << "client " << absl::GetFlag(FLAGS_client_id) << ": " << s;
     return 1;
   }
