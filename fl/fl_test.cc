@@ -6,6 +6,9 @@
 
 #include "fl/aggregate/weighted_mean.h"
 #include "fl/federation_driver.h"
+#include "fl/simulator.h"
+#include "fl/testing/client_data.h"
+#include "fl/testing/majority_method.h"
 #include "fl/tensor_codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -238,6 +241,63 @@ TEST(FederationDriverTest, RejectedReplyIsLeftOutUnlessStrict) {
   strict.strict = true;
   CountingServer server2;
   EXPECT_THAT(DriveFederation(strict, server2, channel), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bad reply")));
+}
+
+// The simulator end to end with fl's own fake method (methods/simulator_test.cc runs real ones).
+FederationOptions Majority() { return testing::SmallFederation(testing::kMajorityMethod); }
+
+TEST(SimulatorTest, RunsAMethodAndCountsItsBytes) {
+  ASSERT_OK_AND_ASSIGN(FederationResult r, RunFederation(Majority()));
+  ASSERT_EQ(r.rounds.size(), 6u);
+  // Every node is predicted as one class of 4 balanced ones.
+  EXPECT_GT(r.test_acc, 15.0);
+  EXPECT_LT(r.test_acc, 35.0);
+  EXPECT_EQ(r.client_sizes.size(), 4u);
+  for (const RoundRecord& rec : r.rounds) {
+    EXPECT_EQ(rec.participants, 4);
+    // A prior of 4 float32 (16 bytes) plus framing each way, per client.
+    EXPECT_GE(rec.bytes_up, 4 * 16);
+    EXPECT_LE(rec.bytes_up, 4 * 128);
+    EXPECT_GE(rec.bytes_down, 4 * 16);
+    EXPECT_LE(rec.bytes_down, 4 * 128);
+  }
+  FederationOptions half = Majority();
+  half.spec.set_client_fraction(0.5);
+  ASSERT_OK_AND_ASSIGN(FederationResult h, RunFederation(half));
+  for (const RoundRecord& rec : h.rounds) EXPECT_EQ(rec.participants, 2);
+  FederationOptions unknown = Majority();
+  unknown.spec.set_method("testing_majorityy");
+  EXPECT_THAT(RunFederation(unknown), StatusIs(absl::StatusCode::kNotFound, HasSubstr("testing_majorityy")));
+}
+
+TEST(SimulatorTest, SameNumbersOnAnyThreadCountAndAfterResume) {
+  FederationOptions o = Majority();
+  ASSERT_OK_AND_ASSIGN(FederationResult one, RunFederation(o));
+  o.threads = 2;
+  ASSERT_OK_AND_ASSIGN(FederationResult two, RunFederation(o));
+  EXPECT_EQ(one.final_global, two.final_global);
+  o.seed = 8;  // the seed reaches the clients
+  ASSERT_OK_AND_ASSIGN(FederationResult other, RunFederation(o));
+  EXPECT_NE(one.final_global, other.final_global);
+
+  o = Majority();
+  const std::string dir = std::string(::testing::TempDir()) + "/ckpt_majority";
+  ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
+  o.checkpoint_dir = dir;
+  o.checkpoint_every = 2;
+  o.spec.set_rounds(3);  // "interrupted" after round 3; the last checkpoint is round 2
+  ASSERT_OK(RunFederation(o).status());
+  o.spec.set_rounds(6);
+  o.resume = true;
+  ASSERT_OK_AND_ASSIGN(FederationResult resumed, RunFederation(o));
+  EXPECT_EQ(resumed.final_global, one.final_global);
+  ASSERT_EQ(resumed.rounds.size(), one.rounds.size());
+  for (size_t i = 0; i < one.rounds.size(); ++i) {
+    EXPECT_EQ(resumed.rounds[i].test_acc, one.rounds[i].test_acc) << i;
+    EXPECT_EQ(resumed.rounds[i].bytes_up, one.rounds[i].bytes_up) << i;
+  }
+  o.spec.set_lr(0.02);  // a checkpoint of a different run is refused
+  EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("different run")));
 }
 
 }  // namespace
