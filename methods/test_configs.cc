@@ -7,6 +7,7 @@
 #include "fl/registry.h"
 #include "fl/testing/client_data.h"
 #include "glog/logging.h"
+#include "methods/fedmpa/fedmpa.pb.h"
 
 namespace fgl::methods::testing {
 
@@ -48,6 +49,18 @@ fl::FederationOptions SmallRun(const TestConfig& config, int rounds) {
         google::protobuf::MessageFactory::generated_factory()->GetPrototype(m->params.front().type)->New());
     CHECK(google::protobuf::TextFormat::ParseFromString(config.params, p.get())) << config.params;
     o.spec.add_method_params()->PackFrom(*p);
+  }
+  // FedMpa's family runs APPNP; FedMpa/FedMpae's local stage follows one FedMLP round.
+  if (config.method == "fedmpa" || config.method == "fedmpae" || config.method == "fedmlp" ||
+      config.method == "locmpa") {
+    o.spec.set_model("appnp:layers=2,hidden=16,k=3,alpha=0.1,prop_dropout=0.5");
+    fedmpa::FedMpaParams p;
+    if (o.spec.method_params_size() > 0) CHECK(o.spec.method_params(0).UnpackTo(&p));
+    p.set_federated_rounds(1);  // the local stage in round 2, idle rounds after it
+    if (!p.has_max_epochs()) p.set_max_epochs(8);
+    if (!p.has_patience()) p.set_patience(4);
+    o.spec.clear_method_params();
+    o.spec.add_method_params()->PackFrom(p);
   }
   return o;
 }

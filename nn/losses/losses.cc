@@ -66,6 +66,30 @@ torch::Tensor NeighborhoodKl(const torch::Tensor& student, const torch::Tensor& 
   return (constant - cross) / n;
 }
 
+torch::Tensor InnerProductReconstructionMse(const torch::Tensor& z, const GraphView& graph) {
+  const int64_t n = z.size(0);
+  TORCH_CHECK(z.dim() == 2 && n == graph.num_nodes(), "InnerProductReconstructionMse: z ", z.sizes(),
+              " for a graph of ", graph.num_nodes(), " nodes");
+  // Row blocks of at most ~16M entries: the dense N x N product never exists at once.
+  const int64_t block = std::max<int64_t>(1, (int64_t{1} << 24) / std::max<int64_t>(1, n));
+  torch::Tensor squares = torch::zeros({}, z.options());
+  for (int64_t r = 0; r < n; r += block) {
+    torch::Tensor s = torch::sigmoid(z.slice(0, r, std::min(n, r + block)).matmul(z.t()));
+    squares = squares + s.square().sum();
+  }
+  // The stored entries (u, v), u != v, of the undirected graph (both directions are stored).
+  const graph::CsrGraph& g = graph.graph();
+  torch::Tensor row = torch::repeat_interleave(torch::arange(n, torch::kInt64),
+                                               g.row_ptr().slice(0, 1) - g.row_ptr().slice(0, 0, n));
+  torch::Tensor col = g.col();
+  torch::Tensor off_diagonal = row != col;
+  row = row.masked_select(off_diagonal).to(z.device());
+  col = col.masked_select(off_diagonal).to(z.device());
+  torch::Tensor on_edges = torch::sigmoid((z.index_select(0, row) * z.index_select(0, col)).sum(1)).sum();
+  const double edges = static_cast<double>(row.size(0));
+  return (squares - 2 * on_edges + edges) / (static_cast<double>(n) * static_cast<double>(n));
+}
+
 torch::Tensor CosineDistance(const torch::Tensor& a, const torch::Tensor& b,
                              const torch::Tensor& mask) {
   torch::Tensor x = Rows(a, mask), y = Rows(b, mask);

@@ -33,6 +33,11 @@ torch::Tensor MeanSquaredError(const torch::Tensor& a, const torch::Tensor& b,
 torch::Tensor NeighborhoodKl(const torch::Tensor& student, const torch::Tensor& teacher,
                              const GraphView& graph);
 
+// Graph-autoencoder reconstruction error (FedMpae Eq. 9): (1/N^2) sum_{u,v} (A_uv - sigmoid(z_u.z_v))^2
+// with A the graph's binary adjacency without self-loops. Exact, without a dense A: the sum is
+// sum sigmoid^2 (in row blocks of the N x N product) - 2 sum over edges + the edge count.
+torch::Tensor InnerProductReconstructionMse(const torch::Tensor& z, const GraphView& graph);
+
 // 1 - cosine similarity per row, averaged over the masked rows.
 torch::Tensor CosineDistance(const torch::Tensor& a, const torch::Tensor& b,
                              const torch::Tensor& mask = {});

@@ -108,5 +108,25 @@ TEST(LossesTest, ModelContrastivePrefersThePositive) {
   EXPECT_GT(ModelContrastive(z, far, near, 0.5).item<float>(), 3.9);
 }
 
+TEST(LossesTest, ReconstructionMseEqualsTheDenseFormulaAndItsGradient) {
+  const graph::CsrGraph g = graph::testing::TwoTrianglesJoinedByOneEdge();
+  const GraphView view = *GraphView::Create(g);
+  torch::manual_seed(3);
+  torch::Tensor z = torch::randn({6, 3}, torch::dtype(torch::kDouble)).requires_grad_(true);
+  torch::Tensor a = torch::zeros({6, 6}, torch::kDouble);
+  for (int64_t u = 0; u < 6; ++u) {
+    for (int64_t e = g.row_ptr()[u].item<int64_t>(); e < g.row_ptr()[u + 1].item<int64_t>(); ++e) {
+      const int64_t v = g.col()[e].item<int64_t>();
+      if (u != v) a[u][v] = 1;
+    }
+  }
+  torch::Tensor dense = (a - torch::sigmoid(z.matmul(z.t()))).square().mean();
+  torch::Tensor ours = InnerProductReconstructionMse(z, view);
+  EXPECT_NEAR(ours.item<double>(), dense.item<double>(), 1e-12);
+  torch::Tensor g_dense = torch::autograd::grad({dense}, {z})[0];
+  torch::Tensor g_ours = torch::autograd::grad({ours}, {z})[0];
+  EXPECT_TRUE(torch::allclose(g_ours, g_dense, 1e-10, 1e-12));
+}
+
 }  // namespace
 }  // namespace fgl::nn

@@ -190,8 +190,8 @@ class Mlp final : public GnnModel {
 // APPNP (Gasteiger et al.): z = MLP(x); h_0 = z; h_{k+1} = (1 - alpha) Â h_k + alpha z.
 class Appnp final : public GnnModel {
  public:
-  Appnp(int64_t k, double alpha, std::shared_ptr<Mlp> mlp, std::string spec)
-      : k_(k), alpha_(alpha), spec_(std::move(spec)) {
+  Appnp(int64_t k, double alpha, double prop_dropout, std::shared_ptr<Mlp> mlp, std::string spec)
+      : k_(k), alpha_(alpha), prop_dropout_(prop_dropout), spec_(std::move(spec)) {
     // Register the MLP's groups directly so "body"/"head" keep their meaning.
     mlp_ = mlp;
     for (auto& child : mlp->named_children()) register_module(child.key(), child.value());
@@ -200,7 +200,11 @@ class Appnp final : public GnnModel {
     mlp_->train(is_training());
     ModelOutput z = mlp_->forward(x, graph);
     torch::Tensor h = z.logits;
-    for (int64_t i = 0; i < k_; ++i) h = (1 - alpha_) * GcnPropagate(h, graph) + alpha_ * z.logits;
+    for (int64_t i = 0; i < k_; ++i) {
+      // prop_dropout: stellargraph's APPNP drops the propagated term at every step (FedMpa).
+      h = (1 - alpha_) * GcnPropagate(prop_dropout_ > 0 ? Dropout(h, prop_dropout_, is_training()) : h, graph) +
+          alpha_ * z.logits;
+    }
     return {z.embedding, h};
   }
   int64_t in_features() const override { return mlp_->in_features(); }
@@ -210,7 +214,7 @@ class Appnp final : public GnnModel {
 
  private:
   int64_t k_;
-  double alpha_;
+  double alpha_, prop_dropout_;
   std::string spec_;
   std::shared_ptr<Mlp> mlp_;
 };
@@ -338,8 +342,13 @@ absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int
     } else {
       FGL_ASSIGN_OR_RETURN(int64_t k, o.Int("k", 10));
       FGL_ASSIGN_OR_RETURN(double alpha, o.Double("alpha", 0.1));
-      FGL_RETURN_IF_ERROR(CheckRange(k >= 0 && alpha >= 0 && alpha <= 1, spec, "needs k >= 0, alpha in [0, 1]"));
-      model = std::make_shared<Appnp>(k, alpha, mlp, absl::StrCat(normal, ",k=", k, ",alpha=", alpha));
+      FGL_ASSIGN_OR_RETURN(double prop_dropout, o.Double("prop_dropout", 0.0));
+      FGL_RETURN_IF_ERROR(CheckRange(k >= 0 && alpha >= 0 && alpha <= 1 && prop_dropout >= 0 && prop_dropout < 1, spec,
+                                     "needs k >= 0, alpha in [0, 1], prop_dropout in [0, 1)"));
+      // prop_dropout is spelled out only when set, so that existing specs keep their text.
+      model = std::make_shared<Appnp>(k, alpha, prop_dropout, mlp,
+                                      absl::StrCat(normal, ",k=", k, ",alpha=", alpha,
+                                                   prop_dropout > 0 ? absl::StrCat(",prop_dropout=", prop_dropout) : ""));
     }
   } else if (name == "sgc") {
     FGL_ASSIGN_OR_RETURN(int64_t k, o.Int("k", 2));

@@ -1,0 +1,82 @@
+// FedMpa's family end to end on a small csbm graph with few labels.
+#include "fl/registry.h"
+#include "fl/simulator.h"
+#include "fl/testing/client_data.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "methods/fedmpa/fedmpa.pb.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::methods::fedmpa {
+namespace {
+
+using ::fgl::testing::StatusIs;
+using ::testing::HasSubstr;
+
+constexpr char kAppnp[] = "appnp:layers=3,hidden=32,dropout=0.5,input_dropout=0.5,k=10,alpha=0.1,prop_dropout=0.5";
+
+// 4 clients, 5% labels, 5 FedMLP rounds (+ the local stage), locally scored on the last round.
+fl::FederationOptions Spec(const std::string& method, FedMpaParams p = {}) {
+  fl::FederationOptions o = fl::testing::SmallFederation(method);
+  o.spec.set_split("label_rate:train=0.05,val=0.2,test=0.2");
+  o.spec.set_model(kAppnp);
+  o.spec.set_local_epochs(1);
+  o.spec.set_weight_decay(0);
+  if (!p.has_federated_rounds()) p.set_federated_rounds(5);
+  if (!p.has_max_epochs()) p.set_max_epochs(60);
+  if (!p.has_patience()) p.set_patience(20);
+  o.spec.set_rounds(method == "locmpa" ? 1 : method == "fedmlp" ? p.federated_rounds() : p.federated_rounds() + 1);
+  o.spec.mutable_eval()->set_model(method == "fedmlp" ? "global" : "local");
+  o.spec.mutable_eval()->set_round("last");
+  o.spec.add_method_params()->PackFrom(p);
+  return o;
+}
+
+TEST(FedMpaTest, PropagationBeatsTheFederatedMlpWithFewLabels) {
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult mlp, fl::RunFederation(Spec("fedmlp")));
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult mpa, fl::RunFederation(Spec("fedmpa")));
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult loc, fl::RunFederation(Spec("locmpa")));
+  EXPECT_GT(mpa.test_acc, mlp.test_acc + 5) << "APPNP over a homophilous graph should help";
+  EXPECT_GT(loc.test_acc, mlp.test_acc);
+  // The local stage sends nothing: its round's uploads are headers only, and LocMpa's whole run.
+  EXPECT_LT(mpa.rounds.back().bytes_up, 4 * 64);
+  EXPECT_GT(mpa.rounds.front().bytes_up, 4 * 1000);  // stage 1 uploads the MLP
+  EXPECT_LT(loc.bytes_up + loc.bytes_down, 4 * 128);
+}
+
+TEST(FedMpaTest, ReconstructionChangesFedMpaAndZeroWeightIsFedMpa) {
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult mpa, fl::RunFederation(Spec("fedmpa")));
+  FedMpaParams none;
+  none.set_reconstruction_weight(0);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult mpae0, fl::RunFederation(Spec("fedmpae", none)));
+  EXPECT_EQ(mpae0.test_acc, mpa.test_acc);
+  EXPECT_EQ(mpae0.rounds.back().clients[0].train_loss, mpa.rounds.back().clients[0].train_loss);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult mpae, fl::RunFederation(Spec("fedmpae")));
+  EXPECT_NE(mpae.rounds.back().clients[0].train_loss, mpa.rounds.back().clients[0].train_loss);
+  EXPECT_GT(mpae.test_acc, 50.0);
+}
+
+TEST(FedMpaTest, RoundsMustFitTheStagesAndModelMustBeAppnp) {
+  fl::FederationOptions o = Spec("fedmpa");
+  o.spec.set_rounds(5);
+  EXPECT_THAT(fl::RunFederation(o), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             HasSubstr("fedmpa: rounds = 5 but the method needs 6")));
+  o = Spec("fedmpa");
+  o.spec.set_model("gcn");
+  EXPECT_THAT(fl::RunFederation(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be appnp")));
+  FedMpaParams bad;
+  bad.set_patience(0);
+  EXPECT_THAT(fl::RunFederation(Spec("fedmpa", bad)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fedmpa.patience = 0")));
+}
+
+TEST(FedMpaTest, UniformAveragingIsEquation5) {
+  FedMpaParams weighted;
+  weighted.set_uniform_average(false);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult uniform, fl::RunFederation(Spec("fedmlp")));
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult by_nodes, fl::RunFederation(Spec("fedmlp", weighted)));
+  EXPECT_NE(uniform.final_global, by_nodes.final_global);
+}
+
+}  // namespace
+}  // namespace fgl::methods::fedmpa
