@@ -24,6 +24,7 @@
 #include "graph/random.h"
 #include "methods/fedmpa/fedmpa.pb.h"
 #include "nn/losses/losses.h"
+#include "nn/models/gnn_model.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::fedmpa {
@@ -67,11 +68,15 @@ absl::Status CheckRounds(const Variant& v, const FedMpaParams& p, const fl::Meth
 }
 
 // The MLP of an "appnp:..." spec (the same parameters, no propagation), or an "mlp:..." spec.
-absl::StatusOr<std::string> MlpSpec(const std::string& spec, const Variant& v) {
+// From the normalised spec, so that every option (input_dropout's default differs) is explicit.
+absl::StatusOr<std::string> MlpSpec(const std::string& given, const Variant& v) {
+  absl::StatusOr<std::shared_ptr<nn::GnnModel>> model = nn::MakeModel(given, 1, 2);
+  if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(v.name, ": model: ", model.status().message()));
+  const std::string spec = (*model)->spec();
   std::vector<std::string> parts = absl::StrSplit(spec, absl::MaxSplits(':', 1));
   if (parts[0] == "mlp" && v.local == LocalStage::kNone) return spec;
   if (parts[0] != "appnp") {
-    return absl::InvalidArgumentError(absl::StrCat(v.name, ": model '", spec, "' must be ",
+    return absl::InvalidArgumentError(absl::StrCat(v.name, ": model '", given, "' must be ",
                                                    v.local == LocalStage::kNone ? "mlp or appnp" : "appnp"));
   }
   std::vector<std::string> kept;
@@ -121,6 +126,11 @@ class MpaClient final : public fl::ClientAlgorithm {
       mlp_config.model_spec = mlp_spec;
       FGL_ASSIGN_OR_RETURN(client->mlp_, fl::LocalModel::Create(data, mlp_config, config.seed));
     }
+    // Built here, not in the local stage: model construction seeds the global generator, which
+    // clients training on parallel workers must not race for.
+    if (v.local != LocalStage::kNone) {
+      FGL_ASSIGN_OR_RETURN(client->appnp_, fl::LocalModel::Create(data, config, client->InitSeed()));
+    }
     return std::unique_ptr<fl::ClientAlgorithm>(std::move(client));
   }
 
@@ -139,7 +149,7 @@ class MpaClient final : public fl::ClientAlgorithm {
     done.mutable_header()->set_type(kDone);
     done.mutable_header()->set_sender(data_->id);
     done.mutable_header()->set_round(round.round);
-    if (v_.local != LocalStage::kNone && appnp_ == nullptr) {  // rounds after it idle
+    if (v_.local != LocalStage::kNone && !local_done_) {  // rounds after it idle
       FGL_RETURN_IF_ERROR(RunLocalStage(v_.federated ? &from_server : nullptr, round));
       fl::AddTrainLoss(appnp_->last_loss(), &done);
     }
@@ -148,7 +158,7 @@ class MpaClient final : public fl::ClientAlgorithm {
 
   // Stage 2 done: the client's own APPNP model; before: the MLP (the global one when given).
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
-    if (appnp_ != nullptr) return appnp_->Predict();
+    if (local_done_) return appnp_->Predict();
     if (mlp_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(v_.name, ": no model before the local stage"));
     return mlp_->Predict(global);
   }
@@ -157,19 +167,15 @@ class MpaClient final : public fl::ClientAlgorithm {
     fl::proto::Message m;
     m.mutable_header()->set_type("fedmpa.state");
     if (mlp_ != nullptr) AddPrefixed("mlp.", mlp_->SaveState(), &m);
-    if (appnp_ != nullptr) AddPrefixed("appnp.", appnp_->SaveState(), &m);
-    (*m.mutable_scalars())["fedmpa.local_done"] = appnp_ != nullptr;
+    if (local_done_) AddPrefixed("appnp.", appnp_->SaveState(), &m);
+    (*m.mutable_scalars())["fedmpa.local_done"] = local_done_;
     return m;
   }
   absl::Status RestoreState(const fl::proto::Message& state) override {
     if (mlp_ != nullptr) FGL_RETURN_IF_ERROR(mlp_->RestoreState(Unprefixed("mlp.", state)));
     auto done = state.scalars().find("fedmpa.local_done");
-    if (done != state.scalars().end() && done->second != 0) {
-      FGL_ASSIGN_OR_RETURN(appnp_, fl::LocalModel::Create(data_, config_, InitSeed()));
-      FGL_RETURN_IF_ERROR(appnp_->RestoreState(Unprefixed("appnp.", state)));
-    } else {
-      appnp_.reset();
-    }
+    local_done_ = done != state.scalars().end() && done->second != 0;
+    if (local_done_) FGL_RETURN_IF_ERROR(appnp_->RestoreState(Unprefixed("appnp.", state)));
     return absl::OkStatus();
   }
 
@@ -186,8 +192,20 @@ class MpaClient final : public fl::ClientAlgorithm {
 
   // Stage 2: APPNP fine-tuning from theta* (`global`; LocMpa: from scratch) with early stopping.
   absl::Status RunLocalStage(const fl::proto::Message* global, const fl::RoundInfo& round) {
-    FGL_ASSIGN_OR_RETURN(appnp_, fl::LocalModel::Create(data_, config_, InitSeed()));
-    if (global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, appnp_->Parameters()));
+    // theta* into the MLP of the APPNP model (the parameters have the same names); with a
+    // shared_group only that group travelled, the rest is the client's own stage-1 MLP.
+    if (global != nullptr) {
+      {
+        torch::NoGradGuard no_grad;
+        const fl::NamedTensors own = mlp_->Parameters();
+        for (auto& [name, t] : appnp_->Parameters()) {
+          for (const auto& [own_name, v] : own) {
+            if (own_name == name) t.copy_(v);
+          }
+        }
+      }
+      FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, appnp_->SharedParameters()));
+    }
     fl::LocalModel::Hooks hooks;
     const double beta = p_.ce_weight(), gamma = p_.reconstruction_weight();
     const bool reconstruct = v_.local == LocalStage::kPropagateAndReconstruct && gamma > 0;
@@ -204,13 +222,15 @@ class MpaClient final : public fl::ClientAlgorithm {
         return extra;
       };
     }
+    // Without validation nodes there is nothing to stop on: all max_epochs, the last kept.
+    const int64_t n_val = data_->split.val.sum().item<int64_t>();
+    const int patience = n_val == 0 ? p_.max_epochs() : p_.patience();
     double best = -1;
     fl::proto::Message best_state;
-    for (int e = 0, since = 0; e < p_.max_epochs() && since < p_.patience(); ++e) {
+    for (int e = 0, since = 0; e < p_.max_epochs() && since < patience; ++e) {
       FGL_RETURN_IF_ERROR(appnp_->Train(1, graph::Rng::Derive(round.seed, absl::StrCat("fedmpa/epoch/", e)), hooks));
       const torch::Tensor correct = appnp_->Predict().argmax(1) == data_->labels;
-      const int64_t n_val = data_->split.val.sum().item<int64_t>();
-      const double val = n_val == 0 ? 0 : correct.logical_and(data_->split.val).sum().item<double>() / n_val;
+      const double val = n_val == 0 ? e : correct.logical_and(data_->split.val).sum().item<double>() / n_val;
       if (val > best) {
         best = val;
         best_state = appnp_->SaveState();
@@ -219,6 +239,7 @@ class MpaClient final : public fl::ClientAlgorithm {
         ++since;
       }
     }
+    local_done_ = true;
     return appnp_->RestoreState(best_state);  // the best epoch's model [P: restore_best]
   }
 
@@ -227,7 +248,8 @@ class MpaClient final : public fl::ClientAlgorithm {
   std::shared_ptr<const fl::ClientData> data_;
   fl::MethodConfig config_;
   std::unique_ptr<fl::LocalModel> mlp_;    // stage 1
-  std::unique_ptr<fl::LocalModel> appnp_;  // stage 2, once it ran
+  std::unique_ptr<fl::LocalModel> appnp_;  // stage 2 (a fresh Adam: the note is silent; stellargraph compiles anew)
+  bool local_done_ = false;
 };
 
 // Stage 1's server: FedAvg of the MLP (weights as the clients state them: 1 each for Eq. 5's
@@ -295,9 +317,10 @@ const fl::MethodFactories kFedMpa = Factories({"fedmpa", true, LocalStage::kProp
 const fl::MethodFactories kFedMpae = Factories({"fedmpae", true, LocalStage::kPropagateAndReconstruct});
 const fl::MethodFactories kLocMpa = Factories({"locmpa", false, LocalStage::kPropagate});
 
-FGL_REGISTER_METHOD("fedmlp", kFedMlp.client, kFedMlp.server, kFedMlp.params);
-FGL_REGISTER_METHOD("fedmpa", kFedMpa.client, kFedMpa.server, kFedMpa.params);
-FGL_REGISTER_METHOD("fedmpae", kFedMpae.client, kFedMpae.server, kFedMpae.params);
+// Version 2: stage 1's MLP takes every option of the APPNP spec explicitly (input_dropout).
+FGL_REGISTER_METHOD("fedmlp", kFedMlp.client, kFedMlp.server, kFedMlp.params, 2);
+FGL_REGISTER_METHOD("fedmpa", kFedMpa.client, kFedMpa.server, kFedMpa.params, 2);
+FGL_REGISTER_METHOD("fedmpae", kFedMpae.client, kFedMpae.server, kFedMpae.params, 2);
 FGL_REGISTER_METHOD("locmpa", kLocMpa.client, kLocMpa.server, kLocMpa.params);
 
 }  // namespace fgl::methods::fedmpa

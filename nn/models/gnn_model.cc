@@ -1,5 +1,7 @@
 #include "nn/models/gnn_model.h"
 
+#include "nn/conv/init.h"
+
 #include <functional>
 
 #include "absl/status/status.h"
@@ -148,7 +150,7 @@ class StackedGnn final : public GnnModel {
 // MLP: (layers - 1) x [Linear, ReLU, dropout] then Linear to classes.
 class Mlp final : public GnnModel {
  public:
-  Mlp(int64_t layers, int64_t hidden, double dropout, double input_dropout, int64_t in,
+  Mlp(int64_t layers, int64_t hidden, double dropout, double input_dropout, bool glorot, int64_t in,
       int64_t classes, std::string spec)
       : dropout_(dropout), input_dropout_(input_dropout), in_(in), classes_(classes),
         spec_(std::move(spec)) {
@@ -160,6 +162,14 @@ class Mlp final : public GnnModel {
     }
     embedding_dim_ = width;
     head_ = register_module("head", LinearLayer(LinearLayerOptions(width, classes)));
+    if (glorot) {  // Keras's Dense: Glorot-uniform kernels, zero biases (stellargraph, FedMpa)
+      torch::NoGradGuard no_grad;
+      for (size_t l = 0; l <= body_->size(); ++l) {
+        LinearLayerImpl* layer = l < body_->size() ? body_->ptr<LinearLayerImpl>(l).get() : head_.get();
+        GlorotUniform(layer->weight);
+        layer->bias.zero_();
+      }
+    }
   }
 
   ModelOutput forward(const NodeFeatures& x, const GraphView& graph) override {
@@ -333,9 +343,13 @@ absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int
     FGL_RETURN_IF_ERROR(CheckRange(layers >= 1 && hidden > 0 && dropout >= 0 && dropout < 1 &&
                                        input_dropout >= 0 && input_dropout < 1,
                                    spec, "needs layers >= 1, hidden > 0, dropouts in [0, 1)"));
+    const std::string init = o.String("init", "torch");
+    FGL_RETURN_IF_ERROR(CheckRange(init == "torch" || init == "glorot", spec, "init must be torch or glorot"));
+    // init is spelled out only when not the default, so that existing specs keep their text.
     std::string normal = absl::StrCat(name, ":layers=", layers, ",hidden=", hidden,
-                                      ",dropout=", dropout, ",input_dropout=", input_dropout);
-    auto mlp = std::make_shared<Mlp>(layers, hidden, dropout, input_dropout, in_features,
+                                      ",dropout=", dropout, ",input_dropout=", input_dropout,
+                                      init == "glorot" ? ",init=glorot" : "");
+    auto mlp = std::make_shared<Mlp>(layers, hidden, dropout, input_dropout, init == "glorot", in_features,
                                      num_classes, normal);
     if (name == "mlp") {
       model = mlp;

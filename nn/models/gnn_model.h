@@ -4,6 +4,7 @@
 // Specs: "gcn:layers=2,hidden=64,dropout=0.5", "gcn:layers=8,jk=max", "gat:heads=8,hidden=8",
 // "sage", "gin", "sgc:k=2", "sgc:k=2,hidden=64", "appnp:k=10,alpha=0.1", "mlp".
 // Common keys: layers, hidden, dropout, input_dropout; gcn/gat/sage/gin also act=relu|elu. GAT: heads, out_heads, attn_dropout.
+// mlp/appnp: init=torch|glorot (glorot: Keras's Glorot-uniform weights and zero biases).
 // APPNP: k, alpha, prop_dropout (dropout on the propagated term at every step, as stellargraph).
 // GIN: train_eps. JK (gcn/gat/sage/gin): jk=max|cat|last (last: the last hidden layer feeds a
 // linear head). gcn also masked=true: learnable elementwise weight masks (FED-PUB).
