@@ -63,6 +63,8 @@ struct RoundRecord {
   int participants = 0, failed_clients = 0;
   int64_t bytes_up = 0, bytes_down = 0;  // this round
   double seconds = 0;
+  // The server's training loss, for methods that compute it centrally (nFedGNN); NaN otherwise.
+  double train_loss = std::numeric_limits<double>::quiet_NaN();
   std::vector<ClientRecord> clients;  // every client, in id order (not kept in checkpoints)
 };
 

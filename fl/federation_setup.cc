@@ -289,6 +289,7 @@ RoundRecord RoundRecordFromProto(const proto::RoundRecord& p) {
   r.bytes_up = p.bytes_up();
   r.bytes_down = p.bytes_down();
   r.seconds = p.seconds();
+  if (p.has_train_loss()) r.train_loss = p.train_loss();
   for (const proto::ClientRoundRecord& q : p.clients()) {
     ClientRecord& c = r.clients.emplace_back();
     c.id = q.id();
@@ -313,6 +314,7 @@ proto::RoundRecord RoundRecordToProto(const RoundRecord& r, bool with_clients) {
   p.set_bytes_up(r.bytes_up);
   p.set_bytes_down(r.bytes_down);
   p.set_seconds(r.seconds);
+  if (std::isfinite(r.train_loss)) p.set_train_loss(r.train_loss);
   if (!with_clients) return p;
   for (const ClientRecord& c : r.clients) {
     proto::ClientRoundRecord& q = *p.add_clients();

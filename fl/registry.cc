@@ -74,6 +74,10 @@ absl::StatusOr<MethodFactories> FindUnchecked(const std::string& name) {
       return absl::NotFoundError(absl::StrCat("unknown plug-in '", plugin, "' in method '", name,
                                               "'; registered plug-ins: ", absl::StrJoin(names, ", ")));
     }
+    if (base->federation) {
+      return absl::InvalidArgumentError(absl::StrCat("method '", name.substr(0, plus),
+                                                     "' runs its own batched federation: plug-ins cannot wrap it"));
+    }
     return Compose(*std::move(base), it->second);
   }
   Registry& r = Get();

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "fl/algorithm.h"
+#include "fl/federation.h"
 
 namespace fgl::fl {
 
@@ -17,6 +18,11 @@ using ClientFactory = std::function<absl::StatusOr<std::unique_ptr<ClientAlgorit
     std::shared_ptr<const ClientData> data, const MethodConfig& config)>;
 using ServerFactory =
     std::function<absl::StatusOr<std::unique_ptr<ServerAlgorithm>>(const MethodConfig& config)>;
+
+// A method whose users are rows of batched tensors rather than ClientAlgorithm objects (nFedGNN:
+// thousands of one-node users) runs its whole federation itself; see methods/nfedgnn/README.md.
+using FederationRunner = std::function<absl::StatusOr<FederationResult>(
+    const FederationOptions& resolved, const std::function<void(const RoundRecord&)>& on_round)>;
 
 struct MethodFactories {
   ClientFactory client;
@@ -28,6 +34,8 @@ struct MethodFactories {
   int result_version = 1;
   // "name@version", and "+plugin@version" for each plug-in: set by the registry.
   std::string version;
+  // Set only for batched node-level methods (then `client` and `server` return Unimplemented).
+  FederationRunner federation;
 };
 
 // A server-side plug-in wraps any method's client and server: "fedprox+fedtad" is FedProx with

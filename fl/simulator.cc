@@ -26,6 +26,15 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
   // Clients train in parallel on `threads` workers (InProcessChannel), each with one intra-op
   // thread, so the two levels never oversubscribe the cores.
   nn::SetComputeThreads(1);
+  if (o.spec.method() != "centralized") {
+    FGL_ASSIGN_OR_RETURN(MethodFactories batched, FindMethod(o.spec.method()));
+    if (batched.federation) {  // thousands of one-node users as rows of tensors (nFedGNN)
+      *stage = "the batched node-level federation";
+      FGL_ASSIGN_OR_RETURN(FederationResult result, batched.federation(o, on_round));
+      result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+      return result;
+    }
+  }
   FGL_ASSIGN_OR_RETURN(torch::Device device, nn::ParseDevice(o.device));
   FGL_ASSIGN_OR_RETURN(PartitionedDataset loaded, LoadPartitionedDataset(o));
   graph::Dataset& data = loaded.data;

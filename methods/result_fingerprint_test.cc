@@ -4,6 +4,7 @@
 // methods/result_fingerprints.txt. A change that moves a method's numbers fails here until its
 // result version is bumped (FGL_REGISTER_METHOD's last argument) and a line for the new version is
 // appended; records of the older version then read "stale" in reports.
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -48,6 +49,7 @@ TEST_P(ResultFingerprintTest, MatchesTheRecordedVersion) {
   for (const fl::RoundRecord& round : r.rounds) {
     absl::StrAppend(&all, absl::StrFormat("%d %.17g %.17g %d %d|", round.round, round.val_acc, round.test_acc,
                                           round.bytes_up, round.bytes_down));
+    if (std::isfinite(round.train_loss)) absl::StrAppend(&all, absl::StrFormat("%.17g|", round.train_loss));
     // Accuracies are argmaxes and survive small numeric changes; the reported training losses do not.
     for (const fl::ClientRecord& c : round.clients) {
       absl::StrAppend(&all, absl::StrFormat("%.17g %.17g,", c.test_acc, c.train_loss));

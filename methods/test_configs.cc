@@ -62,6 +62,15 @@ fl::FederationOptions SmallRun(const TestConfig& config, int rounds) {
     o.spec.clear_method_params();
     o.spec.add_method_params()->PackFrom(p);
   }
+  // Node-level methods: one user per node, all of them every round, one step per round.
+  absl::StatusOr<fl::MethodFactories> factories = fl::FindMethod(config.method);
+  if (factories.ok() && factories->federation) {
+    o.spec.set_partitioner("node_level");
+    o.spec.set_clients(600);  // SmallFederation's csbm graph
+    o.spec.set_model("gat:layers=2,heads=2,hidden=8,out_heads=1");
+    o.spec.set_local_epochs(1);
+    o.spec.mutable_eval()->set_model("global");
+  }
   return o;
 }
 

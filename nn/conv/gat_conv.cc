@@ -53,6 +53,26 @@ torch::Tensor RowSoftmax(const CsrPattern& pattern, const torch::Tensor& scores)
   return e / (denom.index_select(0, row) + 1e-16);
 }
 
+std::vector<torch::Tensor> GatAttend(const torch::Tensor& wx, const torch::Tensor& att_src,
+                                     const torch::Tensor& att_dst, const GraphView& graph,
+                                     double negative_slope, double dropout, bool training) {
+  const int64_t h = wx.size(1);
+  torch::Tensor a_src = (wx * att_src).sum(-1);  // [N, H]
+  torch::Tensor a_dst = (wx * att_dst).sum(-1);
+  const CsrPattern& p = graph.adjacency_with_self_loops();
+  // Row i aggregates messages from its neighbours j (col): e_ij = a_dst[i] + a_src[j].
+  torch::Tensor scores = torch::leaky_relu(
+      a_dst.index_select(0, p.row_index()) + a_src.index_select(0, p.col()), negative_slope);
+  torch::Tensor alpha = RowSoftmax(p, scores);
+  alpha = Dropout(alpha, dropout, training);
+  std::vector<torch::Tensor> outs;
+  outs.reserve(h);
+  for (int64_t k = 0; k < h; ++k) {
+    outs.push_back(Spmm(p, alpha.select(1, k).contiguous(), wx.select(1, k).contiguous()));
+  }
+  return outs;
+}
+
 torch::Tensor GATConvImpl::forward(const NodeFeatures& x, const GraphView& graph) {
   TORCH_CHECK(x.width() == options.in_channels(), "GATConv: input width ", x.width(),
               " != in_channels ", options.in_channels());
@@ -60,19 +80,8 @@ torch::Tensor GATConvImpl::forward(const NodeFeatures& x, const GraphView& graph
               " feature rows for a graph of ", graph.num_nodes(), " nodes");
   const int64_t n = x.num_nodes(), h = options.heads(), c = options.out_channels();
   torch::Tensor wx = x.MatMul(weight).view({n, h, c});
-  torch::Tensor a_src = (wx * att_src).sum(-1);  // [N, H]
-  torch::Tensor a_dst = (wx * att_dst).sum(-1);
-  const CsrPattern& p = graph.adjacency_with_self_loops();
-  // Row i aggregates messages from its neighbours j (col): e_ij = a_dst[i] + a_src[j].
-  torch::Tensor scores = torch::leaky_relu(
-      a_dst.index_select(0, p.row_index()) + a_src.index_select(0, p.col()), options.negative_slope());
-  torch::Tensor alpha = RowSoftmax(p, scores);
-  alpha = Dropout(alpha, options.dropout(), is_training());
-  std::vector<torch::Tensor> outs;
-  outs.reserve(h);
-  for (int64_t k = 0; k < h; ++k) {
-    outs.push_back(Spmm(p, alpha.select(1, k).contiguous(), wx.select(1, k).contiguous()));
-  }
+  std::vector<torch::Tensor> outs =
+      GatAttend(wx, att_src, att_dst, graph, options.negative_slope(), options.dropout(), is_training());
   torch::Tensor out = options.concat() ? torch::cat(outs, 1) : torch::stack(outs, 0).mean(0);
   return bias.defined() ? out + bias : out;
 }

@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 #include "nn/graph_view.h"
 
 namespace fgl::nn {
@@ -37,6 +39,14 @@ class GATConvImpl : public torch::nn::Cloneable<GATConvImpl> {
   torch::Tensor weight, att_src, att_dst, bias;
 };
 TORCH_MODULE(GATConv);
+
+// GATConv's aggregation of already projected features wx [N, heads, out] (split GAT: the users
+// project, the server attends): per head, softmax over each node's in-neighbours and itself of
+// LeakyReLU(att_dst·wx_i + att_src·wx_j), dropout on the coefficients (training only), and the
+// weighted sum. Returns one [N, out] tensor per head.
+std::vector<torch::Tensor> GatAttend(const torch::Tensor& wx, const torch::Tensor& att_src,
+                                     const torch::Tensor& att_dst, const GraphView& graph,
+                                     double negative_slope, double dropout, bool training);
 
 // Softmax of `scores` [nnz, H] over the entries of each CSR row of `pattern`.
 torch::Tensor RowSoftmax(const CsrPattern& pattern, const torch::Tensor& scores);

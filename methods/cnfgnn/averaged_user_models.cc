@@ -1,0 +1,79 @@
+#include "methods/cnfgnn/averaged_user_models.h"
+
+#include "glog/logging.h"
+
+namespace fgl::methods::cnfgnn {
+namespace {
+
+using nfedgnn::AdamStep;
+
+class AveragedUserModels final : public nfedgnn::UserModels {
+ public:
+  AveragedUserModels(const nfedgnn::UserFeatures& features, const nfedgnn::UserModelOptions& options)
+      : features_(features), options_(options) {
+    nfedgnn::UserModelOptions shared = options;
+    shared.shared_init = true;  // every user starts from the same θ̄_0 [P, §B.5]
+    average_ = nfedgnn::InitialUserWeights(features, shared);  // [d, H]
+    m_entry_ = torch::zeros({features.col.size(0), options.latent_width});
+    v_entry_ = torch::zeros_like(m_entry_);
+    m_background_ = torch::zeros_like(average_);
+    v_background_ = torch::zeros_like(average_);
+    // Users without feature r: n − (users with it).
+    absent_ = (features.num_users - torch::bincount(features.col, {}, features.width)).to(torch::kFloat).unsqueeze(1);
+    if (options.bias) {
+      bias_average_ = torch::zeros({options.latent_width});
+      m_bias_ = torch::zeros({features.num_users, options.latent_width});
+      v_bias_ = torch::zeros_like(m_bias_);
+    }
+  }
+
+  torch::Tensor Latents(const torch::Tensor& values) const override {
+    torch::Tensor out =
+        torch::zeros({features_.num_users, options_.latent_width})
+            .index_add_(0, features_.user_of_entry, values.unsqueeze(1) * average_.index_select(0, features_.col));
+    return bias_average_.defined() ? out + bias_average_ : out;
+  }
+
+  void Step(const torch::Tensor& values, const torch::Tensor& grad) override {
+    torch::NoGradGuard no_grad;
+    ++step_;
+    // Every user's updated rows: its own where x_i[r] != 0, the background step elsewhere.
+    torch::Tensor entry = average_.index_select(0, features_.col);
+    AdamStep(entry, values.unsqueeze(1) * grad.index_select(0, features_.user_of_entry), m_entry_, v_entry_, step_,
+             options_.adam);
+    torch::Tensor background = average_.clone();
+    AdamStep(background, torch::zeros_like(background), m_background_, v_background_, step_, options_.adam);
+    // The server's average over all n users of their updated maps.
+    torch::Tensor sum = (background * absent_).index_add_(0, features_.col, entry);
+    average_ = sum / static_cast<double>(features_.num_users);
+    if (bias_average_.defined()) {
+      torch::Tensor bias = bias_average_.expand({features_.num_users, options_.latent_width}).clone();
+      AdamStep(bias, grad, m_bias_, v_bias_, step_, options_.adam);
+      bias_average_ = bias.mean(0);
+    }
+  }
+
+  // The whole [d, H] map (and bias) goes up after the step and the average comes down.
+  int64_t model_floats_per_user() const override {
+    return average_.numel() + (bias_average_.defined() ? bias_average_.numel() : 0);
+  }
+
+ private:
+  const nfedgnn::UserFeatures& features_;
+  nfedgnn::UserModelOptions options_;
+  torch::Tensor average_;                      // θ̄ [d, H]
+  torch::Tensor m_entry_, v_entry_;            // per (user, non-zero feature) [nnz, H]
+  torch::Tensor m_background_, v_background_;  // per feature, for every user without it [d, H]
+  torch::Tensor absent_;                       // [d, 1]
+  torch::Tensor bias_average_, m_bias_, v_bias_;
+  int64_t step_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<nfedgnn::UserModels> MakeAveragedUserModels(const nfedgnn::UserFeatures& features,
+                                                            const nfedgnn::UserModelOptions& options) {
+  return std::make_unique<AveragedUserModels>(features, options);
+}
+
+}  // namespace fgl::methods::cnfgnn

@@ -1,0 +1,139 @@
+#include "methods/nfedgnn/node_level_federation.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "fl/algorithm.h"
+#include "fl/federation_setup.h"
+#include "graph/datasets.h"
+#include "graph/random.h"
+#include "graph/split.h"
+#include "methods/nfedgnn/nfedgnn.pb.h"
+#include "methods/nfedgnn/split_server.h"
+#include "nn/graph_view.h"
+#include "nn/ops/dropout.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::methods::nfedgnn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Accuracy(const torch::Tensor& logits, const torch::Tensor& labels, const torch::Tensor& mask) {
+  const int64_t n = mask.sum().item<int64_t>();
+  if (n == 0) return 0;
+  torch::Tensor hit = logits.argmax(1).eq(labels).logical_and(mask);
+  return 100.0 * static_cast<double>(hit.sum().item<int64_t>()) / static_cast<double>(n);
+}
+
+}  // namespace
+
+absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
+    const fl::FederationOptions& o, const std::function<void(const fl::RoundRecord&)>& on_round,
+    const UserModelsFactory& make_users, bool laplacian_allowed) {
+  const std::string& method = o.spec.method();
+  if (!o.checkpoint_dir.empty()) {
+    return absl::UnimplementedError(absl::StrCat(method, ": checkpoints of the batched node-level federation are not implemented"));
+  }
+  if (o.spec.partitioner() != "node_level") {
+    return absl::InvalidArgumentError(absl::StrCat(method, " is node-level FL: partitioner must be 'node_level', not '",
+                                                   o.spec.partitioner(), "'"));
+  }
+  if (o.spec.client_fraction() != 1.0) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": every user takes part in every round (client_fraction 1), not ",
+                                                   o.spec.client_fraction()));
+  }
+  if (o.spec.local_epochs() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": one forward/backward per round (local_epochs 1), not ",
+                                                   o.spec.local_epochs()));
+  }
+  if (o.eval().model != fl::EvalProtocol::Model::kGlobal) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": the server scores the split model (eval model 'global')"));
+  }
+  FGL_ASSIGN_OR_RETURN(const NfedgnnParams params, fl::UnpackParams<NfedgnnParams>({o.spec.method_params().begin(), o.spec.method_params().end()}));
+  if (!laplacian_allowed && params.laplacian_weight() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(method, " has no Laplacian term: laplacian_weight must be 0"));
+  }
+  FGL_ASSIGN_OR_RETURN(const SplitModelSpec model, ParseSplitModel(o.spec.model()));
+
+  FGL_ASSIGN_OR_RETURN(graph::Dataset data, graph::LoadDataset(o.spec.dataset(), graph::ResolveDataDir(o.spec.data_dir()),
+                                                               o.spec.partition_seed()));
+  const int64_t n = data.num_nodes();
+  if (o.spec.clients() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": one user per node, so clients must be ", n, " for ",
+                                                   o.spec.dataset(), ", not ", o.spec.clients()));
+  }
+  FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, graph::MakeSplit(o.spec.split(), data, o.spec.partition_seed()));
+  FGL_ASSIGN_OR_RETURN(nn::GraphView graph, nn::GraphView::Create(data.graph));
+  const torch::Tensor labels = data.labels;
+  const torch::Tensor train_index = split.train.nonzero().squeeze(1);
+  if (train_index.numel() == 0) return absl::InvalidArgumentError(absl::StrCat(method, ": the split has no labelled users"));
+  const torch::Tensor train_labels = labels.index_select(0, train_index);
+
+  // Everything random derives from the run's seed: user and server initialisation, dropout.
+  torch::manual_seed(graph::Rng::Derive(o.seed, "nfedgnn/server_init"));
+  SplitServer server(model, data.num_classes);
+  torch::optim::Adam server_optimizer(server->parameters(),
+                                      torch::optim::AdamOptions(o.spec.lr()).weight_decay(o.spec.weight_decay()));
+  const UserFeatures features = UserFeatures::FromDense(data.features);
+  UserModelOptions user_options;
+  user_options.latent_width = model.latent_width();
+  user_options.bias = !model.gat;
+  user_options.adam = {o.spec.lr(), o.spec.weight_decay()};
+  user_options.shared_init = params.user_init() == NfedgnnParams::SHARED;
+  user_options.seed = graph::Rng::Derive(o.seed, "nfedgnn/user_init");
+  std::unique_ptr<UserModels> users = make_users(features, user_options);
+
+  // Float32 payloads per user and round (the paper's Table 1 counts the uploads).
+  const int64_t per_user = (model.latent_width() + users->model_floats_per_user()) * 4;
+
+  fl::FederationResult result;
+  const Clock::time_point start = Clock::now();
+  for (int t = 1; t <= o.spec.rounds(); ++t) {
+    const Clock::time_point round_start = Clock::now();
+    nn::DropoutSeedScope dropout_seed(graph::Rng::Derive(o.seed, absl::StrCat("nfedgnn/round", t)));
+    fl::RoundRecord rec;
+    rec.round = t;
+    // Users: latents up (dropout on their own input where the model has it).
+    const torch::Tensor values = nn::Dropout(features.values, model.input_dropout, /*training=*/true);
+    const torch::Tensor latents = users->Latents(values).detach().requires_grad_(true);
+    // Server: one backward pass through the pre-update model gives its own gradient and every
+    // user's ∂(L_CE + λ·L_reg)/∂x̄_i (§B.10 #2, #3).
+    server->train();
+    torch::Tensor logits = server->forward(latents, graph);
+    torch::Tensor loss = torch::nn::functional::cross_entropy(logits.index_select(0, train_index), train_labels);
+    if (params.laplacian_weight() != 0) loss = loss + params.laplacian_weight() * LaplacianRegularizer(latents, graph);
+    server_optimizer.zero_grad();
+    loss.backward();
+    server_optimizer.step();
+    // Users: one Adam step each on the gradient that came down.
+    users->Step(values, latents.grad());
+    rec.train_loss = loss.item<double>();
+    rec.participants = static_cast<int>(n);
+    rec.bytes_up = n * per_user;
+    rec.bytes_down = n * per_user;
+    rec.seconds = std::chrono::duration<double>(Clock::now() - round_start).count();
+    // Evaluation of the model after round t: users send eval-mode latents (not counted, §B.4).
+    {
+      torch::NoGradGuard no_grad;
+      server->eval();
+      torch::Tensor eval_logits = server->forward(users->Latents(features.values), graph);
+      rec.val_acc = Accuracy(eval_logits, labels, split.val);
+      rec.test_acc = Accuracy(eval_logits, labels, split.test);
+    }
+    if (!std::isfinite(rec.train_loss)) {
+      return absl::InternalError(absl::StrCat(method, ": the training loss became ", rec.train_loss, " in round ", t));
+    }
+    result.bytes_up += rec.bytes_up;
+    result.bytes_down += rec.bytes_down;
+    if (on_round) on_round(rec);
+    result.rounds.push_back(std::move(rec));
+  }
+  result.train_s = std::chrono::duration<double>(Clock::now() - start).count();
+  fl::SelectReportedRound(o.eval(), result);
+  FGL_ASSIGN_OR_RETURN(result.protocol, fl::ProtocolCard(o));
+  return result;
+}
+
+}  // namespace fgl::methods::nfedgnn
