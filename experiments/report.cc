@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -145,9 +146,14 @@ std::string ClaimsSection(const proto::Table& t,
 
 }  // namespace
 
-std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper) {
-  const std::string published =
-      paper.present() ? absl::StrFormat("%.1f ± %.1f", paper.mean(), paper.std()) : "–";
+std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, proto::Table::Value value) {
+  const bool mib = value == proto::Table::UPLOADED_MIB;
+  // Communication is deterministic and printed as the paper prints it: 2 decimals, or 3
+  // significant digits in e-notation from 10^4 on.
+  auto amount = [](double v) { return v < 1e4 ? absl::StrFormat("%.2f", v) : absl::StrFormat("%.3e", v); };
+  const std::string published = !paper.present() ? "–"
+                                : mib            ? amount(paper.mean())
+                                                 : absl::StrFormat("%.1f ± %.1f", paper.mean(), paper.std());
   switch (r.state) {
     case CellResult::State::kNotImplemented:
       return absl::StrCat("not implemented / ", published);
@@ -165,6 +171,12 @@ std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper) 
       break;
   }
   auto [mean, std] = MeanStd(r.values);
+  if (mib) {
+    const double spread = *std::max_element(r.values.begin(), r.values.end()) -
+                          *std::min_element(r.values.begin(), r.values.end());
+    return absl::StrCat(amount(mean), spread == 0 ? "" : absl::StrFormat(" (seeds differ by %g)", spread),
+                        " (up+down ", amount(MeanStd(r.traffic_mib).first), ") / ", published);
+  }
   return absl::StrFormat("%.1f ± %.1f / %s", mean, std, published);
 }
 
@@ -411,7 +423,7 @@ std::string MarkdownReport(const proto::Table& t,
     std::vector<std::string> line = {Label(r)};
     for (const proto::Column& c : t.columns()) {
       auto it = paper.find({r.key(), c.key()});
-      line.push_back(it == paper.end() ? "–" : FormatCell(Lookup(cells, r.key(), c.key()), it->second));
+      line.push_back(it == paper.end() ? "–" : FormatCell(Lookup(cells, r.key(), c.key()), it->second, t.value()));
     }
     absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
   }
@@ -466,19 +478,28 @@ std::string CsvReport(const proto::Table& t,
 }
 
 std::string AccuracySvg(const std::string& title, const std::vector<Series>& series) {
+  return CurveSvg(title, series, /*percent=*/true);
+}
+
+std::string CurveSvg(const std::string& title, const std::vector<Series>& series, bool percent) {
   constexpr double kW = 800, kH = 400, kLeft = 50, kRight = 170, kTop = 30, kBottom = 40;
   int max_round = 1;
-  double lo = 100, hi = 0;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const Series& s : series)
     for (auto [r, a] : s.points) {
       max_round = std::max(max_round, r);
       lo = std::min(lo, a);
       hi = std::max(hi, a);
     }
-  if (lo > hi) lo = 0, hi = 100;
-  lo = std::floor(lo / 10) * 10;
-  hi = std::min(100.0, std::ceil(hi / 10) * 10);
-  if (hi <= lo) hi = lo + 10;
+  if (lo > hi) lo = 0, hi = percent ? 100 : 1;
+  if (percent) {
+    lo = std::floor(lo / 10) * 10;
+    hi = std::min(100.0, std::ceil(hi / 10) * 10);
+    if (hi <= lo) hi = lo + 10;
+  } else {
+    lo = std::min(0.0, lo);
+    if (hi <= lo) hi = lo + 1;
+  }
   auto x = [&](double r) { return kLeft + (kW - kLeft - kRight) * (r - 1) / std::max(1, max_round - 1); };
   auto y = [&](double a) { return kTop + (kH - kTop - kBottom) * (1 - (a - lo) / (hi - lo)); };
   static const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
@@ -489,8 +510,8 @@ std::string AccuracySvg(const std::string& title, const std::vector<Series>& ser
       kW, kH, kLeft, Escape(title));
   for (double a = lo; a <= hi + 1e-9; a += (hi - lo) / 5) {
     absl::StrAppend(&svg, absl::StrFormat(
-        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"5\" y=\"%.1f\">%.0f%%</text>\n",
-        kLeft, y(a), kW - kRight, y(a), y(a) + 4, a));
+        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"5\" y=\"%.1f\">%s</text>\n",
+        kLeft, y(a), kW - kRight, y(a), y(a) + 4, percent ? absl::StrFormat("%.0f%%", a) : absl::StrFormat("%.3g", a)));
   }
   const int step = max_round <= 10 ? 1 : max_round <= 50 ? 5 : max_round <= 100 ? 10 : 50;
   for (int r = 1; r <= max_round; r += (r == 1 && step > 1) ? step - 1 : step) {

@@ -18,11 +18,12 @@ struct CellResult {
   // kStale: its only records are of an older method version (--cached_only does not rerun them).
   enum class State { kDone, kNotImplemented, kDataNotPresent, kFailed, kNotPrinted, kNotRun, kStale };
   State state = State::kNotPrinted;
-  std::vector<double> values;  // one per seed, percent
+  std::vector<double> values;  // one per seed: percent, or MiB for Table::UPLOADED_MIB
   std::string detail;          // error text for kFailed, missing file for kDataNotPresent
   double run_seconds = 0;      // the runs' own logged wall time, summed over seeds
   std::string protocol;        // ProtocolCard of the cell's resolved spec
   std::string params;          // MethodParamsText of it
+  std::vector<double> traffic_mib;  // one per seed: MiB up + down
 };
 
 // How a cell was run, in one line: evaluation protocol, model, split, partitioner, schedule and
@@ -32,7 +33,8 @@ std::string ProtocolCard(const proto::Experiment& resolved);
 std::string MethodParamsText(const proto::Experiment& resolved);
 
 // "ours 76.3 ± 0.2 (paper 73.6 ± 0.4, Δ +2.7)"; markers for the other states.
-std::string FormatCell(const CellResult& result, const proto::PublishedValue& paper);
+std::string FormatCell(const CellResult& result, const proto::PublishedValue& paper,
+                       proto::Table::Value value = proto::Table::TEST_ACCURACY);
 
 struct Provenance {
   // Everything here comes from the table and the run records, so that a report regenerates byte
@@ -64,6 +66,8 @@ struct Series {
   std::vector<std::pair<int, double>> points;
 };
 std::string AccuracySvg(const std::string& title, const std::vector<Series>& series);
+// Any quantity against round (`percent`: axis in %, capped at 100).
+std::string CurveSvg(const std::string& title, const std::vector<Series>& series, bool percent);
 
 }  // namespace fgl::experiments
 

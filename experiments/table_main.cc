@@ -160,6 +160,62 @@ std::string RecordVersion(const proto::RunRecord& record, const std::string& met
   return absl::StrCat(method == "centralized" ? "centralized:" : "", absl::StrJoin(parts, "+"));
 }
 
+// One finished run's numbers into its cell: the value the table shows, the traffic, the time.
+void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResult& r) {
+  constexpr double kMiB = 1 << 20;
+  const fl::proto::RunResult& result = record.result();
+  r.values.push_back(table.value() == proto::Table::UPLOADED_MIB ? static_cast<double>(result.bytes_up()) / kMiB
+                                                                  : result.test_acc());
+  r.traffic_mib.push_back(static_cast<double>(result.bytes_up() + result.bytes_down()) / kMiB);
+  r.run_seconds += result.wall_s();
+}
+
+// Per column, every row's mean curve over its seeds (test accuracy; training loss where recorded):
+// <stem>_<column>.svg, <stem>_<column>_loss.svg and one <stem>_curves.csv.
+void WriteColumnCurves(const proto::Table& table,
+                       const std::map<std::pair<std::string, std::string>, std::vector<proto::RunRecord>>& runs,
+                       const std::string& report_dir, const std::string& stem) {
+  std::ofstream csv(report_dir + "/" + stem + "_curves.csv");
+  csv << "row,column,seeds,round,test_acc_mean,loss_mean\n";
+  for (const proto::Column& c : table.columns()) {
+    std::vector<Series> accuracy, loss;
+    for (const proto::Row& row : table.rows()) {
+      auto it = runs.find({row.key(), c.key()});
+      if (it == runs.end() || it->second.empty()) continue;
+      const std::vector<proto::RunRecord>& recs = it->second;
+      size_t rounds = recs[0].test_curve_size();
+      bool has_loss = true;
+      for (const proto::RunRecord& rec : recs) {
+        rounds = std::min<size_t>(rounds, rec.test_curve_size());
+        has_loss &= rec.loss_curve_size() == rec.test_curve_size();
+      }
+      Series a{row.label().empty() ? row.key() : row.label(), {}}, l{a.label, {}};
+      for (size_t i = 0; i < rounds; ++i) {
+        double acc = 0, lo = 0;
+        for (const proto::RunRecord& rec : recs) {
+          acc += rec.test_curve(i) / recs.size();
+          if (has_loss) lo += rec.loss_curve(i) / recs.size();
+        }
+        a.points.emplace_back(i + 1, acc);
+        if (has_loss) l.points.emplace_back(i + 1, lo);
+        csv << row.key() << "," << c.key() << "," << recs.size() << "," << i + 1 << ","
+            << absl::StrFormat("%.4f", acc) << "," << (has_loss ? absl::StrFormat("%.6g", lo) : "") << "\n";
+      }
+      accuracy.push_back(std::move(a));
+      if (has_loss) loss.push_back(std::move(l));
+    }
+    if (accuracy.empty()) continue;
+    const std::string label = c.label().empty() ? c.key() : c.label();
+    std::ofstream(absl::StrCat(report_dir, "/", stem, "_", c.key(), ".svg"))
+        << AccuracySvg(absl::StrCat(table.title(), " — ", label, ": test accuracy (mean over seeds)"), accuracy);
+    if (!loss.empty()) {
+      std::ofstream(absl::StrCat(report_dir, "/", stem, "_", c.key(), "_loss.svg"))
+          << CurveSvg(absl::StrCat(table.title(), " — ", label, ": training loss (mean over seeds)"), loss,
+                      /*percent=*/false);
+    }
+  }
+}
+
 // A run's record from its result.json and rounds.jsonl.
 absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto::Experiment& resolved, uint64_t seed,
                                            fl::proto::RunResult result, const std::string& rounds_path) {
@@ -181,6 +237,7 @@ absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto:
     }
     record.add_val_curve(round.val_acc());
     record.add_test_curve(round.test_acc());
+    if (round.has_train_loss()) record.add_loss_curve(round.train_loss());
   }
   return record;
 }
@@ -372,6 +429,7 @@ int Run() {
 
   std::map<std::pair<std::string, std::string>, CellResult> results;
   std::map<std::pair<std::string, std::string>, proto::RunRecord> first_runs;  // for the plot
+  std::map<std::pair<std::string, std::string>, std::vector<proto::RunRecord>> all_runs;  // for curves
   std::vector<Job> pending;
   Provenance prov;
   // The commit and machine that produce new runs (recorded in each run's record).
@@ -410,9 +468,9 @@ int Run() {
       if (have) {
         commits.insert(record.result().code_commit().empty() ? "unknown" : record.result().code_commit());
         machines.insert(record.result().machine().empty() ? "unknown" : record.result().machine());
-        r.values.push_back(record.result().test_acc());
-        r.run_seconds += record.result().wall_s();
+        AddRun(*table, record, r);
         if (plot && !first_runs.count(key)) first_runs[key] = record;
+        if (plot) all_runs[key].push_back(record);
         continue;
       }
       if (absl::GetFlag(FLAGS_cached_only) || !data_present) {
@@ -422,6 +480,7 @@ int Run() {
         r.values.clear();
         r.run_seconds = 0;
         if (plot) first_runs.erase(key);
+        if (plot) all_runs.erase(key);
         break;
       }
       if (auto it = queued.find(hash); it != queued.end()) {  // the same run, already queued
@@ -559,11 +618,9 @@ int Run() {
       }
       commits.insert(commit);
       machines.insert(machine);
-      for (CellResult* r : j.targets) {
-        r->values.push_back(result.test_acc());
-        r->run_seconds += result.wall_s();
-      }
+      for (CellResult* r : j.targets) AddRun(*table, *record, *r);
       if (j.plot && !first_runs.count(j.cell)) first_runs[j.cell] = *record;
+      if (j.plot) all_runs[j.cell].push_back(*record);
     } else {
       for (CellResult* r : j.targets) {
         r->state = CellResult::State::kFailed;
@@ -594,6 +651,7 @@ int Run() {
     }
     if (!series.empty()) break;
   }
+  if (table->curves_per_column()) WriteColumnCurves(*table, all_runs, report_dir, stem);
   std::string svg_name;
   if (!series.empty()) {
     svg_name = stem + ".svg";
@@ -605,7 +663,8 @@ int Run() {
   prov.commits = absl::StrJoin(commits, ", ");
   prov.machines = absl::StrJoin(machines, "; ");
   std::string fidelity_name;
-  if (const std::string fidelity = FidelitySvg(*table, results); !fidelity.empty()) {
+  if (const std::string fidelity = table->value() == proto::Table::TEST_ACCURACY ? FidelitySvg(*table, results) : "";
+      !fidelity.empty()) {
     fidelity_name = stem + "_fidelity.svg";
     std::ofstream(report_dir + "/" + fidelity_name) << fidelity;
   }
