@@ -46,7 +46,8 @@ TEST(TablesTest, EveryTableLoadsAndEveryCellResolves) {
       // Transcribed tables hold only printed cells; a figure (no numbers printed) and a companion
       // table of our own protocol checks may hold cells without a paper value.
       const bool transcription = t.id() != "fedtad_fig4" && t.id() != "fedtad_table2_protocol" &&
-                                 t.id() != "fedtad_table2_baselines" && !t.curves_per_column();
+                                 t.id() != "fedtad_table2_baselines" && t.id() != "nfedgnn_centralized" &&
+                                 !t.curves_per_column();
       if (transcription) EXPECT_TRUE(c.paper().present()) << f << " " << c.row() << "/" << c.column();
       ++cells;
     }
