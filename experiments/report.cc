@@ -492,7 +492,13 @@ std::string CurveSvg(const std::string& title, const std::vector<Series>& series
       hi = std::max(hi, a);
     }
   if (lo > hi) lo = 0, hi = percent ? 100 : 1;
-  if (percent) {
+  // A positive quantity that is not a percentage (a loss) on a log axis: a few large early values
+  // would otherwise flatten the rest of the curve.
+  const bool log_axis = !percent && lo > 0;
+  if (log_axis) {
+    lo = std::floor(std::log10(lo));
+    hi = std::max(lo + 1, std::ceil(std::log10(hi)));
+  } else if (percent) {
     lo = std::floor(lo / 10) * 10;
     hi = std::min(100.0, std::ceil(hi / 10) * 10);
     if (hi <= lo) hi = lo + 10;
@@ -500,18 +506,19 @@ std::string CurveSvg(const std::string& title, const std::vector<Series>& series
     lo = std::min(0.0, lo);
     if (hi <= lo) hi = lo + 1;
   }
+  auto axis = [&](double v) { return log_axis ? std::log10(v) : v; };
   auto x = [&](double r) { return kLeft + (kW - kLeft - kRight) * (r - 1) / std::max(1, max_round - 1); };
-  auto y = [&](double a) { return kTop + (kH - kTop - kBottom) * (1 - (a - lo) / (hi - lo)); };
+  auto y = [&](double a) { return kTop + (kH - kTop - kBottom) * (1 - (a - lo) / (hi - lo)); };  // axis units
   static const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
   std::string svg = absl::StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"%.0f\" y=\"18\" font-size=\"13\">%s</text>\n",
       kW, kH, kLeft, Escape(title));
-  for (double a = lo; a <= hi + 1e-9; a += (hi - lo) / 5) {
+  for (double a = lo; a <= hi + 1e-9; a += log_axis ? 1 : (hi - lo) / 5) {
     absl::StrAppend(&svg, absl::StrFormat(
         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"5\" y=\"%.1f\">%s</text>\n",
-        kLeft, y(a), kW - kRight, y(a), y(a) + 4, percent ? absl::StrFormat("%.0f%%", a) : absl::StrFormat("%.3g", a)));
+        kLeft, y(a), kW - kRight, y(a), y(a) + 4, percent ? absl::StrFormat("%.0f%%", a) : absl::StrFormat("%.3g", log_axis ? std::pow(10, a) : a)));
   }
   const int step = max_round <= 10 ? 1 : max_round <= 50 ? 5 : max_round <= 100 ? 10 : 50;
   for (int r = 1; r <= max_round; r += (r == 1 && step > 1) ? step - 1 : step) {
@@ -523,7 +530,7 @@ std::string CurveSvg(const std::string& title, const std::vector<Series>& series
   absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.0f\" y=\"%.0f\">round</text>\n", (kW - kRight) / 2, kH - 8));
   for (size_t i = 0; i < series.size(); ++i) {
     std::vector<std::string> pts;
-    for (auto [r, a] : series[i].points) pts.push_back(absl::StrFormat("%.1f,%.1f", x(r), y(a)));
+    for (auto [r, a] : series[i].points) pts.push_back(absl::StrFormat("%.1f,%.1f", x(r), y(axis(a))));
     const char* color = kColors[i % 10];
     absl::StrAppend(&svg, absl::StrFormat(
         "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%s\"/>\n"

@@ -24,7 +24,9 @@ for md in experiments/reports/*/*.md; do
   "$runner" --table="experiments/$paper/$stem.textproto" --cached_only --results_dir=experiments/results \
       --report_dir="$T/reports" --cache_dir="$T/cache" --data_dir="$FGL_DATA_DIR" >"$T/log" 2>&1 \
       || { cat "$T/log"; echo "FAIL: the runner failed on $md"; exit 1; }
-  for file in "$stem.md" "$stem.csv" "$stem.svg" "${stem}_fidelity.svg"; do
+  # Plus the curve files a figure report links (<stem>_<column>.svg, _loss.svg, _curves.csv).
+  linked="$(grep -o "](${stem}_[A-Za-z0-9_]*\.\(svg\|csv\))" "$md" | sed 's/^](//; s/)$//' | sort -u || true)"
+  for file in "$stem.md" "$stem.csv" "$stem.svg" "${stem}_fidelity.svg" $linked; do
     committed="experiments/reports/$paper/$file"
     [[ -f "$committed" ]] || continue
     if ! cmp -s "$committed" "$T/reports/$paper/$file"; then

@@ -171,10 +171,12 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
 }
 
 // Per column, every row's mean curve over its seeds (test accuracy; training loss where recorded):
-// <stem>_<column>.svg, <stem>_<column>_loss.svg and one <stem>_curves.csv.
-void WriteColumnCurves(const proto::Table& table,
+// <stem>_<column>.svg, <stem>_<column>_loss.svg and one <stem>_curves.csv. Returns the markdown
+// that shows them.
+std::string WriteColumnCurves(const proto::Table& table,
                        const std::map<std::pair<std::string, std::string>, std::vector<proto::RunRecord>>& runs,
                        const std::string& report_dir, const std::string& stem) {
+  std::string md = absl::StrCat("\n## Curves (mean over seeds; data: [", stem, "_curves.csv](", stem, "_curves.csv))\n");
   std::ofstream csv(report_dir + "/" + stem + "_curves.csv");
   csv << "row,column,seeds,round,test_acc_mean,loss_mean\n";
   for (const proto::Column& c : table.columns()) {
@@ -206,14 +208,17 @@ void WriteColumnCurves(const proto::Table& table,
     }
     if (accuracy.empty()) continue;
     const std::string label = c.label().empty() ? c.key() : c.label();
-    std::ofstream(absl::StrCat(report_dir, "/", stem, "_", c.key(), ".svg"))
-        << AccuracySvg(absl::StrCat(table.title(), " — ", label, ": test accuracy (mean over seeds)"), accuracy);
+    const std::string name = absl::StrCat(stem, "_", c.key());
+    std::ofstream(absl::StrCat(report_dir, "/", name, ".svg"))
+        << AccuracySvg(absl::StrCat(label, ": test accuracy (mean over seeds)"), accuracy);
+    absl::StrAppend(&md, "\n### ", label, "\n\n![", label, " test accuracy](", name, ".svg)\n");
     if (!loss.empty()) {
-      std::ofstream(absl::StrCat(report_dir, "/", stem, "_", c.key(), "_loss.svg"))
-          << CurveSvg(absl::StrCat(table.title(), " — ", label, ": training loss (mean over seeds)"), loss,
-                      /*percent=*/false);
+      std::ofstream(absl::StrCat(report_dir, "/", name, "_loss.svg"))
+          << CurveSvg(absl::StrCat(label, ": training loss (mean over seeds)"), loss, /*percent=*/false);
+      absl::StrAppend(&md, "![", label, " training loss](", name, "_loss.svg)\n");
     }
   }
+  return md;
 }
 
 // A run's record from its result.json and rounds.jsonl.
@@ -651,7 +656,7 @@ int Run() {
     }
     if (!series.empty()) break;
   }
-  if (table->curves_per_column()) WriteColumnCurves(*table, all_runs, report_dir, stem);
+  const std::string curves_md = table->curves_per_column() ? WriteColumnCurves(*table, all_runs, report_dir, stem) : "";
   std::string svg_name;
   if (!series.empty()) {
     svg_name = stem + ".svg";
@@ -668,7 +673,8 @@ int Run() {
     fidelity_name = stem + "_fidelity.svg";
     std::ofstream(report_dir + "/" + fidelity_name) << fidelity;
   }
-  std::ofstream(report_dir + "/" + stem + ".md") << MarkdownReport(*table, results, prov, svg_name, fidelity_name, spread);
+  std::ofstream(report_dir + "/" + stem + ".md")
+      << MarkdownReport(*table, results, prov, svg_name, fidelity_name, spread) << curves_md;
   std::ofstream(report_dir + "/" + stem + ".csv") << CsvReport(*table, results);
   std::cout << "wrote " << report_dir << "/" << stem << ".{md,csv" << (svg_name.empty() ? "" : ",svg") << "}"
             << " (" << total << " runs, " << failed << " failed)" << std::endl;
