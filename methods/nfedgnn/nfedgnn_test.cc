@@ -151,6 +151,28 @@ TEST(UserModels, BatchedAdamEqualsEachUsersOwnAdam) {
   }
 }
 
+TEST(UserModels, SkippingZeroGradientUsersLeavesThemExactlyAndStepsTheOthersAlike) {
+  const graph::Dataset d = SmallGraph();
+  const UserFeatures f = UserFeatures::FromDense(d.features);
+  UserModelOptions o;
+  o.seed = 9;
+  std::unique_ptr<UserModels> every = MakePrivateUserModels(f, o);
+  o.skip_zero_gradient = true;
+  std::unique_ptr<UserModels> skipping = MakePrivateUserModels(f, o);
+  const torch::Tensor before = skipping->Latents(f.values);
+  torch::manual_seed(6);
+  for (int step = 0; step < 3; ++step) {
+    torch::Tensor g = torch::randn({f.num_users, o.latent_width});
+    g[0].zero_();  // user 0 is never reached
+    every->Step(f.values, g);
+    skipping->Step(f.values, g);
+  }
+  const torch::Tensor a = every->Latents(f.values), b = skipping->Latents(f.values);
+  EXPECT_TRUE(torch::equal(b[0], before[0]));   // untouched, not even by weight decay
+  EXPECT_FALSE(torch::equal(a[0], before[0]));  // PyTorch's semantics: weight decay moved it
+  EXPECT_TRUE(torch::allclose(a.slice(0, 1), b.slice(0, 1), 1e-5, 1e-6));
+}
+
 fl::FederationOptions NodeLevelRun(const std::string& method, const std::string& model, double lambda) {
   fl::FederationOptions o;
   o.spec.set_dataset("csbm:num_nodes=120,num_classes=3,num_features=12,homophily=0.9");

@@ -55,6 +55,9 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   if (!laplacian_allowed && params.laplacian_weight() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(method, " has no Laplacian term: laplacian_weight must be 0"));
   }
+  if (!laplacian_allowed && params.skip_zero_gradient_users()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": skip_zero_gradient_users applies to nFedGNN's private maps only"));
+  }
   FGL_ASSIGN_OR_RETURN(const SplitModelSpec model, ParseSplitModel(o.spec.model()));
 
   FGL_ASSIGN_OR_RETURN(graph::Dataset data, graph::LoadDataset(o.spec.dataset(), graph::ResolveDataDir(o.spec.data_dir()),
@@ -82,6 +85,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   user_options.bias = !model.gat;
   user_options.adam = {o.spec.lr(), o.spec.weight_decay()};
   user_options.shared_init = params.user_init() == NfedgnnParams::SHARED;
+  user_options.skip_zero_gradient = params.skip_zero_gradient_users();
   user_options.seed = graph::Rng::Derive(o.seed, "nfedgnn/user_init");
   std::unique_ptr<UserModels> users = make_users(features, user_options);
 

@@ -36,6 +36,24 @@ void AdamStep(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& m,
   param.addcdiv_(m, denom, -options.lr / bias_correction1);
 }
 
+void AdamStepRows(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& m, torch::Tensor& v,
+                  const torch::Tensor& steps, const torch::Tensor& active, const AdamOptions& options) {
+  constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
+  torch::NoGradGuard no_grad;
+  // Bias corrections per row, in double as torch::optim::Adam computes them, then to float.
+  const torch::Tensor bias_correction1 = (1 - torch::pow(kBeta1, steps)).to(param.dtype()).unsqueeze(1);
+  const torch::Tensor bias_correction2 = (1 - torch::pow(kBeta2, steps)).to(param.dtype()).unsqueeze(1);
+  torch::Tensor g = options.weight_decay != 0 ? grad.add(param, options.weight_decay) : grad;
+  const torch::Tensor m_new = m * kBeta1 + g * (1 - kBeta1);
+  const torch::Tensor v_new = v * kBeta2 + g * g * (1 - kBeta2);
+  const torch::Tensor denom = v_new.sqrt() / bias_correction2.sqrt() + kEps;
+  const torch::Tensor param_new = param - options.lr / bias_correction1 * m_new / denom;
+  const torch::Tensor keep = active.unsqueeze(1);
+  m = torch::where(keep, m_new, m);
+  v = torch::where(keep, v_new, v);
+  param = torch::where(keep, param_new, param);
+}
+
 torch::Tensor InitialUserWeights(const UserFeatures& features, const UserModelOptions& options) {
   torch::Generator gen = at::detail::createCPUGenerator(options.seed);
   const double bound = std::sqrt(6.0 / static_cast<double>(features.width + options.latent_width));
@@ -67,12 +85,23 @@ class PrivateUserModels final : public UserModels {
   }
 
   void Step(const torch::Tensor& values, const torch::Tensor& grad) override {
-    ++step_;
     // ∂L/∂W_i = x_iᵀ g_i on the stored rows; every user's gradient is defined (possibly zero), as
     // in PyTorch, so weight decay moves even users no label reaches (§B.4).
     torch::Tensor grad_w = values.unsqueeze(1) * grad.index_select(0, features_.user_of_entry);
-    AdamStep(weights_, grad_w, m_w_, v_w_, step_, options_.adam);
-    if (bias_.defined()) AdamStep(bias_, grad, m_b_, v_b_, step_, options_.adam);
+    if (!options_.skip_zero_gradient) {
+      ++step_;
+      AdamStep(weights_, grad_w, m_w_, v_w_, step_, options_.adam);
+      if (bias_.defined()) AdamStep(bias_, grad, m_b_, v_b_, step_, options_.adam);
+      return;
+    }
+    // Only users with a non-zero gradient step, each with its own step count.
+    if (!user_steps_.defined()) user_steps_ = torch::zeros({features_.num_users}, torch::kDouble);
+    const torch::Tensor active = grad.ne(0).any(1);
+    user_steps_ += active.to(torch::kDouble);
+    const torch::Tensor entry_steps = user_steps_.index_select(0, features_.user_of_entry);
+    AdamStepRows(weights_, grad_w, m_w_, v_w_, entry_steps, active.index_select(0, features_.user_of_entry),
+                 options_.adam);
+    if (bias_.defined()) AdamStepRows(bias_, grad, m_b_, v_b_, user_steps_, active, options_.adam);
   }
 
  private:
@@ -81,6 +110,7 @@ class PrivateUserModels final : public UserModels {
   torch::Tensor weights_, m_w_, v_w_;  // [nnz, H]
   torch::Tensor bias_, m_b_, v_b_;     // [n, H] or undefined
   int64_t step_ = 0;
+  torch::Tensor user_steps_;  // double [n], with skip_zero_gradient only
 };
 
 }  // namespace

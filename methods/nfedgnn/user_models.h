@@ -32,12 +32,17 @@ struct AdamOptions {
 };
 void AdamStep(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& m, torch::Tensor& v,
               int64_t step, const AdamOptions& options);
+// The same step for rows with their own step counts: row k uses steps[k] (double [rows]); rows
+// where `active` is false are left as they are (parameters and moments).
+void AdamStepRows(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& m, torch::Tensor& v,
+                  const torch::Tensor& steps, const torch::Tensor& active, const AdamOptions& options);
 
 struct UserModelOptions {
   int64_t latent_width = 16;  // H: 16 (GCN) or heads × hidden (GAT: 128)
   bool bias = true;           // GCN's user-side bias (§B.2.1); GAT's users have none
   AdamOptions adam;
   bool shared_init = false;   // one Glorot draw for every user instead of one each
+  bool skip_zero_gradient = false;  // users with an all-zero gradient row take no step
   uint64_t seed = 0;
 };
 
