@@ -107,6 +107,27 @@ case "$CASE" in
     done
     echo "PASS: GCFL+, SCAFFOLD, FedTAD and FED-PUB give the simulator's numbers across processes"
     ;;
+  nfedgnn)
+    # One user per client: users 0-38 in one process, user 39 alone in another. Round r + 1 of
+    # the per-user run scores split round r (per_user.h), so 9 rounds there are 8 batched.
+    SPEC="experiments/testdata/transport_csbm_nfedgnn.textproto"
+    "$SIM" --spec="$SPEC" --set="rounds=8" --out="$T/sim" --cache_dir="$CACHE" >"$T/sim.out" 2>"$T/sim.log" \
+        || fail "batched run failed"
+    start_server run
+    start_client 0 "users" --client_ids=0-38
+    start_client 39 "user39"
+    wait_server
+    for r in $(seq 1 8); do
+      for key in test_acc val_acc; do
+        a="$(round_field "$T/sim/seed_2024/rounds.jsonl" "$r" "$key")"
+        b="$(round_field "$T/run/rounds.jsonl" "$((r + 1))" "$key")"
+        [[ -n "$a" && "$a" == "$b" ]] || fail "split round $r $key: batched $a, per user $b"
+      done
+    done
+    up="$(round_field "$T/run/rounds.jsonl" 2 bytes_up)"
+    [[ -n "$up" && "$up" -gt 0 ]] || fail "no upload bytes counted"
+    echo "PASS: 40 users as clients across 2 processes compute the batched run's accuracies (round 2 uploads: $up B)"
+    ;;
 
   kill)
     start_server run --set="rounds=8"

@@ -52,11 +52,15 @@ struct MethodConfig {
   // MethodParams<P>(config).
   std::vector<google::protobuf::Any> params;
   uint64_t seed = 0;
+  // The run's training seed itself: a method deployed both batched and per client (nFedGNN)
+  // derives the same streams from it in both.
+  uint64_t run_seed = 0;
   torch::Device device = torch::kCPU;
   // The run's dataset as graph::LoadDataset takes it, for oracle ablations whose server loads
   // the whole graph itself (FedTAD-r-eq); no other method may read it.
   std::string dataset;
   std::string data_dir;  // resolved
+  std::string split;     // the run's split rule (nFedGNN's server splits the whole graph itself)
   uint64_t partition_seed = 0;
 };
 

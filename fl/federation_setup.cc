@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <fstream>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "fl/registry.h"
 #include "glog/logging.h"
 #include "fl/federation_spec.h"
 #include "graph/datasets.h"
@@ -93,7 +95,10 @@ absl::StatusOr<PartitionedDataset> LoadPartitionedDataset(const FederationOption
                        graph::CachedPartition(*partitioner, out.data, o.spec.clients(), o.spec.partition_seed(),
                                               cache == "none" ? "" : cache));
   if (out.partition.server_keeps_topology) {
-    return absl::UnimplementedError("node-level partitions need a node-level method (nFedGNN)");
+    absl::StatusOr<MethodFactories> method = FindMethod(o.spec.method());
+    if (!method.ok() || !method->federation) {
+      return absl::UnimplementedError("node-level partitions need a node-level method (nFedGNN)");
+    }
   }
   return out;
 }
@@ -114,6 +119,12 @@ absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOption
   const graph::Dataset& data = loaded.data;
   const graph::Partition& partition = loaded.partition;
   std::vector<ClientShard> shards;
+  // Node-level FL: one split of the whole graph (as the batched runner makes it), each user
+  // holding its own node's share of it.
+  std::optional<graph::NodeSplit> global_split;
+  if (partition.server_keeps_topology) {
+    FGL_ASSIGN_OR_RETURN(global_split, graph::MakeSplit(o.spec.split(), data, o.spec.partition_seed()));
+  }
   for (int client : clients) {
     if (client < 0 || client >= partition.num_clients()) {
       return absl::InvalidArgumentError(absl::StrCat("client id ", client, " outside [0, ",
@@ -124,7 +135,14 @@ absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOption
     shard.num_features = data.num_features();
     shard.num_classes = data.num_classes;
     FGL_ASSIGN_OR_RETURN(graph::Dataset sub, graph::SubDataset(data, partition.clients[client]));
-    FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, ClientSplit(o, partition, sub, client));
+    graph::NodeSplit split;
+    if (global_split) {
+      const torch::Tensor nodes = torch::tensor(partition.clients[client], torch::kInt64);
+      split = {global_split->train.index_select(0, nodes), global_split->val.index_select(0, nodes),
+               global_split->test.index_select(0, nodes)};
+    } else {
+      FGL_ASSIGN_OR_RETURN(split, ClientSplit(o, partition, sub, client));
+    }
     FGL_ASSIGN_OR_RETURN(shard.data, MakeClientData(client, std::move(sub), std::move(split), device));
     shards.push_back(std::move(shard));
   }
@@ -148,9 +166,11 @@ absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int6
   config.dropout_at_eval = o.eval().dropout_at_eval;
   config.params = MethodParamsOf(o.spec);
   config.seed = graph::Rng::Derive(o.seed, "init");
+  config.run_seed = o.seed;
   config.dataset = o.spec.dataset();
   config.data_dir = graph::ResolveDataDir(o.spec.data_dir());
   config.partition_seed = o.spec.partition_seed();
+  config.split = o.spec.split();
   config.device = device;
   return config;
 }
@@ -208,16 +228,21 @@ absl::StatusOr<EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, const Clie
 
 RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalCounts>& counts,
                                const std::vector<int64_t>& sizes) {
-  auto acc = [](int64_t correct, int64_t n) { return n == 0 ? 0.0 : static_cast<double>(correct) / n; };
-  double val = 0, test = 0, weight = 0;
+  // A client without val (test) nodes has no val (test) accuracy: it is left out of that average
+  // instead of counting as 0 (node-level FL: most one-node users hold no test node).
+  double val = 0, test = 0, val_weight = 0, test_weight = 0;
   for (size_t k = 0; k < counts.size(); ++k) {
     const double w = eval.node_weighted ? static_cast<double>(sizes[k]) : 1.0;
-    val += w * acc(counts[k].val_correct, counts[k].val_n);
-    test += w * acc(counts[k].test_correct, counts[k].test_n);
-    weight += w;
+    if (counts[k].val_n > 0) {
+      val += w * (static_cast<double>(counts[k].val_correct) / static_cast<double>(counts[k].val_n));
+      val_weight += w;
+    }
+    if (counts[k].test_n > 0) {
+      test += w * (static_cast<double>(counts[k].test_correct) / static_cast<double>(counts[k].test_n));
+      test_weight += w;
+    }
   }
-  if (weight == 0) return {};
-  return {100.0 * val / weight, 100.0 * test / weight};
+  return {val_weight == 0 ? 0.0 : 100.0 * val / val_weight, test_weight == 0 ? 0.0 : 100.0 * test / test_weight};
 }
 
 absl::Status AccumulateReply(ServerAlgorithm& server, const absl::StatusOr<proto::Message>& reply,

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "methods/nfedgnn/nfedgnn.pb.h"
+#include "methods/nfedgnn/per_user.h"
 
 namespace fgl::methods::nfedgnn {
 namespace {
@@ -41,8 +42,15 @@ fl::MethodFactories NodeLevelMethod(const std::string& name, UserModelsFactory m
 
 namespace {
 
-const fl::MethodRegistrar kRegistrar("nfedgnn", NodeLevelMethod("nfedgnn", &MakePrivateUserModels,
-                                                                 /*laplacian_allowed=*/true));
+// In process the users are batched; across processes (serve/join) each user is a client.
+fl::MethodFactories Nfedgnn() {
+  fl::MethodFactories f = NodeLevelMethod("nfedgnn", &MakePrivateUserModels, /*laplacian_allowed=*/true);
+  f.client = &MakePerUserClient;
+  f.server = &MakePerUserServer;
+  return f;
+}
+
+const fl::MethodRegistrar kRegistrar("nfedgnn", Nfedgnn());
 
 }  // namespace
 }  // namespace fgl::methods::nfedgnn
