@@ -68,8 +68,18 @@ bool OurMean(const std::map<std::pair<std::string, std::string>, CellResult>& ce
 struct Comparison {
   std::string what;
   double lhs = 0, rhs = 0, min = 0;
-  bool Holds() const { return lhs - rhs >= min - 1e-9; }
+  double tolerance = -1;  // >= 0: an equality, |lhs − rhs| <= tolerance (MATCHES_PAPER)
+  bool Holds() const { return tolerance >= 0 ? std::abs(lhs - rhs) <= tolerance : lhs - rhs >= min - 1e-9; }
+  double Slack() const { return tolerance >= 0 ? tolerance - std::abs(lhs - rhs) : lhs - rhs - min; }
 };
+
+// Half a unit of the last digit the paper prints: two decimals below 10^4, three significant
+// digits from 10^4 on (as FormatCell prints communication).
+double PrintedPrecision(double value) {
+  const double magnitude = std::abs(value);
+  if (magnitude < 1e4) return 0.005;
+  return 0.5 * std::pow(10.0, std::floor(std::log10(magnitude)) - 2);
+}
 
 std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& claim,
                                     const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
@@ -110,6 +120,18 @@ std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& c
         for (const std::string& col : columns()) compare(key, key.substr(0, key.size() - claim.suffix().size()), col, 0);
       }
       break;
+    case proto::Claim::MATCHES_PAPER:
+      for (const proto::Cell& cell : t.cells()) {
+        double ours;
+        if ((!claim.row().empty() && cell.row() != claim.row()) || !cell.paper().present() ||
+            !OurMean(cells, cell.row(), cell.column(), &ours)) {
+          continue;
+        }
+        Comparison c{absl::StrCat(cell.row(), " on ", cell.column()), ours, cell.paper().mean(), 0};
+        c.tolerance = PrintedPrecision(cell.paper().mean());
+        out.push_back(c);
+      }
+      break;
     default:
       break;
   }
@@ -126,7 +148,7 @@ std::string ClaimsSection(const proto::Table& t,
     const Comparison* worst = nullptr;
     for (const Comparison& c : all) {
       holds += c.Holds();
-      if (worst == nullptr || c.lhs - c.rhs - c.min < worst->lhs - worst->rhs - worst->min) worst = &c;
+      if (worst == nullptr || c.Slack() < worst->Slack()) worst = &c;
     }
     std::string verdict;
     if (all.empty()) {
@@ -134,7 +156,10 @@ std::string ClaimsSection(const proto::Table& t,
     } else {
       verdict = absl::StrCat(holds == static_cast<int>(all.size()) ? "**holds**" : "**does not hold**", ": ",
                              holds, " of ", all.size(), " comparisons");
-      if (holds < static_cast<int>(all.size())) {
+      if (holds < static_cast<int>(all.size()) && worst->tolerance >= 0) {
+        absl::StrAppend(&verdict, absl::StrFormat("; worst %s: ours %.6g vs the paper's %.6g", worst->what,
+                                                  worst->lhs, worst->rhs));
+      } else if (holds < static_cast<int>(all.size())) {
         absl::StrAppend(&verdict, absl::StrFormat("; worst %s: %.1f vs %.1f (needs a margin of %+.1f)", worst->what,
                                                   worst->lhs, worst->rhs, worst->min));
       }

@@ -134,6 +134,35 @@ TEST(ReportTest, ClaimsAreCheckedOnOurNumbers) {
   EXPECT_THAT(md, HasSubstr("about a row we have not run — not checkable yet"));
 }
 
+TEST(ReportTest, CommunicationCellsMatchThePaperToItsPrintedPrecision) {
+  proto::Table t;
+  t.set_title("T");
+  t.set_value(proto::Table::UPLOADED_MIB);
+  t.add_rows()->set_key("nfedgnn");
+  for (const char* key : {"cora", "citeseer", "big"}) t.add_columns()->set_key(key);
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  auto done = [](double v) { return CellResult{CellResult::State::kDone, {v}, "", 0, "", "", {2 * v}}; };
+  const std::pair<const char*, std::pair<double, double>> data[] = {
+      {"cora", {33.0566, 34.06}}, {"citeseer", {40.6128, 40.61}}, {"big", {47440.4, 4.74e4}}};
+  for (const auto& [col, ours_paper] : data) {
+    cells[{"nfedgnn", col}] = done(ours_paper.first);
+    auto* cell = t.add_cells();
+    cell->set_row("nfedgnn");
+    cell->set_column(col);
+    cell->mutable_paper()->set_mean(ours_paper.second);
+    cell->mutable_paper()->set_present(true);
+  }
+  auto* claim = t.add_claims();
+  claim->set_text("Table 1 reproduced");
+  claim->set_kind(proto::Claim::MATCHES_PAPER);
+  const std::string md = MarkdownReport(t, cells, Provenance(), "");
+  // 40.6128 rounds to 40.61 and 47440 to 4.74e4; 33.06 is not 34.06.
+  EXPECT_THAT(md, HasSubstr("Table 1 reproduced — **does not hold**: 2 of 3 comparisons; worst nfedgnn on cora: "
+                            "ours 33.0566 vs the paper's 34.06"));
+  EXPECT_THAT(md, HasSubstr("| 33.06 (up+down 66.11) / 34.06 |"));
+  EXPECT_THAT(md, HasSubstr("4.744e+04 (up+down 9.488e+04) / 4.740e+04"));
+}
+
 TEST(ReportTest, ProtocolCardPerRowWithColumnExceptions) {
   proto::Experiment e;
   e.set_model("gcn");
