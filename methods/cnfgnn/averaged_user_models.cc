@@ -45,13 +45,25 @@ class AveragedUserModels final : public nfedgnn::UserModels {
     AdamStep(background, torch::zeros_like(background), m_background_, v_background_, step_, options_.adam);
     // The server's average over all n users of their updated maps.
     torch::Tensor sum = (background * absent_).index_add_(0, features_.col, entry);
-    average_ = sum / static_cast<double>(features_.num_users);
+    average_.copy_(sum / static_cast<double>(features_.num_users));
     if (bias_average_.defined()) {
       torch::Tensor bias = bias_average_.expand({features_.num_users, options_.latent_width}).clone();
       AdamStep(bias, grad, m_bias_, v_bias_, step_, options_.adam);
-      bias_average_ = bias.mean(0);
+      bias_average_.copy_(bias.mean(0));
     }
   }
+
+  std::vector<std::pair<std::string, torch::Tensor>> State() override {
+    std::vector<std::pair<std::string, torch::Tensor>> out = {
+        {"average", average_},           {"m_entry", m_entry_},           {"v_entry", v_entry_},
+        {"m_background", m_background_}, {"v_background", v_background_}};
+    if (bias_average_.defined()) {
+      out.insert(out.end(), {{"bias_average", bias_average_}, {"m_bias", m_bias_}, {"v_bias", v_bias_}});
+    }
+    return out;
+  }
+  int64_t step() const override { return step_; }
+  void set_step(int64_t step) override { step_ = step; }
 
   // The whole [d, H] map (and bias) goes up after the step and the average comes down.
   int64_t model_floats_per_user() const override {

@@ -6,6 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "fl/algorithm.h"
 #include "fl/federation_setup.h"
+#include "fl/optimizer_state.h"
+#include "fl/proto/checkpoint.pb.h"
+#include "fl/tensor_codec.h"
+#include "graph/io/file.h"
 #include "graph/datasets.h"
 #include "graph/random.h"
 #include "graph/split.h"
@@ -20,6 +24,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The batched runner's own checkpoint layout (the driver's version 2 holds a pending evaluation;
+// this one holds every finished round and the users' tensors as one message).
+constexpr uint32_t kCheckpointVersion = 1001;
+
 double Accuracy(const torch::Tensor& logits, const torch::Tensor& labels, const torch::Tensor& mask) {
   const int64_t n = mask.sum().item<int64_t>();
   if (n == 0) return 0;
@@ -33,8 +41,8 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
     const fl::FederationOptions& o, const std::function<void(const fl::RoundRecord&)>& on_round,
     const UserModelsFactory& make_users, bool laplacian_allowed) {
   const std::string& method = o.spec.method();
-  if (!o.checkpoint_dir.empty()) {
-    return absl::UnimplementedError(absl::StrCat(method, ": checkpoints of the batched node-level federation are not implemented"));
+  if (o.eval().dropout_at_eval) {
+    return absl::InvalidArgumentError(absl::StrCat(method, " scores the split model without dropout (§B.4): dropout_at_eval must be off"));
   }
   if (o.spec.partitioner() != "node_level") {
     return absl::InvalidArgumentError(absl::StrCat(method, " is node-level FL: partitioner must be 'node_level', not '",
@@ -94,7 +102,45 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
 
   fl::FederationResult result;
   const Clock::time_point start = Clock::now();
-  for (int t = 1; t <= o.spec.rounds(); ++t) {
+  // Checkpoints: the server's model and Adam state, every user's tensors, the rounds so far.
+  // Seeds are derived per round, so a resumed run continues bit for bit.
+  const std::string ckpt_path = o.checkpoint_dir.empty() ? "" : o.checkpoint_dir + "/checkpoint.pb";
+  const fl::NamedTensors server_params = [&] {
+    fl::NamedTensors out;
+    for (const auto& p : server->named_parameters()) out.emplace_back(p.key(), p.value());
+    return out;
+  }();
+  int first_round = 1;
+  if (o.resume && !ckpt_path.empty() && graph::io::FileExists(ckpt_path)) {
+    FGL_ASSIGN_OR_RETURN(std::string bytes, graph::io::ReadFileBytes(ckpt_path));
+    fl::proto::Checkpoint ckpt;
+    if (!ckpt.ParseFromString(bytes)) return absl::DataLossError(absl::StrCat(ckpt_path, ": corrupt checkpoint"));
+    if (ckpt.version() != kCheckpointVersion || ckpt.run_fingerprint() != o.Fingerprint()) {
+      return absl::FailedPreconditionError(absl::StrCat(ckpt_path, ": checkpoint of a different run (version ",
+                                                        ckpt.version(), ", ", ckpt.run_fingerprint(), ")"));
+    }
+    if (ckpt.round() < 1 || ckpt.round() > o.spec.rounds() || ckpt.records_size() != ckpt.round() ||
+        ckpt.clients_size() != 1) {
+      return absl::DataLossError(absl::StrCat(ckpt_path, ": inconsistent checkpoint"));
+    }
+    FGL_RETURN_IF_ERROR(fl::LoadTensors(ckpt.server(), server_params));
+    FGL_ASSIGN_OR_RETURN(auto server_tensors, fl::DecodeTensors(ckpt.server()));
+    FGL_RETURN_IF_ERROR(fl::RestoreAdamState(ckpt.server(), server_tensors, server_params, "adam.", ckpt_path,
+                                             &server_optimizer));
+    FGL_RETURN_IF_ERROR(fl::LoadTensors(ckpt.clients(0), users->State()));
+    auto step = ckpt.clients(0).scalars().find("step");
+    if (step == ckpt.clients(0).scalars().end() || step->second != ckpt.round()) {
+      return absl::DataLossError(absl::StrCat(ckpt_path, ": the users' step count is not the round's"));
+    }
+    users->set_step(static_cast<int64_t>(step->second));
+    for (const fl::proto::RoundRecord& p : ckpt.records()) {
+      result.rounds.push_back(fl::RoundRecordFromProto(p));
+      result.bytes_up += p.bytes_up();
+      result.bytes_down += p.bytes_down();
+    }
+    first_round = ckpt.round() + 1;
+  }
+  for (int t = first_round; t <= o.spec.rounds(); ++t) {
     const Clock::time_point round_start = Clock::now();
     nn::DropoutSeedScope dropout_seed(graph::Rng::Derive(o.seed, absl::StrCat("nfedgnn/round", t)));
     fl::RoundRecord rec;
@@ -133,6 +179,19 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
     result.bytes_down += rec.bytes_down;
     if (on_round) on_round(rec);
     result.rounds.push_back(std::move(rec));
+    if (!ckpt_path.empty() && o.checkpoint_every > 0 && t % o.checkpoint_every == 0) {
+      fl::proto::Checkpoint ckpt;
+      ckpt.set_version(kCheckpointVersion);
+      ckpt.set_run_fingerprint(o.Fingerprint());
+      ckpt.set_round(t);
+      for (const fl::RoundRecord& done : result.rounds) *ckpt.add_records() = fl::RoundRecordToProto(done);
+      fl::AddTensors(server_params, ckpt.mutable_server());
+      fl::SaveAdamState(server_optimizer, server_params, "adam.", ckpt.mutable_server());
+      fl::proto::Message* state = ckpt.add_clients();
+      fl::AddTensors(users->State(), state);
+      (*state->mutable_scalars())["step"] = static_cast<double>(users->step());
+      FGL_RETURN_IF_ERROR(fl::WriteFileAtomically(ckpt_path, ckpt));
+    }
   }
   result.train_s = std::chrono::duration<double>(Clock::now() - start).count();
   fl::SelectReportedRound(o.eval(), result);

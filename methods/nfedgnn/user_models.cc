@@ -76,7 +76,17 @@ class PrivateUserModels final : public UserModels {
       m_b_ = torch::zeros_like(bias_);
       v_b_ = torch::zeros_like(bias_);
     }
+    if (options.skip_zero_gradient) user_steps_ = torch::zeros({features.num_users}, torch::kDouble);
   }
+
+  std::vector<std::pair<std::string, torch::Tensor>> State() override {
+    std::vector<std::pair<std::string, torch::Tensor>> out = {{"weights", weights_}, {"m_w", m_w_}, {"v_w", v_w_}};
+    if (bias_.defined()) out.insert(out.end(), {{"bias", bias_}, {"m_b", m_b_}, {"v_b", v_b_}});
+    if (user_steps_.defined()) out.emplace_back("user_steps", user_steps_);
+    return out;
+  }
+  int64_t step() const override { return step_; }
+  void set_step(int64_t step) override { step_ = step; }
 
   torch::Tensor Latents(const torch::Tensor& values) const override {
     torch::Tensor out = torch::zeros({features_.num_users, options_.latent_width})
@@ -95,9 +105,8 @@ class PrivateUserModels final : public UserModels {
       return;
     }
     // Only users with a non-zero gradient step, each with its own step count.
-    if (!user_steps_.defined()) user_steps_ = torch::zeros({features_.num_users}, torch::kDouble);
     const torch::Tensor active = grad.ne(0).any(1);
-    user_steps_ += active.to(torch::kDouble);
+    user_steps_.add_(active.to(torch::kDouble));
     const torch::Tensor entry_steps = user_steps_.index_select(0, features_.user_of_entry);
     AdamStepRows(weights_, grad_w, m_w_, v_w_, entry_steps, active.index_select(0, features_.user_of_entry),
                  options_.adam);
@@ -110,7 +119,7 @@ class PrivateUserModels final : public UserModels {
   torch::Tensor weights_, m_w_, v_w_;  // [nnz, H]
   torch::Tensor bias_, m_b_, v_b_;     // [n, H] or undefined
   int64_t step_ = 0;
-  torch::Tensor user_steps_;  // double [n], with skip_zero_gradient only
+  torch::Tensor user_steps_;  // double [n], with skip_zero_gradient only (updated in place)
 };
 
 }  // namespace

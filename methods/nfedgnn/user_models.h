@@ -8,6 +8,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace fgl::methods::nfedgnn {
 
@@ -57,6 +60,11 @@ class UserModels {
   virtual void Step(const torch::Tensor& values, const torch::Tensor& grad) = 0;
   // Floats each user uploads and downloads besides its latent and its gradient (CNFGNN: its model).
   virtual int64_t model_floats_per_user() const { return 0; }
+  // The users' whole state for checkpoints: named live tensors (restored by copying into them)
+  // and the shared Adam step count.
+  virtual std::vector<std::pair<std::string, torch::Tensor>> State() = 0;
+  virtual int64_t step() const = 0;
+  virtual void set_step(int64_t step) = 0;
 };
 
 // nFedGNN's private user models, Glorot-initialised over [d, H] and stored for non-zero features.
