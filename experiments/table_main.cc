@@ -285,7 +285,7 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   return rc == 0 ? pid : -1;
 }
 
-// "method|dataset|clients" -> mean wall seconds of the recorded runs of that configuration.
+// "method|dataset|clients|model" -> mean wall seconds of the recorded runs of that configuration.
 std::map<std::string, double> RecordedWallTimes(const std::string& records) {
   std::map<std::string, std::pair<double, int>> sums;
   std::error_code ec;
@@ -293,7 +293,7 @@ std::map<std::string, double> RecordedWallTimes(const std::string& records) {
     proto::RunRecord record;
     if (entry.path().extension() != ".json" || !ReadJson(entry.path().string(), &record)) continue;
     const fl::proto::RunResult& r = record.result();
-    auto& [sum, n] = sums[absl::StrCat(r.method(), "|", r.dataset(), "|", r.clients())];
+    auto& [sum, n] = sums[absl::StrCat(r.method(), "|", r.dataset(), "|", r.clients(), "|", r.model())];
     sum += r.wall_s();
     ++n;
   }
@@ -302,8 +302,11 @@ std::map<std::string, double> RecordedWallTimes(const std::string& records) {
   return mean;
 }
 
-// The configuration key of a run for the budget: "method|dataset|clients".
-std::string BudgetKey(const proto::Experiment& e) { return absl::StrCat(e.method(), "|", e.dataset(), "|", e.clients()); }
+// The configuration key of a run for the budget: "method|dataset|clients|model" (nFedGNN's GAT
+// runs cost ten times its GCN runs on the same users).
+std::string BudgetKey(const proto::Experiment& e) {
+  return absl::StrCat(e.method(), "|", e.dataset(), "|", e.clients(), "|", e.model());
+}
 
 // Times `rounds` rounds of one run of `job` and scales them to its full rounds: loading and
 // partitioning once, plus the per-round training time. Returns seconds, or -1 when it failed.
