@@ -27,6 +27,7 @@ std::vector<TestConfig> EveryConfig() {
   configs.push_back({"gcfl_plus", "eps1: 1e9 eps2: 0 seq_length: 1 min_round: 0"});
   configs.push_back({"fedsage_plus", "gen_rounds: 1"});
   configs.push_back({"fedtad", "loss_form: PAPER"});
+  configs.push_back({"fedproto", "aggregation: OPENFGL_CLIENT_SIZE"});
   configs.push_back({"fedtad", "reliability: EQUAL"});
   configs.push_back({"fedtad", "reliability: NODE_COUNT reliability_noise: 0.1"});
   for (const char* base : {"fedprox", "gcfl_plus", "fedpub", "fedgta", "fedsage_plus"}) {

@@ -132,4 +132,31 @@ torch::Tensor ModelContrastive(const torch::Tensor& z, const torch::Tensor& posi
   return MaskedCrossEntropy(logits, zeros, mask);
 }
 
+ClassPrototypes ComputeClassPrototypes(const torch::Tensor& embedding, const torch::Tensor& labels,
+                                       const torch::Tensor& mask, int64_t num_classes) {
+  const torch::Tensor index = mask.nonzero().squeeze(1);
+  const torch::Tensor y = labels.index_select(0, index);
+  ClassPrototypes out;
+  out.counts = torch::zeros({num_classes}, embedding.options()).index_add_(
+      0, y, torch::ones({y.size(0)}, embedding.options()));
+  const torch::Tensor sums = torch::zeros({num_classes, embedding.size(1)}, embedding.options())
+                                 .index_add_(0, y, embedding.index_select(0, index));
+  out.prototypes = sums / out.counts.clamp_min(1).unsqueeze(1);
+  return out;
+}
+
+torch::Tensor PrototypeAlignment(const torch::Tensor& embedding, const torch::Tensor& labels,
+                                 const torch::Tensor& mask, const torch::Tensor& prototypes,
+                                 const torch::Tensor& present) {
+  torch::Tensor total = torch::zeros({}, embedding.options());
+  for (int64_t c = 0; c < prototypes.size(0); ++c) {
+    if (!present[c].item<bool>()) continue;
+    const torch::Tensor index = mask.logical_and(labels.eq(c)).nonzero().squeeze(1);
+    if (index.numel() == 0) continue;
+    const torch::Tensor rows = embedding.index_select(0, index);
+    total = total + (rows - prototypes[c].unsqueeze(0)).pow(2).mean();
+  }
+  return total;
+}
+
 }  // namespace fgl::nn

@@ -23,6 +23,20 @@ torch::Tensor KlDivergence(const torch::Tensor& student_logits, const torch::Ten
                            double temperature = 1.0, const torch::Tensor& mask = {},
                            bool scale_t_squared = false);
 
+// Class prototypes (FedProto, FedTGP): the mean row of `embedding` [N, D] over the nodes in `mask`
+// of each class, [C, D] (zeros for a class without such nodes), and those node counts, float [C].
+struct ClassPrototypes {
+  torch::Tensor prototypes, counts;
+};
+ClassPrototypes ComputeClassPrototypes(const torch::Tensor& embedding, const torch::Tensor& labels,
+                                       const torch::Tensor& mask, int64_t num_classes);
+
+// FedProto's regulariser: Σ over classes c with nodes in `mask` and present[c] of the mean squared
+// error between those nodes' embeddings and prototypes[c] (one MSE per class, summed, as OpenFGL).
+torch::Tensor PrototypeAlignment(const torch::Tensor& embedding, const torch::Tensor& labels,
+                                 const torch::Tensor& mask, const torch::Tensor& prototypes,
+                                 const torch::Tensor& present);
+
 // Mean squared error over all entries of the masked rows.
 torch::Tensor MeanSquaredError(const torch::Tensor& a, const torch::Tensor& b,
                                const torch::Tensor& mask = {});

@@ -1,0 +1,166 @@
+// FedProto (Tan et al., AAAI 2022) for FGL (note §A.4). Each round, every client:
+//   1. reads the global class prototypes (none in round 1: cross-entropy only),
+//   2. trains its own model, of any architecture, for E epochs on
+//      CE + λ·Σ_c MSE(embeddings of its class-c training nodes, global prototype c),
+//   3. replies with its local prototypes: the mean eval-mode embedding of its training nodes per
+//      class, and their counts. No model parameter leaves the client.
+// The server averages the prototypes per class (fl::CountWeightedPrototypes). Each client's own
+// model is scored.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "fl/aggregate/prototypes.h"
+#include "fl/local_model.h"
+#include "fl/model_average_server.h"
+#include "fl/registry.h"
+#include "methods/fedproto/fedproto.pb.h"
+#include "nn/losses/losses.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::methods::fedproto {
+namespace {
+
+constexpr char kType[] = "fedproto.prototypes";
+constexpr char kPrototypes[] = "prototypes";
+constexpr char kCounts[] = "counts";
+constexpr char kPresent[] = "present";
+
+class FedProtoClient final : public fl::ModelClient {
+ public:
+  FedProtoClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
+                 std::unique_ptr<fl::LocalModel> model)
+      : ModelClient(std::move(data), config, std::move(model)),
+        params_(*fl::MethodParams<FedProtoParams>(config)) {}
+
+  absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global, const fl::RoundInfo& round) override {
+    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(global));
+    fl::LocalModel::Hooks hooks;
+    if (tensors.count(kPrototypes) && params_.proto_weight() != 0) {
+      const torch::Tensor prototypes = tensors.at(kPrototypes);
+      const torch::Tensor present = tensors.count(kPresent) ? tensors.at(kPresent).to(torch::kBool)
+                                                            : torch::ones({prototypes.size(0)}, torch::kBool);
+      const int64_t dim = model_->model().embedding_dim();
+      if (prototypes.dim() != 2 || prototypes.size(0) != config_.num_classes || prototypes.size(1) != dim ||
+          present.numel() != config_.num_classes) {
+        return absl::InvalidArgumentError(absl::StrCat("fedproto: global prototypes of shape ",
+                                                       c10::str(prototypes.sizes()), ", expected [",
+                                                       config_.num_classes, ", ", dim, "]"));
+      }
+      hooks.extra_loss = [this, prototypes, present](const nn::ModelOutput& out) {
+        return params_.proto_weight() *
+               nn::PrototypeAlignment(out.embedding, data_->labels, data_->split.train, prototypes, present);
+      };
+    }
+    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
+
+    // The local prototypes of the trained model, in eval mode (OpenFGL's update_local_prototype).
+    nn::GnnModel& m = model_->model();
+    nn::ClassPrototypes local;
+    {
+      torch::NoGradGuard no_grad;
+      m.eval();
+      const nn::ModelOutput out = m.forward(*data_->features, *data_->view);
+      m.train();
+      local = nn::ComputeClassPrototypes(out.embedding, data_->labels, data_->split.train, config_.num_classes);
+    }
+    fl::proto::Message reply = fl::ModelReply({{kPrototypes, local.prototypes}, {kCounts, local.counts}},
+                                              data_->data.num_nodes(), data_->id, round, kType);
+    fl::AddTrainLoss(model_->last_loss(), &reply);
+    return reply;
+  }
+
+  // Always its own model: the server's message holds prototypes, not weights.
+  absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message*) override { return model_->Predict(); }
+
+ private:
+  FedProtoParams params_;
+};
+
+class FedProtoServer final : public fl::ServerAlgorithm {
+ public:
+  explicit FedProtoServer(const fl::MethodConfig& config, FedProtoParams params)
+      : config_(config), params_(std::move(params)) {}
+
+  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
+    fl::proto::Message m;
+    m.mutable_header()->set_sender(-1);
+    m.mutable_header()->set_round(round.round);
+    m.mutable_header()->set_type(kType);
+    if (global_.prototypes.defined()) {
+      fl::AddTensors({{kPrototypes, global_.prototypes}, {kPresent, global_.present.to(torch::kFloat)}}, &m);
+    }
+    return m;
+  }
+
+  absl::Status Accumulate(const fl::proto::Message& reply) override {
+    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
+    auto p = tensors.find(kPrototypes);
+    auto c = tensors.find(kCounts);
+    auto n = reply.scalars().find("num_nodes");
+    if (p == tensors.end() || c == tensors.end() || p->second.dim() != 2 || p->second.size(0) != config_.num_classes ||
+        c->second.sizes() != torch::IntArrayRef({config_.num_classes}) || !fl::AllFinite(p->second) ||
+        (c->second < 0).any().item<bool>() || (!prototypes_.empty() && p->second.sizes() != prototypes_[0].sizes())) {
+      return absl::InvalidArgumentError(absl::StrCat("fedproto: client ", reply.header().sender(),
+                                                     " sent no valid [", config_.num_classes,
+                                                     ", D] prototypes with [C] counts"));
+    }
+    prototypes_.push_back(p->second);
+    counts_.push_back(c->second);
+    sizes_.push_back(n == reply.scalars().end() ? 1.0 : n->second);
+    return absl::OkStatus();
+  }
+
+  absl::Status FinishRound(const fl::RoundInfo&) override {
+    if (!prototypes_.empty()) {
+      global_ = params_.aggregation() == FedProtoParams::OPENFGL_CLIENT_SIZE
+                    ? fl::ClientSizeWeightedPrototypes(prototypes_, sizes_)
+                    : fl::CountWeightedPrototypes(prototypes_, counts_);
+    }
+    prototypes_.clear();
+    counts_.clear();
+    sizes_.clear();
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<fl::proto::Message> SaveState() const override {
+    fl::proto::Message m;
+    if (global_.prototypes.defined()) {
+      fl::AddTensors({{kPrototypes, global_.prototypes}, {kPresent, global_.present.to(torch::kFloat)}}, &m);
+    }
+    return m;
+  }
+
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
+    if (tensors.count(kPrototypes) && tensors.count(kPresent)) {
+      global_ = {tensors.at(kPrototypes), tensors.at(kPresent).to(torch::kBool)};
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  fl::MethodConfig config_;
+  FedProtoParams params_;
+  fl::GlobalPrototypes global_;
+  std::vector<torch::Tensor> prototypes_, counts_;
+  std::vector<double> sizes_;
+};
+
+absl::Status Validate(const FedProtoParams& p) {
+  if (!std::isfinite(p.proto_weight()) || p.proto_weight() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FedProtoParams.proto_weight must be finite and >= 0, not ", p.proto_weight()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
+  FGL_ASSIGN_OR_RETURN(FedProtoParams params, fl::MethodParams<FedProtoParams>(config));
+  return std::unique_ptr<fl::ServerAlgorithm>(new FedProtoServer(config, std::move(params)));
+}
+
+}  // namespace
+
+FGL_REGISTER_METHOD("fedproto", fl::ModelClient::Make<FedProtoClient>, MakeServer, {fl::TypedParams(&Validate)});
+
+}  // namespace fgl::methods::fedproto

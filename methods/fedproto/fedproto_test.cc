@@ -1,0 +1,95 @@
+// FedProto: only prototypes travel; the server averages them per class; λ = 0 is local training.
+#include "fl/aggregate/prototypes.h"
+#include "fl/registry.h"
+#include "fl/simulator.h"
+#include "fl/testing/client_data.h"
+#include "gtest/gtest.h"
+#include "methods/fedproto/fedproto.pb.h"
+#include "nn/losses/losses.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::methods::fedproto {
+namespace {
+
+TEST(Prototypes, ClassMeansAndTheAlignmentLoss) {
+  const torch::Tensor emb = torch::tensor({{1.0f, 0.0f}, {3.0f, 2.0f}, {5.0f, 5.0f}, {7.0f, 7.0f}});
+  const torch::Tensor labels = torch::tensor({0, 0, 1, 2}, torch::kInt64);
+  const torch::Tensor mask = torch::tensor({true, true, true, false});
+  const nn::ClassPrototypes p = nn::ComputeClassPrototypes(emb, labels, mask, 3);
+  EXPECT_TRUE(torch::equal(p.prototypes, torch::tensor({{2.0f, 1.0f}, {5.0f, 5.0f}, {0.0f, 0.0f}})));
+  EXPECT_TRUE(torch::equal(p.counts, torch::tensor({2.0f, 1.0f, 0.0f})));
+  // Class 0: mean of ((1-2)², (0-1)², (3-2)², (2-1)²) = 1; class 1 absent from `present`; class 2
+  // has no node in the mask.
+  const torch::Tensor global = torch::tensor({{2.0f, 1.0f}, {0.0f, 0.0f}, {9.0f, 9.0f}});
+  EXPECT_FLOAT_EQ(
+      nn::PrototypeAlignment(emb, labels, mask, global, torch::tensor({true, false, true})).item<float>(), 1.0f);
+}
+
+TEST(Prototypes, ServerAveragesPerClassByCountsOrOpenFglBySize) {
+  const std::vector<torch::Tensor> protos = {torch::tensor({{1.0f}, {0.0f}, {0.0f}}),
+                                             torch::tensor({{4.0f}, {6.0f}, {0.0f}})};
+  const std::vector<torch::Tensor> counts = {torch::tensor({1.0f, 0.0f, 0.0f}), torch::tensor({2.0f, 3.0f, 0.0f})};
+  const fl::GlobalPrototypes paper = fl::CountWeightedPrototypes(protos, counts);
+  EXPECT_TRUE(torch::allclose(paper.prototypes, torch::tensor({{3.0f}, {6.0f}, {0.0f}})));
+  EXPECT_TRUE(torch::equal(paper.present, torch::tensor({true, true, false})));
+  const fl::GlobalPrototypes openfgl = fl::ClientSizeWeightedPrototypes(protos, {1, 3});
+  EXPECT_TRUE(torch::allclose(openfgl.prototypes, torch::tensor({{3.25f}, {4.5f}, {0.0f}})));
+}
+
+TEST(FedProtoTest, OnlyPrototypesTravelAndTheyShapeTheSecondRound) {
+  fl::MethodConfig config;
+  config.num_features = 8;
+  config.num_classes = 3;
+  config.seed = 4;
+  config.model_spec = "gat:layers=2,heads=1,hidden=64";
+  auto data = fl::testing::CsbmClient(200, 8, 3, 10);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories fedproto, fl::FindMethod("fedproto"));
+  ASSERT_OK_AND_ASSIGN(auto server, fedproto.server(config));
+  ASSERT_OK_AND_ASSIGN(auto client, fedproto.client(data, config));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 1}));
+  EXPECT_EQ(global.tensors_size(), 0);  // round 1: no prototypes yet, cross-entropy only
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, client->Train(global, {1, 1}));
+  ASSERT_EQ(reply.tensors_size(), 2);
+  EXPECT_EQ(reply.tensors(0).name(), "prototypes");
+  EXPECT_EQ(reply.tensors(1).name(), "counts");
+  EXPECT_EQ(reply.tensors(0).shape(0), 3);
+  EXPECT_EQ(reply.tensors(0).shape(1), 64);  // the embedding, whatever the architecture
+  ASSERT_OK(server->Accumulate(reply));
+  ASSERT_OK(server->FinishRound({1, 1}));
+  ASSERT_OK_AND_ASSIGN(global, server->Broadcast({2, 2}));
+  ASSERT_EQ(global.tensors_size(), 2);  // prototypes and their presence, nothing else
+  // With λ = 1 the second round's loss carries the alignment term; with λ = 0 it does not.
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message saved, client->SaveState());
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message with, client->Train(global, {2, 2}));
+  FedProtoParams zero;
+  zero.set_proto_weight(0);
+  fl::MethodConfig plain = config;
+  plain.params.emplace_back().PackFrom(zero);
+  ASSERT_OK_AND_ASSIGN(auto plain_client, fedproto.client(data, plain));
+  ASSERT_OK(plain_client->RestoreState(saved));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message without, plain_client->Train(global, {2, 2}));
+  EXPECT_GT(with.scalars().at("train_loss"), without.scalars().at("train_loss"));
+}
+
+TEST(FedProtoTest, WithoutTheTermItIsLocalTrainingOnHeterogeneousClients) {
+  fl::FederationOptions o = fl::testing::SmallFederation("fedproto");
+  o.spec.set_model("gcn:layers=2,hidden=64;sage:layers=2,hidden=64;gat:layers=2,heads=1,hidden=64");
+  o.spec.mutable_eval()->set_model("local");
+  FedProtoParams zero;
+  zero.set_proto_weight(0);
+  o.spec.add_method_params()->PackFrom(zero);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult proto0, fl::RunFederation(o));
+  o.spec.set_method("local");
+  o.spec.clear_method_params();
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult local, fl::RunFederation(o));
+  ASSERT_EQ(proto0.rounds.size(), local.rounds.size());
+  for (size_t r = 0; r < local.rounds.size(); ++r) EXPECT_EQ(proto0.rounds[r].test_acc, local.rounds[r].test_acc);
+  // λ = 1 changes the numbers.
+  o.spec.set_method("fedproto");
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult proto1, fl::RunFederation(o));
+  EXPECT_NE(proto1.rounds.back().test_acc + proto1.rounds.back().val_acc,
+            local.rounds.back().test_acc + local.rounds.back().val_acc);
+}
+
+}  // namespace
+}  // namespace fgl::methods::fedproto
