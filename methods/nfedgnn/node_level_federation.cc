@@ -41,6 +41,10 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
     const fl::FederationOptions& o, const std::function<void(const fl::RoundRecord&)>& on_round,
     const UserModelsFactory& make_users, bool laplacian_allowed) {
   const std::string& method = o.spec.method();
+  if (o.device != "cpu") {
+    return absl::UnimplementedError(absl::StrCat(method, ": the batched node-level runner runs on the CPU only, not '",
+                                                 o.device, "'"));
+  }
   if (o.eval().dropout_at_eval) {
     return absl::InvalidArgumentError(absl::StrCat(method, " scores the split model without dropout (§B.4): dropout_at_eval must be off"));
   }
