@@ -1,5 +1,7 @@
 #include "fl/local_model.h"
 
+#include "glog/logging.h"
+
 #include <cmath>
 
 #include "absl/status/status.h"
@@ -65,19 +67,51 @@ torch::Tensor LocalModel::Predict() {
   return logits;
 }
 
-proto::Message LocalModel::SaveState() const {
+proto::Message LocalModel::SaveState(const std::string& prefix) const {
   proto::Message m;
   m.mutable_header()->set_type("local_model.state");
-  AddTensors(Parameters(), &m);
-  SaveAdamState(*optimizer_, Parameters(), "adam.", &m);
+  AddState(prefix, &m);
   return m;
 }
 
-absl::Status LocalModel::RestoreState(const proto::Message& m) {
-  FGL_RETURN_IF_ERROR(LoadTensors(m, Parameters()));
+void LocalModel::AddState(const std::string& prefix, proto::Message* m) const {
+  const NamedTensors params = WithPrefix(prefix, Parameters());
+  AddTensors(params, m);
+  SaveAdamState(*optimizer_, params, prefix + "adam.", m);
+}
+
+absl::Status LocalModel::RestoreState(const proto::Message& m, const std::string& prefix) {
+  const NamedTensors params = WithPrefix(prefix, Parameters());
+  FGL_RETURN_IF_ERROR(LoadTensors(m, params));
   FGL_ASSIGN_OR_RETURN(auto tensors, DecodeTensors(m));
-  return RestoreAdamState(m, tensors, Parameters(), "adam.", absl::StrCat("client ", data_->id),
+  return RestoreAdamState(m, tensors, params, prefix + "adam.", absl::StrCat("client ", data_->id),
                           optimizer_.get());
+}
+
+absl::Status LocalModel::TrainMutually(LocalModel& a, LocalModel& b, int epochs, uint64_t seed,
+                                       const MutualLosses& losses) {
+  CHECK(a.data_ == b.data_) << "mutual learning trains two models on one client's data";
+  nn::DropoutSeedScope dropout_stream(seed);
+  a.model_->train();
+  b.model_->train();
+  for (int e = 0; e < epochs; ++e) {
+    a.optimizer_->zero_grad();
+    b.optimizer_->zero_grad();
+    const nn::ModelOutput out_a = a.model_->forward(*a.data_->features, *a.data_->view);
+    const nn::ModelOutput out_b = b.model_->forward(*b.data_->features, *b.data_->view);
+    auto [loss_a, loss_b] = losses(out_a, out_b);
+    a.last_loss_ = loss_a.item<double>();
+    b.last_loss_ = loss_b.item<double>();
+    if (!std::isfinite(a.last_loss_) || !std::isfinite(b.last_loss_)) {
+      return absl::InvalidArgumentError(absl::StrCat("client ", a.data_->id, ": mutual losses ", a.last_loss_, ", ",
+                                                     b.last_loss_, " at epoch ", e + 1));
+    }
+    // Each loss sees the other model's output detached, so one backward pass serves both.
+    (loss_a + loss_b).backward();
+    a.optimizer_->step();
+    b.optimizer_->step();
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<torch::Tensor> LocalModel::Predict(const proto::Message* global) {

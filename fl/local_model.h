@@ -6,6 +6,8 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "fl/algorithm.h"
@@ -47,9 +49,18 @@ class LocalModel {
   // Logits on all local nodes; eval mode unless dropout_at_eval (then dropout stays on).
   torch::Tensor Predict();
   // The model's parameters and the Adam state (step, first and second moments) as tensors.
-  proto::Message SaveState() const;
+  // `prefix` names the tensors, so that a client with two models keeps both in one message.
+  proto::Message SaveState(const std::string& prefix = "") const;
+  void AddState(const std::string& prefix, proto::Message* message) const;
   // Restores SaveState() output; names and shapes are checked.
-  absl::Status RestoreState(const proto::Message& state);
+  absl::Status RestoreState(const proto::Message& state, const std::string& prefix = "");
+  // Deep mutual learning of two models on one client (FML, FedKD): `epochs` full-batch epochs in
+  // which both forward on the same nodes, `losses(out_a, out_b)` gives each model its loss (each
+  // must see the other's output detached), and both step. Dropout draws from `seed`.
+  using MutualLosses = std::function<std::pair<torch::Tensor, torch::Tensor>(const nn::ModelOutput& a,
+                                                                              const nn::ModelOutput& b)>;
+  static absl::Status TrainMutually(LocalModel& a, LocalModel& b, int epochs, uint64_t seed,
+                                    const MutualLosses& losses);
 
   // Loads `global` (the server's broadcast) first when it is given, then Predict(): how every
   // method scored on the global model evaluates.

@@ -1,0 +1,74 @@
+// FML: only the meme model travels, whatever the private architecture; the mutual terms couple
+// the two models.
+#include "fl/registry.h"
+#include "fl/simulator.h"
+#include "fl/testing/client_data.h"
+#include "gtest/gtest.h"
+#include "methods/fml/fml.pb.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::methods::fml {
+namespace {
+
+fl::MethodConfig Config(double alpha) {
+  fl::MethodConfig config;
+  config.num_features = 8;
+  config.num_classes = 3;
+  config.seed = 4;
+  config.local_epochs = 3;
+  config.model_spec = "gat:layers=2,heads=2,hidden=32";  // private; the meme is a GCN
+  FmlParams p;
+  p.set_private_ce_weight(alpha);
+  p.set_meme_ce_weight(alpha);
+  config.params.emplace_back().PackFrom(p);
+  return config;
+}
+
+TEST(FmlTest, OnlyTheMemeModelTravels) {
+  auto data = fl::testing::CsbmClient(200, 8, 3, 10);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories fml, fl::FindMethod("fml"));
+  const fl::MethodConfig config = Config(0.5);
+  ASSERT_OK_AND_ASSIGN(auto server, fml.server(config));
+  ASSERT_OK_AND_ASSIGN(auto client, fml.client(data, config));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, client->Train(global, {1, 1}));
+  // A 2-layer GCN (64 hidden): two weights and two biases, no attention parameter.
+  ASSERT_EQ(reply.tensors_size(), global.tensors_size());
+  ASSERT_EQ(reply.tensors_size(), 4);
+  for (int i = 0; i < reply.tensors_size(); ++i) {
+    EXPECT_EQ(reply.tensors(i).name(), global.tensors(i).name());
+    EXPECT_EQ(reply.tensors(i).name().find("att"), std::string::npos);
+  }
+  EXPECT_EQ(reply.tensors(0).shape(1), 64);
+  ASSERT_OK(server->Accumulate(reply));
+  ASSERT_OK(server->FinishRound({1, 1}));
+}
+
+TEST(FmlTest, TheMutualTermsChangeThePrivateModel) {
+  auto data = fl::testing::CsbmClient(200, 8, 3, 10);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories fml, fl::FindMethod("fml"));
+  ASSERT_OK_AND_ASSIGN(auto server, fml.server(Config(0.5)));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 1}));
+  ASSERT_OK_AND_ASSIGN(auto mutual, fml.client(data, Config(0.5)));
+  ASSERT_OK_AND_ASSIGN(auto alone, fml.client(data, Config(1.0)));  // CE only: no coupling
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message a, mutual->Train(global, {1, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message b, alone->Train(global, {1, 1}));
+  EXPECT_NE(a.scalars().at("train_loss"), b.scalars().at("train_loss"));
+  ASSERT_OK_AND_ASSIGN(torch::Tensor pa, mutual->Predict(nullptr));
+  ASSERT_OK_AND_ASSIGN(torch::Tensor pb, alone->Predict(nullptr));
+  EXPECT_FALSE(torch::allclose(pa, pb));
+}
+
+TEST(FmlTest, HeterogeneousFederationRunsAndRepeats) {
+  fl::FederationOptions o = fl::testing::SmallFederation("fml");
+  o.spec.set_model("gcn:layers=2,hidden=64;sage:layers=2,hidden=64;gat:layers=2,heads=1,hidden=64");
+  o.spec.mutable_eval()->set_model("local");
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult a, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(o));
+  EXPECT_GT(a.test_acc, 40.0);  // 4 balanced classes
+  EXPECT_EQ(a.test_acc, b.test_acc);
+  EXPECT_EQ(a.bytes_up, b.bytes_up);
+}
+
+}  // namespace
+}  // namespace fgl::methods::fml
