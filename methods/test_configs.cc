@@ -7,6 +7,7 @@
 #include "fl/registry.h"
 #include "fl/testing/client_data.h"
 #include "glog/logging.h"
+#include "methods/fedkd/fedkd.pb.h"
 #include "methods/fedmpa/fedmpa.pb.h"
 
 namespace fgl::methods::testing {
@@ -60,6 +61,13 @@ fl::FederationOptions SmallRun(const TestConfig& config, int rounds) {
     p.set_federated_rounds(1);  // the local stage in round 2, idle rounds after it
     if (!p.has_max_epochs()) p.set_max_epochs(8);
     if (!p.has_patience()) p.set_patience(4);
+    o.spec.clear_method_params();
+    o.spec.add_method_params()->PackFrom(p);
+  }
+  // FedKD distils the mentor's embedding into the mentee's: their widths match the model's 16.
+  if (config.method == "fedkd") {
+    fedkd::FedKdParams p;
+    p.set_mentee_model("gcn:layers=2,hidden=16,dropout=0.5");
     o.spec.clear_method_params();
     o.spec.add_method_params()->PackFrom(p);
   }
