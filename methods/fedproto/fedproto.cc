@@ -1,4 +1,5 @@
-// FedProto (Tan et al., AAAI 2022) for FGL (note §A.4). Each round, every client:
+// FedProto (Tan et al., AAAI 2022) for FGL (note §A.4). Each round, every client
+// (fl::PrototypeClient):
 //   1. reads the global class prototypes (none in round 1: cross-entropy only),
 //   2. trains its own model, of any architecture, for E epochs on
 //      CE + λ·Σ_c MSE(embeddings of its class-c training nodes, global prototype c),
@@ -10,71 +11,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "fl/aggregate/prototypes.h"
-#include "fl/local_model.h"
-#include "fl/model_average_server.h"
+#include "fl/prototype_client.h"
 #include "fl/registry.h"
 #include "methods/fedproto/fedproto.pb.h"
-#include "nn/losses/losses.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::fedproto {
 namespace {
 
 constexpr char kType[] = "fedproto.prototypes";
-constexpr char kPrototypes[] = "prototypes";
-constexpr char kCounts[] = "counts";
-constexpr char kPresent[] = "present";
-
-class FedProtoClient final : public fl::ModelClient {
- public:
-  FedProtoClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
-                 std::unique_ptr<fl::LocalModel> model)
-      : ModelClient(std::move(data), config, std::move(model)),
-        params_(*fl::MethodParams<FedProtoParams>(config)) {}
-
-  absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global, const fl::RoundInfo& round) override {
-    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(global));
-    fl::LocalModel::Hooks hooks;
-    if (tensors.count(kPrototypes) && params_.proto_weight() != 0) {
-      const torch::Tensor prototypes = tensors.at(kPrototypes);
-      const torch::Tensor present = tensors.count(kPresent) ? tensors.at(kPresent).to(torch::kBool)
-                                                            : torch::ones({prototypes.size(0)}, torch::kBool);
-      const int64_t dim = model_->model().embedding_dim();
-      if (prototypes.dim() != 2 || prototypes.size(0) != config_.num_classes || prototypes.size(1) != dim ||
-          present.numel() != config_.num_classes) {
-        return absl::InvalidArgumentError(absl::StrCat("fedproto: global prototypes of shape ",
-                                                       c10::str(prototypes.sizes()), ", expected [",
-                                                       config_.num_classes, ", ", dim, "]"));
-      }
-      hooks.extra_loss = [this, prototypes, present](const nn::ModelOutput& out) {
-        return params_.proto_weight() *
-               nn::PrototypeAlignment(out.embedding, data_->labels, data_->split.train, prototypes, present);
-      };
-    }
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
-
-    // The local prototypes of the trained model, in eval mode (OpenFGL's update_local_prototype).
-    nn::GnnModel& m = model_->model();
-    nn::ClassPrototypes local;
-    {
-      torch::NoGradGuard no_grad;
-      m.eval();
-      const nn::ModelOutput out = m.forward(*data_->features, *data_->view);
-      m.train();
-      local = nn::ComputeClassPrototypes(out.embedding, data_->labels, data_->split.train, config_.num_classes);
-    }
-    fl::proto::Message reply = fl::ModelReply({{kPrototypes, local.prototypes}, {kCounts, local.counts}},
-                                              data_->data.num_nodes(), data_->id, round, kType);
-    fl::AddTrainLoss(model_->last_loss(), &reply);
-    return reply;
-  }
-
-  // Always its own model: the server's message holds prototypes, not weights.
-  absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message*) override { return model_->Predict(); }
-
- private:
-  FedProtoParams params_;
-};
+constexpr const char* kPrototypes = fl::kPrototypesTensor;
+constexpr const char* kCounts = fl::kCountsTensor;
+constexpr const char* kPresent = fl::kPresentTensor;
 
 class FedProtoServer final : public fl::ServerAlgorithm {
  public:
@@ -154,6 +102,12 @@ absl::Status Validate(const FedProtoParams& p) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(std::shared_ptr<const fl::ClientData> data,
+                                                                 const fl::MethodConfig& config) {
+  FGL_ASSIGN_OR_RETURN(FedProtoParams params, fl::MethodParams<FedProtoParams>(config));
+  return fl::PrototypeClient::Make(std::move(data), config, params.proto_weight(), kType);
+}
+
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
   FGL_ASSIGN_OR_RETURN(FedProtoParams params, fl::MethodParams<FedProtoParams>(config));
   return std::unique_ptr<fl::ServerAlgorithm>(new FedProtoServer(config, std::move(params)));
@@ -161,6 +115,6 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedproto", fl::ModelClient::Make<FedProtoClient>, MakeServer, {fl::TypedParams(&Validate)});
+FGL_REGISTER_METHOD("fedproto", MakeClient, MakeServer, {fl::TypedParams(&Validate)});
 
 }  // namespace fgl::methods::fedproto

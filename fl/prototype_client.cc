@@ -1,0 +1,60 @@
+#include "fl/prototype_client.h"
+
+#include "absl/strings/str_cat.h"
+#include "fl/model_average_server.h"
+#include "nn/losses/losses.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::fl {
+
+PrototypeClient::PrototypeClient(std::shared_ptr<const ClientData> data, const MethodConfig& config,
+                                 std::unique_ptr<LocalModel> model, double proto_weight, std::string type)
+    : ModelClient(std::move(data), config, std::move(model)), proto_weight_(proto_weight), type_(std::move(type)) {}
+
+absl::StatusOr<std::unique_ptr<ClientAlgorithm>> PrototypeClient::Make(std::shared_ptr<const ClientData> data,
+                                                                       const MethodConfig& config,
+                                                                       double proto_weight, const std::string& type) {
+  FGL_ASSIGN_OR_RETURN(auto model, LocalModel::Create(data, config, config.seed));
+  return std::unique_ptr<ClientAlgorithm>(
+      new PrototypeClient(std::move(data), config, std::move(model), proto_weight, type));
+}
+
+absl::StatusOr<proto::Message> PrototypeClient::Train(const proto::Message& global, const RoundInfo& round) {
+  FGL_ASSIGN_OR_RETURN(auto tensors, DecodeTensors(global));
+  LocalModel::Hooks hooks;
+  // Round 1 (no prototypes yet): cross-entropy only.
+  if (tensors.count(kPrototypesTensor) && proto_weight_ != 0) {
+    const torch::Tensor prototypes = tensors.at(kPrototypesTensor);
+    const torch::Tensor present = tensors.count(kPresentTensor) ? tensors.at(kPresentTensor).to(torch::kBool)
+                                                                : torch::ones({prototypes.size(0)}, torch::kBool);
+    const int64_t dim = model_->model().embedding_dim();
+    if (prototypes.dim() != 2 || prototypes.size(0) != config_.num_classes || prototypes.size(1) != dim ||
+        present.numel() != config_.num_classes || !AllFinite(prototypes)) {
+      return absl::InvalidArgumentError(absl::StrCat(type_, ": global prototypes of shape ",
+                                                     c10::str(prototypes.sizes()), ", expected finite [",
+                                                     config_.num_classes, ", ", dim, "]"));
+    }
+    hooks.extra_loss = [this, prototypes, present](const nn::ModelOutput& out) {
+      return proto_weight_ *
+             nn::PrototypeAlignment(out.embedding, data_->labels, data_->split.train, prototypes, present);
+    };
+  }
+  FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
+
+  // The local prototypes of the trained model, in eval mode (OpenFGL's update_local_prototype).
+  nn::GnnModel& m = model_->model();
+  nn::ClassPrototypes local;
+  {
+    torch::NoGradGuard no_grad;
+    m.eval();
+    const nn::ModelOutput out = m.forward(*data_->features, *data_->view);
+    m.train();
+    local = nn::ComputeClassPrototypes(out.embedding, data_->labels, data_->split.train, config_.num_classes);
+  }
+  proto::Message reply = ModelReply({{kPrototypesTensor, local.prototypes}, {kCountsTensor, local.counts}},
+                                    data_->data.num_nodes(), data_->id, round, type_);
+  AddTrainLoss(model_->last_loss(), &reply);
+  return reply;
+}
+
+}  // namespace fgl::fl
