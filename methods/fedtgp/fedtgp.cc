@@ -1,0 +1,182 @@
+// FedTGP (Zhang et al., "FedTGP: Trainable Global Prototypes with Adaptive-Margin-Enhanced
+// Contrastive Learning", AAAI 2024) for FGL (note §A.4). Clients are FedProto's
+// (fl::PrototypeClient). Each round the server:
+//   1. gathers every (client, class) local prototype P of a class the client holds,
+//   2. sets the margin m = min(max_c gap_c, τ), gap_c the distance from class c's averaged
+//      prototype to the nearest other class's,
+//   3. trains its global prototypes G = fc(ReLU(middle(Embedding(c)))) for E epochs of Adam on
+//      CE(−(‖P − G‖ + m·onehot(y)), y): each local prototype near its class, m farther from the rest,
+//   4. broadcasts G for the classes seen this round.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "fl/optimizer_state.h"
+#include "fl/prototype_client.h"
+#include "fl/registry.h"
+#include "graph/random.h"
+#include "methods/fedtgp/fedtgp.pb.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::methods::fedtgp {
+namespace {
+
+constexpr char kType[] = "fedtgp.prototypes";
+
+// The trainable global prototypes (the paper's generator; OpenFGL's Trainable_prototypes).
+struct PrototypeGeneratorImpl : torch::nn::Module {
+  PrototypeGeneratorImpl(int64_t classes, int64_t dim)
+      : embedding(register_module("embedding", torch::nn::Embedding(classes, dim))),
+        middle(register_module("middle", torch::nn::Linear(dim, dim))),
+        fc(register_module("fc", torch::nn::Linear(dim, dim))) {}
+  torch::Tensor forward() { return fc(torch::relu(middle(embedding->weight))); }  // [C, D]
+  torch::nn::Embedding embedding;
+  torch::nn::Linear middle, fc;
+};
+TORCH_MODULE(PrototypeGenerator);
+
+class FedTgpServer final : public fl::ServerAlgorithm {
+ public:
+  FedTgpServer(const fl::MethodConfig& config, FedTgpParams params) : config_(config), params_(std::move(params)) {}
+
+  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
+    fl::proto::Message m;
+    m.mutable_header()->set_sender(-1);
+    m.mutable_header()->set_round(round.round);
+    m.mutable_header()->set_type(kType);
+    if (global_.defined()) {
+      fl::AddTensors({{fl::kPrototypesTensor, global_}, {fl::kPresentTensor, present_.to(torch::kFloat)}}, &m);
+    }
+    return m;
+  }
+
+  absl::Status Accumulate(const fl::proto::Message& reply) override {
+    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
+    auto p = tensors.find(fl::kPrototypesTensor);
+    auto c = tensors.find(fl::kCountsTensor);
+    if (p == tensors.end() || c == tensors.end() || p->second.dim() != 2 || p->second.size(0) != config_.num_classes ||
+        c->second.sizes() != torch::IntArrayRef({config_.num_classes}) || !fl::AllFinite(p->second) ||
+        (dim_ != 0 && p->second.size(1) != dim_)) {
+      return absl::InvalidArgumentError(absl::StrCat("fedtgp: client ", reply.header().sender(),
+                                                     " sent no valid [", config_.num_classes, ", D] prototypes"));
+    }
+    dim_ = p->second.size(1);
+    const torch::Tensor held = c->second.gt(0).nonzero().squeeze(1);  // only the classes it holds
+    locals_.push_back(p->second.index_select(0, held));
+    labels_.push_back(held);
+    return absl::OkStatus();
+  }
+
+  absl::Status FinishRound(const fl::RoundInfo&) override {
+    if (locals_.empty()) return absl::OkStatus();
+    const torch::Tensor local = torch::cat(locals_), y = torch::cat(labels_);
+    locals_.clear();
+    labels_.clear();
+    if (y.numel() == 0) return absl::OkStatus();
+    if (!generator_) {
+      torch::manual_seed(graph::Rng::Derive(config_.seed, "fedtgp/generator"));
+      generator_ = PrototypeGenerator(config_.num_classes, dim_);
+      optimizer_ = std::make_unique<torch::optim::Adam>(
+          generator_->parameters(), torch::optim::AdamOptions(params_.server_lr()).weight_decay(config_.weight_decay));
+    }
+    const double margin = std::min(Gap(local, y), params_.margin_cap());
+    const torch::Tensor onehot = torch::one_hot(y, config_.num_classes).to(torch::kFloat);
+    for (int e = 0; e < params_.server_epochs(); ++e) {
+      optimizer_->zero_grad();
+      const torch::Tensor g = generator_->forward();
+      // ‖P − G_c‖ for every local prototype and class, [M, C]; clamped so the root has a gradient.
+      const torch::Tensor dist = (local.unsqueeze(1) - g.unsqueeze(0)).pow(2).sum(-1).clamp_min(1e-12).sqrt();
+      torch::nn::functional::cross_entropy(-(dist + margin * onehot), y).backward();
+      optimizer_->step();
+    }
+    torch::NoGradGuard no_grad;
+    global_ = generator_->forward().detach();
+    present_ = torch::zeros({config_.num_classes}, torch::kBool).index_fill_(0, y, true);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<fl::proto::Message> SaveState() const override {
+    fl::proto::Message m;
+    if (!generator_) return m;
+    const fl::NamedTensors params = Params();
+    fl::AddTensors(params, &m);
+    fl::SaveAdamState(*optimizer_, params, "adam.", &m);
+    fl::AddTensors({{fl::kPrototypesTensor, global_}, {fl::kPresentTensor, present_.to(torch::kFloat)}}, &m);
+    (*m.mutable_scalars())["dim"] = static_cast<double>(dim_);
+    return m;
+  }
+
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    auto dim = state.scalars().find("dim");
+    if (dim == state.scalars().end()) return absl::OkStatus();  // saved before any round
+    dim_ = static_cast<int64_t>(dim->second);
+    generator_ = PrototypeGenerator(config_.num_classes, dim_);
+    optimizer_ = std::make_unique<torch::optim::Adam>(
+        generator_->parameters(), torch::optim::AdamOptions(params_.server_lr()).weight_decay(config_.weight_decay));
+    FGL_RETURN_IF_ERROR(fl::LoadTensors(state, Params()));
+    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
+    FGL_RETURN_IF_ERROR(fl::RestoreAdamState(state, tensors, Params(), "adam.", "fedtgp server", optimizer_.get()));
+    global_ = tensors.at(fl::kPrototypesTensor);
+    present_ = tensors.at(fl::kPresentTensor).to(torch::kBool);
+    return absl::OkStatus();
+  }
+
+ private:
+  fl::NamedTensors Params() const {
+    fl::NamedTensors out;
+    for (const auto& p : generator_->named_parameters()) out.emplace_back(p.key(), p.value());
+    return out;
+  }
+
+  // The largest over classes of the distance from a class's averaged local prototype to the
+  // nearest other class's (classes held by no client left out; 0 with fewer than two classes).
+  double Gap(const torch::Tensor& local, const torch::Tensor& y) const {
+    const torch::Tensor counts = torch::zeros({config_.num_classes}).index_add_(0, y, torch::ones({y.size(0)}));
+    const torch::Tensor held = counts.gt(0).nonzero().squeeze(1);
+    if (held.numel() < 2) return 0;
+    const torch::Tensor mean = (torch::zeros({config_.num_classes, local.size(1)}).index_add_(0, y, local) /
+                                counts.clamp_min(1).unsqueeze(1))
+                                   .index_select(0, held);
+    torch::Tensor d = torch::cdist(mean, mean);
+    d.fill_diagonal_(std::numeric_limits<float>::infinity());
+    return std::get<0>(d.min(1)).max().item<double>();
+  }
+
+  fl::MethodConfig config_;
+  FedTgpParams params_;
+  int64_t dim_ = 0;
+  PrototypeGenerator generator_{nullptr};
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  torch::Tensor global_, present_;
+  std::vector<torch::Tensor> locals_, labels_;
+};
+
+absl::Status Validate(const FedTgpParams& p) {
+  if (!std::isfinite(p.proto_weight()) || p.proto_weight() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.proto_weight must be finite and >= 0, not ", p.proto_weight()));
+  }
+  if (p.server_epochs() < 1) return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.server_epochs must be >= 1, not ", p.server_epochs()));
+  if (!(p.server_lr() > 0) || !std::isfinite(p.server_lr())) {
+    return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.server_lr must be finite and > 0, not ", p.server_lr()));
+  }
+  if (!(p.margin_cap() >= 0) || !std::isfinite(p.margin_cap())) {
+    return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.margin_cap must be finite and >= 0, not ", p.margin_cap()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(std::shared_ptr<const fl::ClientData> data,
+                                                                 const fl::MethodConfig& config) {
+  FGL_ASSIGN_OR_RETURN(FedTgpParams params, fl::MethodParams<FedTgpParams>(config));
+  return fl::PrototypeClient::Make(std::move(data), config, params.proto_weight(), kType);
+}
+
+absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
+  FGL_ASSIGN_OR_RETURN(FedTgpParams params, fl::MethodParams<FedTgpParams>(config));
+  return std::unique_ptr<fl::ServerAlgorithm>(new FedTgpServer(config, std::move(params)));
+}
+
+}  // namespace
+
+FGL_REGISTER_METHOD("fedtgp", MakeClient, MakeServer, {fl::TypedParams(&Validate)});
+
+}  // namespace fgl::methods::fedtgp
