@@ -64,6 +64,11 @@ fl::FederationOptions SmallRun(const TestConfig& config, int rounds) {
     o.spec.clear_method_params();
     o.spec.add_method_params()->PackFrom(p);
   }
+  // LG-FedAvg shares a linear head.
+  if (config.method == "lg_fedavg") {
+    o.spec.set_model("gcn:layers=3,hidden=16,jk=last");
+    o.spec.set_shared_group("head");
+  }
   // FedKD distils the mentor's embedding into the mentee's: their widths match the model's 16.
   if (config.method == "fedkd") {
     fedkd::FedKdParams p;

@@ -1,0 +1,72 @@
+// LG-FedAvg (Liang et al., "Think Locally, Act Globally", 2020) for FGL (note §A.4). Every client
+// keeps its representation layers (the "body", of any architecture) private and shares one
+// classifier: a Linear(embedding → C) "head". Each round, every sampled client:
+//   1. loads the global head,
+//   2. trains its whole model for E epochs,
+//   3. replies with its head and node count.
+// The server averages the heads (FedAvg, node counts). Each client's own model is scored.
+#include "absl/strings/str_cat.h"
+#include "fl/local_model.h"
+#include "fl/model_average_server.h"
+#include "fl/registry.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::methods::lg_fedavg {
+namespace {
+
+constexpr char kType[] = "lg_fedavg.head";
+
+// The shared part must be a linear classifier that every architecture has in the same shape:
+// models with jk=last ("gcn:layers=2,hidden=64,jk=last" is one GCN layer and a Linear head), mlp,
+// or sgc with hidden > 0.
+absl::Status CheckLinearHead(const fl::MethodConfig& config, const nn::GnnModel& model) {
+  if (config.shared_group != "head") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lg_fedavg shares the classifier: shared_group must be \"head\", not \"", config.shared_group, "\""));
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, t] : model.named_group_parameters("head")) names.push_back(name);
+  if (names != std::vector<std::string>{"head.weight", "head.bias"}) {
+    return absl::InvalidArgumentError(absl::StrCat("lg_fedavg: model '", config.model_spec,
+                                                   "' has no linear head; give gcn/gat/sage/gin jk=last"));
+  }
+  return absl::OkStatus();
+}
+
+class LgFedAvgClient final : public fl::ModelClient {
+ public:
+  using ModelClient::ModelClient;
+
+  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
+                                                                   const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
+    FGL_RETURN_IF_ERROR(CheckLinearHead(config, model->model()));
+    return std::unique_ptr<fl::ClientAlgorithm>(new LgFedAvgClient(std::move(data), config, std::move(model)));
+  }
+
+  absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global, const fl::RoundInfo& round) override {
+    FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));
+    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
+    fl::proto::Message reply =
+        fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
+    fl::AddTrainLoss(model_->last_loss(), &reply);
+    return reply;
+  }
+
+  // Its own model: private body and the head it last trained.
+  absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message*) override { return model_->Predict(); }
+};
+
+absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
+  if (config.shared_group != "head") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lg_fedavg shares the classifier: shared_group must be \"head\", not \"", config.shared_group, "\""));
+  }
+  return fl::MakeModelAverageServer(config, kType);
+}
+
+}  // namespace
+
+FGL_REGISTER_METHOD("lg_fedavg", &LgFedAvgClient::Make, MakeServer);
+
+}  // namespace fgl::methods::lg_fedavg
