@@ -28,10 +28,7 @@ class AveragedUserModels final : public nfedgnn::UserModels {
   }
 
   torch::Tensor Latents(const torch::Tensor& values) const override {
-    torch::Tensor out =
-        torch::zeros({features_.num_users, options_.latent_width})
-            .index_add_(0, features_.user_of_entry, values.unsqueeze(1) * average_.index_select(0, features_.col));
-    return bias_average_.defined() ? out + bias_average_ : out;
+    return nfedgnn::SparseLatents(features_, values, average_.index_select(0, features_.col), bias_average_);
   }
 
   void Step(const torch::Tensor& values, const torch::Tensor& grad) override {

@@ -14,7 +14,7 @@
 #include "graph/random.h"
 #include "graph/split.h"
 #include "methods/nfedgnn/nfedgnn.pb.h"
-#include "methods/nfedgnn/split_server.h"
+#include "methods/nfedgnn/server_side.h"
 #include "nn/graph_view.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -80,26 +80,16 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
                                                    o.spec.dataset(), ", not ", o.spec.clients()));
   }
   FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, graph::MakeSplit(o.spec.split(), data, o.spec.partition_seed()));
-  FGL_ASSIGN_OR_RETURN(nn::GraphView graph, nn::GraphView::Create(data.graph));
   const torch::Tensor labels = data.labels;
-  const torch::Tensor train_index = split.train.nonzero().squeeze(1);
-  if (train_index.numel() == 0) return absl::InvalidArgumentError(absl::StrCat(method, ": the split has no labelled users"));
-  const torch::Tensor train_labels = labels.index_select(0, train_index);
 
   // Everything random derives from the run's seed: user and server initialisation, dropout.
-  torch::manual_seed(graph::Rng::Derive(o.seed, "nfedgnn/server_init"));
-  SplitServer server(model, data.num_classes);
-  torch::optim::Adam server_optimizer(server->parameters(),
-                                      torch::optim::AdamOptions(o.spec.lr()).weight_decay(o.spec.weight_decay()));
+  FGL_ASSIGN_OR_RETURN(std::unique_ptr<ServerSide> server,
+                       ServerSide::Create(model, data, split, o.spec.lr(), o.spec.weight_decay(),
+                                          params.laplacian_weight(), o.seed));
   const UserFeatures features = UserFeatures::FromDense(data.features);
-  UserModelOptions user_options;
-  user_options.latent_width = model.latent_width();
-  user_options.bias = !model.gat;
-  user_options.adam = {o.spec.lr(), o.spec.weight_decay()};
-  user_options.shared_init = params.user_init() == NfedgnnParams::SHARED;
-  user_options.skip_zero_gradient = params.skip_zero_gradient_users();
-  user_options.seed = graph::Rng::Derive(o.seed, "nfedgnn/user_init");
-  std::unique_ptr<UserModels> users = make_users(features, user_options);
+  std::unique_ptr<UserModels> users = make_users(
+      features, UserOptionsFor(model, params, o.spec.lr(), o.spec.weight_decay(),
+                               graph::Rng::Derive(o.seed, "nfedgnn/user_init")));
 
   // Float32 payloads per user and round (the paper's Table 1 counts the uploads).
   const int64_t per_user = (model.latent_width() + users->model_floats_per_user()) * 4;
@@ -109,11 +99,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   // Checkpoints: the server's model and Adam state, every user's tensors, the rounds so far.
   // Seeds are derived per round, so a resumed run continues bit for bit.
   const std::string ckpt_path = o.checkpoint_dir.empty() ? "" : o.checkpoint_dir + "/checkpoint.pb";
-  const fl::NamedTensors server_params = [&] {
-    fl::NamedTensors out;
-    for (const auto& p : server->named_parameters()) out.emplace_back(p.key(), p.value());
-    return out;
-  }();
+  const fl::NamedTensors server_params = server->Parameters();
   int first_round = 1;
   if (o.resume && !ckpt_path.empty() && graph::io::FileExists(ckpt_path)) {
     FGL_ASSIGN_OR_RETURN(std::string bytes, graph::io::ReadFileBytes(ckpt_path));
@@ -130,7 +116,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
     FGL_RETURN_IF_ERROR(fl::LoadTensors(ckpt.server(), server_params));
     FGL_ASSIGN_OR_RETURN(auto server_tensors, fl::DecodeTensors(ckpt.server()));
     FGL_RETURN_IF_ERROR(fl::RestoreAdamState(ckpt.server(), server_tensors, server_params, "adam.", ckpt_path,
-                                             &server_optimizer));
+                                             &server->optimizer()));
     FGL_RETURN_IF_ERROR(fl::LoadTensors(ckpt.clients(0), users->State()));
     auto step = ckpt.clients(0).scalars().find("step");
     if (step == ckpt.clients(0).scalars().end() || step->second != ckpt.round()) {
@@ -151,19 +137,11 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
     rec.round = t;
     // Users: latents up (dropout on their own input where the model has it).
     const torch::Tensor values = nn::Dropout(features.values, model.input_dropout, /*training=*/true);
-    const torch::Tensor latents = users->Latents(values).detach().requires_grad_(true);
-    // Server: one backward pass through the pre-update model gives its own gradient and every
-    // user's ∂(L_CE + λ·L_reg)/∂x̄_i (§B.10 #2, #3).
-    server->train();
-    torch::Tensor logits = server->forward(latents, graph);
-    torch::Tensor loss = torch::nn::functional::cross_entropy(logits.index_select(0, train_index), train_labels);
-    if (params.laplacian_weight() != 0) loss = loss + params.laplacian_weight() * LaplacianRegularizer(latents, graph);
-    server_optimizer.zero_grad();
-    loss.backward();
-    server_optimizer.step();
+    // Server: one step, and every user's ∂(L_CE + λ·L_reg)/∂x̄_i.
+    torch::Tensor gradients;
+    rec.train_loss = server->Step(users->Latents(values), &gradients);
     // Users: one Adam step each on the gradient that came down.
-    users->Step(values, latents.grad());
-    rec.train_loss = loss.item<double>();
+    users->Step(values, gradients);
     rec.participants = static_cast<int>(n);
     rec.bytes_up = n * per_user;
     rec.bytes_down = n * per_user;
@@ -171,8 +149,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
     // Evaluation of the model after round t: users send eval-mode latents (not counted, §B.4).
     {
       torch::NoGradGuard no_grad;
-      server->eval();
-      torch::Tensor eval_logits = server->forward(users->Latents(features.values), graph);
+      const torch::Tensor eval_logits = server->EvalLogits(users->Latents(features.values));
       rec.val_acc = Accuracy(eval_logits, labels, split.val);
       rec.test_acc = Accuracy(eval_logits, labels, split.test);
     }
@@ -190,7 +167,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
       ckpt.set_round(t);
       for (const fl::RoundRecord& done : result.rounds) *ckpt.add_records() = fl::RoundRecordToProto(done);
       fl::AddTensors(server_params, ckpt.mutable_server());
-      fl::SaveAdamState(server_optimizer, server_params, "adam.", ckpt.mutable_server());
+      fl::SaveAdamState(server->optimizer(), server_params, "adam.", ckpt.mutable_server());
       fl::proto::Message* state = ckpt.add_clients();
       fl::AddTensors(users->State(), state);
       (*state->mutable_scalars())["step"] = static_cast<double>(users->step());

@@ -8,7 +8,7 @@
 #include "graph/random.h"
 #include "graph/split.h"
 #include "methods/nfedgnn/nfedgnn.pb.h"
-#include "methods/nfedgnn/split_server.h"
+#include "methods/nfedgnn/server_side.h"
 #include "methods/nfedgnn/user_models.h"
 #include "nn/graph_view.h"
 #include "nn/ops/dropout.h"
@@ -21,19 +21,14 @@ constexpr char kLatent[] = "nfedgnn.latent";
 constexpr char kGradient[] = "nfedgnn.gradient";
 constexpr char kLogits[] = "nfedgnn.logits";
 
-absl::StatusOr<UserModelOptions> UserOptions(const fl::MethodConfig& config, const SplitModelSpec& model,
-                                             const NfedgnnParams& params, int user) {
-  UserModelOptions o;
-  o.latent_width = model.latent_width();
-  o.bias = !model.gat;
-  o.adam = {config.lr, config.weight_decay};
-  o.shared_init = params.user_init() == NfedgnnParams::SHARED;
-  o.skip_zero_gradient = params.skip_zero_gradient_users();
-  // SHARED: the batched runner's one draw, so both deployments compute the same numbers.
-  // INDEPENDENT: the user's own stream (the batched runner draws all users from one stream).
-  o.seed = o.shared_init ? graph::Rng::Derive(config.run_seed, "nfedgnn/user_init")
-                         : graph::Rng::Derive(config.run_seed, absl::StrCat("nfedgnn/user/", user));
-  return o;
+// SHARED init: the batched runner's one draw, so both deployments compute the same numbers.
+// INDEPENDENT: the user's own stream (the batched runner draws all users from one stream).
+UserModelOptions UserOptions(const fl::MethodConfig& config, const SplitModelSpec& model, const NfedgnnParams& params,
+                             int user) {
+  const uint64_t seed = params.user_init() == NfedgnnParams::SHARED
+                            ? graph::Rng::Derive(config.run_seed, "nfedgnn/user_init")
+                            : graph::Rng::Derive(config.run_seed, absl::StrCat("nfedgnn/user/", user));
+  return UserOptionsFor(model, params, config.lr, config.weight_decay, seed);
 }
 
 class PerUserClient final : public fl::ClientAlgorithm {
@@ -103,15 +98,9 @@ class PerUserServer final : public fl::ServerAlgorithm {
     // The server knows the topology and the training users' labels (§B.1).
     FGL_ASSIGN_OR_RETURN(graph::Dataset data, graph::LoadDataset(config.dataset, config.data_dir, config.partition_seed));
     FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, graph::MakeSplit(config.split, data, config.partition_seed));
-    FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(data.graph));
-    s->graph_ = std::make_unique<nn::GraphView>(std::move(view));
-    s->train_index_ = split.train.nonzero().squeeze(1);
-    s->train_labels_ = data.labels.index_select(0, s->train_index_);
     s->n_ = data.num_nodes();
-    torch::manual_seed(graph::Rng::Derive(config.run_seed, "nfedgnn/server_init"));
-    s->server_ = SplitServer(s->model_, data.num_classes);
-    s->optimizer_ = std::make_unique<torch::optim::Adam>(
-        s->server_->parameters(), torch::optim::AdamOptions(config.lr).weight_decay(config.weight_decay));
+    FGL_ASSIGN_OR_RETURN(s->server_, ServerSide::Create(s->model_, data, split, config.lr, config.weight_decay,
+                                                        s->params_.laplacian_weight(), config.run_seed));
     s->latents_ = torch::zeros({s->n_, s->model_.latent_width()});
     s->eval_latents_ = torch::zeros_like(s->latents_);
     return s;
@@ -158,25 +147,13 @@ class PerUserServer final : public fl::ServerAlgorithm {
                                                         " of ", n_, " users answered; every user takes part"));
     }
     answered_.clear();
-    {  // Score the model after split round r − 1 on its users' latents.
-      torch::NoGradGuard no_grad;
-      server_->eval();
-      logits_ = server_->forward(eval_latents_, *graph_);
-    }
+    logits_ = server_->EvalLogits(eval_latents_);  // the model after split round r − 1
     if (round.round >= rounds_) {  // the last round only scores
       gradients_ = torch::Tensor();
       return absl::OkStatus();
     }
     nn::DropoutSeedScope dropout_seed(graph::Rng::Derive(run_seed_, absl::StrCat("nfedgnn/round", round.round)));
-    torch::Tensor latents = latents_.clone().requires_grad_(true);
-    server_->train();
-    torch::Tensor logits = server_->forward(latents, *graph_);
-    torch::Tensor loss = torch::nn::functional::cross_entropy(logits.index_select(0, train_index_), train_labels_);
-    if (params_.laplacian_weight() != 0) loss = loss + params_.laplacian_weight() * LaplacianRegularizer(latents, *graph_);
-    optimizer_->zero_grad();
-    loss.backward();
-    optimizer_->step();
-    gradients_ = latents.grad();
+    server_->Step(latents_.clone(), &gradients_);
     return absl::OkStatus();
   }
 
@@ -194,11 +171,8 @@ class PerUserServer final : public fl::ServerAlgorithm {
   uint64_t run_seed_;
   NfedgnnParams params_;
   SplitModelSpec model_;
-  std::unique_ptr<nn::GraphView> graph_;
-  torch::Tensor train_index_, train_labels_;
   int64_t n_ = 0;
-  SplitServer server_{nullptr};
-  std::unique_ptr<torch::optim::Adam> optimizer_;
+  std::unique_ptr<ServerSide> server_;
   torch::Tensor latents_, eval_latents_, gradients_, logits_;
   std::set<int> answered_;
 };
@@ -213,7 +187,7 @@ absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakePerUserClient(std::shar
     return absl::InvalidArgumentError(absl::StrCat("nfedgnn: a user holds one node, client ", data->id, " holds ",
                                                    data->data.num_nodes(), " (partitioner node_level)"));
   }
-  FGL_ASSIGN_OR_RETURN(UserModelOptions options, UserOptions(config, model, params, data->id));
+  const UserModelOptions options = UserOptions(config, model, params, data->id);
   return std::make_unique<PerUserClient>(std::move(data), config, model, options);
 }
 

@@ -54,6 +54,13 @@ void AdamStepRows(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor
   param = torch::where(keep, param_new, param);
 }
 
+torch::Tensor SparseLatents(const UserFeatures& features, const torch::Tensor& values,
+                            const torch::Tensor& entry_weights, const torch::Tensor& bias) {
+  torch::Tensor out = torch::zeros({features.num_users, entry_weights.size(1)})
+                          .index_add_(0, features.user_of_entry, values.unsqueeze(1) * entry_weights);
+  return bias.defined() ? out + bias : out;
+}
+
 torch::Tensor InitialUserWeights(const UserFeatures& features, const UserModelOptions& options) {
   torch::Generator gen = at::detail::createCPUGenerator(options.seed);
   const double bound = std::sqrt(6.0 / static_cast<double>(features.width + options.latent_width));
@@ -89,9 +96,7 @@ class PrivateUserModels final : public UserModels {
   void set_step(int64_t step) override { step_ = step; }
 
   torch::Tensor Latents(const torch::Tensor& values) const override {
-    torch::Tensor out = torch::zeros({features_.num_users, options_.latent_width})
-                            .index_add_(0, features_.user_of_entry, values.unsqueeze(1) * weights_);
-    return bias_.defined() ? out + bias_ : out;
+    return SparseLatents(features_, values, weights_, bias_);
   }
 
   void Step(const torch::Tensor& values, const torch::Tensor& grad) override {

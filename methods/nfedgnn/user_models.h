@@ -67,6 +67,11 @@ class UserModels {
   virtual void set_step(int64_t step) = 0;
 };
 
+// Every user's latent x̄_i = Σ_r values_r · entry_weights_r (+ bias) over its stored entries:
+// [n, H] from `values` [nnz] and `entry_weights` [nnz, H]; `bias` is [n, H], [H] or undefined.
+torch::Tensor SparseLatents(const UserFeatures& features, const torch::Tensor& values,
+                            const torch::Tensor& entry_weights, const torch::Tensor& bias);
+
 // nFedGNN's private user models, Glorot-initialised over [d, H] and stored for non-zero features.
 std::unique_ptr<UserModels> MakePrivateUserModels(const UserFeatures& features, const UserModelOptions& options);
 

@@ -1,0 +1,54 @@
+// The server's half of every nFedGNN round, shared by the batched runner and the per-user
+// deployment: the split model with its Adam, the topology, the training users' labels and λ.
+#ifndef FGL_METHODS_NFEDGNN_SERVER_SIDE_H_
+#define FGL_METHODS_NFEDGNN_SERVER_SIDE_H_
+
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "fl/tensor_codec.h"
+#include "graph/dataset.h"
+#include "methods/nfedgnn/nfedgnn.pb.h"
+#include "methods/nfedgnn/split_server.h"
+#include "methods/nfedgnn/user_models.h"
+#include "nn/graph_view.h"
+
+namespace fgl::methods::nfedgnn {
+
+class ServerSide {
+ public:
+  // The split model is initialised from Derive(run_seed, "nfedgnn/server_init"). InvalidArgument
+  // when the split has no training user.
+  static absl::StatusOr<std::unique_ptr<ServerSide>> Create(const SplitModelSpec& model, const graph::Dataset& data,
+                                                            const graph::NodeSplit& split, double lr,
+                                                            double weight_decay, double laplacian_weight,
+                                                            uint64_t run_seed);
+  // One training step on every user's latent [n, H] with the pre-update model (§B.10 #2, #3):
+  // mean CE over the training users + λ·L_reg, one backward pass, one Adam step. Returns the
+  // loss; `gradients` gets ∂L/∂x̄ [n, H].
+  double Step(const torch::Tensor& latents, torch::Tensor* gradients);
+  // Logits [n, C] of the eval-mode model.
+  torch::Tensor EvalLogits(const torch::Tensor& latents);
+  // The model's parameters and its optimiser, for checkpoints.
+  fl::NamedTensors Parameters() const;
+  torch::optim::Adam& optimizer() { return *optimizer_; }
+
+ private:
+  ServerSide(SplitServer model, nn::GraphView graph) : model_(std::move(model)), graph_(std::move(graph)) {}
+  SplitServer model_;
+  nn::GraphView graph_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  torch::Tensor train_index_, train_labels_;
+  double laplacian_weight_ = 0;
+};
+
+// The users' options of a run: latent width and bias from the split model, Adam from the run,
+// init and skip switch from the params.
+UserModelOptions UserOptionsFor(const SplitModelSpec& model, const NfedgnnParams& params, double lr,
+                                double weight_decay, uint64_t seed);
+
+}  // namespace fgl::methods::nfedgnn
+
+#endif  // FGL_METHODS_NFEDGNN_SERVER_SIDE_H_
