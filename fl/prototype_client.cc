@@ -7,6 +7,41 @@
 
 namespace fgl::fl {
 
+proto::Message PrototypeMessage(const GlobalPrototypes& global, int round, const std::string& type) {
+  proto::Message m;
+  m.mutable_header()->set_sender(-1);
+  m.mutable_header()->set_round(round);
+  m.mutable_header()->set_type(type);
+  if (global.prototypes.defined()) {
+    AddTensors({{kPrototypesTensor, global.prototypes}, {kPresentTensor, global.present.to(torch::kFloat)}}, &m);
+  }
+  return m;
+}
+
+absl::StatusOr<GlobalPrototypes> ReadGlobalPrototypes(const proto::Message& message) {
+  FGL_ASSIGN_OR_RETURN(auto tensors, DecodeTensors(message));
+  GlobalPrototypes out;
+  if (tensors.count(kPrototypesTensor) && tensors.count(kPresentTensor)) {
+    out = {tensors.at(kPrototypesTensor), tensors.at(kPresentTensor).to(torch::kBool)};
+  }
+  return out;
+}
+
+absl::StatusOr<nn::ClassPrototypes> ReadLocalPrototypes(const proto::Message& reply, int64_t num_classes, int64_t dim,
+                                                        const std::string& method) {
+  FGL_ASSIGN_OR_RETURN(auto tensors, DecodeTensors(reply));
+  auto p = tensors.find(kPrototypesTensor);
+  auto c = tensors.find(kCountsTensor);
+  if (p == tensors.end() || c == tensors.end() || p->second.dim() != 2 || p->second.size(0) != num_classes ||
+      (dim != 0 && p->second.size(1) != dim) || c->second.sizes() != torch::IntArrayRef({num_classes}) ||
+      !AllFinite(p->second) || (c->second < 0).any().item<bool>()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": client ", reply.header().sender(), " sent no valid [",
+                                                   num_classes, ", ", dim == 0 ? "D" : absl::StrCat(dim),
+                                                   "] prototypes with [", num_classes, "] counts"));
+  }
+  return nn::ClassPrototypes{p->second, c->second};
+}
+
 PrototypeClient::PrototypeClient(std::shared_ptr<const ClientData> data, const MethodConfig& config,
                                  std::unique_ptr<LocalModel> model, double proto_weight, std::string type)
     : ModelClient(std::move(data), config, std::move(model)), proto_weight_(proto_weight), type_(std::move(type)) {}

@@ -7,7 +7,9 @@
 #include <memory>
 #include <string>
 
+#include "fl/aggregate/prototypes.h"
 #include "fl/local_model.h"
+#include "nn/losses/losses.h"
 
 namespace fgl::fl {
 
@@ -17,6 +19,17 @@ namespace fgl::fl {
 inline constexpr char kPrototypesTensor[] = "prototypes";
 inline constexpr char kPresentTensor[] = "present";
 inline constexpr char kCountsTensor[] = "counts";
+
+// The server's prototype message (a broadcast, or a checkpoint's part): "prototypes" and
+// "present" when `global` holds any, nothing else.
+proto::Message PrototypeMessage(const GlobalPrototypes& global, int round, const std::string& type);
+// The prototypes a PrototypeMessage carries; empty when it carries none.
+absl::StatusOr<GlobalPrototypes> ReadGlobalPrototypes(const proto::Message& message);
+
+// A client's reply, checked: finite prototypes [num_classes, D] (D = `dim` unless 0) and
+// non-negative counts [num_classes]. InvalidArgument naming `method` and the sender otherwise.
+absl::StatusOr<nn::ClassPrototypes> ReadLocalPrototypes(const proto::Message& reply, int64_t num_classes, int64_t dim,
+                                                        const std::string& method);
 
 class PrototypeClient final : public ModelClient {
  public:

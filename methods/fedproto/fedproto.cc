@@ -20,9 +20,6 @@ namespace fgl::methods::fedproto {
 namespace {
 
 constexpr char kType[] = "fedproto.prototypes";
-constexpr const char* kPrototypes = fl::kPrototypesTensor;
-constexpr const char* kCounts = fl::kCountsTensor;
-constexpr const char* kPresent = fl::kPresentTensor;
 
 class FedProtoServer final : public fl::ServerAlgorithm {
  public:
@@ -30,30 +27,15 @@ class FedProtoServer final : public fl::ServerAlgorithm {
       : config_(config), params_(std::move(params)) {}
 
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
-    fl::proto::Message m;
-    m.mutable_header()->set_sender(-1);
-    m.mutable_header()->set_round(round.round);
-    m.mutable_header()->set_type(kType);
-    if (global_.prototypes.defined()) {
-      fl::AddTensors({{kPrototypes, global_.prototypes}, {kPresent, global_.present.to(torch::kFloat)}}, &m);
-    }
-    return m;
+    return fl::PrototypeMessage(global_, round.round, kType);
   }
 
   absl::Status Accumulate(const fl::proto::Message& reply) override {
-    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
-    auto p = tensors.find(kPrototypes);
-    auto c = tensors.find(kCounts);
+    const int64_t dim = prototypes_.empty() ? 0 : prototypes_[0].size(1);
+    FGL_ASSIGN_OR_RETURN(nn::ClassPrototypes local, fl::ReadLocalPrototypes(reply, config_.num_classes, dim, "fedproto"));
     auto n = reply.scalars().find("num_nodes");
-    if (p == tensors.end() || c == tensors.end() || p->second.dim() != 2 || p->second.size(0) != config_.num_classes ||
-        c->second.sizes() != torch::IntArrayRef({config_.num_classes}) || !fl::AllFinite(p->second) ||
-        (c->second < 0).any().item<bool>() || (!prototypes_.empty() && p->second.sizes() != prototypes_[0].sizes())) {
-      return absl::InvalidArgumentError(absl::StrCat("fedproto: client ", reply.header().sender(),
-                                                     " sent no valid [", config_.num_classes,
-                                                     ", D] prototypes with [C] counts"));
-    }
-    prototypes_.push_back(p->second);
-    counts_.push_back(c->second);
+    prototypes_.push_back(local.prototypes);
+    counts_.push_back(local.counts);
     sizes_.push_back(n == reply.scalars().end() ? 1.0 : n->second);
     return absl::OkStatus();
   }
@@ -70,19 +52,10 @@ class FedProtoServer final : public fl::ServerAlgorithm {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<fl::proto::Message> SaveState() const override {
-    fl::proto::Message m;
-    if (global_.prototypes.defined()) {
-      fl::AddTensors({{kPrototypes, global_.prototypes}, {kPresent, global_.present.to(torch::kFloat)}}, &m);
-    }
-    return m;
-  }
+  absl::StatusOr<fl::proto::Message> SaveState() const override { return fl::PrototypeMessage(global_, 0, kType); }
 
   absl::Status RestoreState(const fl::proto::Message& state) override {
-    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
-    if (tensors.count(kPrototypes) && tensors.count(kPresent)) {
-      global_ = {tensors.at(kPrototypes), tensors.at(kPresent).to(torch::kBool)};
-    }
+    FGL_ASSIGN_OR_RETURN(global_, fl::ReadGlobalPrototypes(state));
     return absl::OkStatus();
   }
 

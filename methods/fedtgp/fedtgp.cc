@@ -39,29 +39,14 @@ class FedTgpServer final : public fl::ServerAlgorithm {
   FedTgpServer(const fl::MethodConfig& config, FedTgpParams params) : config_(config), params_(std::move(params)) {}
 
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
-    fl::proto::Message m;
-    m.mutable_header()->set_sender(-1);
-    m.mutable_header()->set_round(round.round);
-    m.mutable_header()->set_type(kType);
-    if (global_.defined()) {
-      fl::AddTensors({{fl::kPrototypesTensor, global_}, {fl::kPresentTensor, present_.to(torch::kFloat)}}, &m);
-    }
-    return m;
+    return fl::PrototypeMessage(global_, round.round, kType);
   }
 
   absl::Status Accumulate(const fl::proto::Message& reply) override {
-    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
-    auto p = tensors.find(fl::kPrototypesTensor);
-    auto c = tensors.find(fl::kCountsTensor);
-    if (p == tensors.end() || c == tensors.end() || p->second.dim() != 2 || p->second.size(0) != config_.num_classes ||
-        c->second.sizes() != torch::IntArrayRef({config_.num_classes}) || !fl::AllFinite(p->second) ||
-        (dim_ != 0 && p->second.size(1) != dim_)) {
-      return absl::InvalidArgumentError(absl::StrCat("fedtgp: client ", reply.header().sender(),
-                                                     " sent no valid [", config_.num_classes, ", D] prototypes"));
-    }
-    dim_ = p->second.size(1);
-    const torch::Tensor held = c->second.gt(0).nonzero().squeeze(1);  // only the classes it holds
-    locals_.push_back(p->second.index_select(0, held));
+    FGL_ASSIGN_OR_RETURN(nn::ClassPrototypes local, fl::ReadLocalPrototypes(reply, config_.num_classes, dim_, "fedtgp"));
+    dim_ = local.prototypes.size(1);
+    const torch::Tensor held = local.counts.gt(0).nonzero().squeeze(1);  // only the classes it holds
+    locals_.push_back(local.prototypes.index_select(0, held));
     labels_.push_back(held);
     return absl::OkStatus();
   }
@@ -89,18 +74,16 @@ class FedTgpServer final : public fl::ServerAlgorithm {
       optimizer_->step();
     }
     torch::NoGradGuard no_grad;
-    global_ = generator_->forward().detach();
-    present_ = torch::zeros({config_.num_classes}, torch::kBool).index_fill_(0, y, true);
+    global_ = {generator_->forward().detach(), torch::zeros({config_.num_classes}, torch::kBool).index_fill_(0, y, true)};
     return absl::OkStatus();
   }
 
   absl::StatusOr<fl::proto::Message> SaveState() const override {
-    fl::proto::Message m;
-    if (!generator_) return m;
+    if (!generator_) return fl::proto::Message();
+    fl::proto::Message m = fl::PrototypeMessage(global_, 0, kType);
     const fl::NamedTensors params = Params();
     fl::AddTensors(params, &m);
     fl::SaveAdamState(*optimizer_, params, "adam.", &m);
-    fl::AddTensors({{fl::kPrototypesTensor, global_}, {fl::kPresentTensor, present_.to(torch::kFloat)}}, &m);
     (*m.mutable_scalars())["dim"] = static_cast<double>(dim_);
     return m;
   }
@@ -115,8 +98,7 @@ class FedTgpServer final : public fl::ServerAlgorithm {
     FGL_RETURN_IF_ERROR(fl::LoadTensors(state, Params()));
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
     FGL_RETURN_IF_ERROR(fl::RestoreAdamState(state, tensors, Params(), "adam.", "fedtgp server", optimizer_.get()));
-    global_ = tensors.at(fl::kPrototypesTensor);
-    present_ = tensors.at(fl::kPresentTensor).to(torch::kBool);
+    FGL_ASSIGN_OR_RETURN(global_, fl::ReadGlobalPrototypes(state));
     return absl::OkStatus();
   }
 
@@ -146,7 +128,7 @@ class FedTgpServer final : public fl::ServerAlgorithm {
   int64_t dim_ = 0;
   PrototypeGenerator generator_{nullptr};
   std::unique_ptr<torch::optim::Adam> optimizer_;
-  torch::Tensor global_, present_;
+  fl::GlobalPrototypes global_;
   std::vector<torch::Tensor> locals_, labels_;
 };
 
