@@ -28,6 +28,8 @@ using Clock = std::chrono::steady_clock;
 // this one holds every finished round and the users' tensors as one message).
 constexpr uint32_t kCheckpointVersion = 1001;
 
+// Percent as 100·hits/n. nn::Accuracy's fraction times 100 rounds differently in the last bit,
+// and the recorded runs hold these values.
 double Accuracy(const torch::Tensor& logits, const torch::Tensor& labels, const torch::Tensor& mask) {
   const int64_t n = mask.sum().item<int64_t>();
   if (n == 0) return 0;
