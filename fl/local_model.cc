@@ -59,6 +59,25 @@ absl::Status LocalModel::Train(int epochs, uint64_t seed, const Hooks& hooks) {
   return absl::OkStatus();
 }
 
+absl::Status LocalModel::Step(const std::function<torch::Tensor(nn::GnnModel&)>& loss_fn) {
+  model_->train();
+  optimizer_->zero_grad();
+  torch::Tensor loss = loss_fn(*model_);
+  last_loss_ = loss.item<double>();
+  if (!std::isfinite(last_loss_)) {
+    return absl::InvalidArgumentError(absl::StrCat("client ", data_->id, ": local loss is ", last_loss_));
+  }
+  loss.backward();
+  optimizer_->step();
+  return absl::OkStatus();
+}
+
+nn::ModelOutput LocalModel::Infer() {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  return model_->forward(*data_->features, *data_->view);
+}
+
 torch::Tensor LocalModel::Predict() {
   torch::NoGradGuard no_grad;
   model_->train(config_.dropout_at_eval);

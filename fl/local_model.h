@@ -43,7 +43,15 @@ class LocalModel {
   // leaves this client out).
   absl::Status Train(int epochs, uint64_t seed, const Hooks& hooks = {});
 
-  // The training loss of the last epoch Train() ran (NaN before any).
+  // One full-batch optimiser step on `loss(model)` with the model in train mode, for objectives
+  // that are not cross-entropy plus extras (FedGKC's alternating copilot and local steps): `loss`
+  // runs the forward passes it needs. Dropout draws from the caller's stream. InvalidArgument if
+  // the loss is NaN/Inf (nothing is stepped then).
+  absl::Status Step(const std::function<torch::Tensor(nn::GnnModel&)>& loss);
+  // Embedding and logits on all local nodes, eval mode, no gradient: a teacher's output.
+  nn::ModelOutput Infer();
+
+  // The training loss of the last epoch Train() or Step() ran (NaN before any).
   double last_loss() const { return last_loss_; }
 
   // Logits on all local nodes; eval mode unless dropout_at_eval (then dropout stays on).

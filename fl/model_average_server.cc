@@ -2,27 +2,36 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "glog/logging.h"
 #include "absl/strings/str_cat.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::fl {
 
 ModelAverageServer::ModelAverageServer(std::shared_ptr<nn::GnnModel> model, std::string group,
-                                       std::string type)
-    : model_(std::move(model)), group_(std::move(group)), type_(std::move(type)),
-      mean_(std::make_unique<WeightedMean>()) {}
+                                       std::string type, std::vector<std::string> weights)
+    : model_(std::move(model)), group_(std::move(group)), type_(std::move(type)), weights_(std::move(weights)) {
+  ResetMeans();
+}
+
+void ModelAverageServer::ResetMeans() {
+  means_.clear();
+  for (size_t i = 0; i < weights_.size(); ++i) means_.push_back(std::make_unique<WeightedMean>());
+}
 
 absl::StatusOr<std::unique_ptr<ModelAverageServer>> ModelAverageServer::Create(
-    const MethodConfig& config, const std::string& type) {
+    const MethodConfig& config, const std::string& type, std::vector<std::string> weights) {
+  if (weights.empty()) return absl::InvalidArgumentError("ModelAverageServer: no weight scalar named");
   // The global initialisation every client starts from.
   torch::manual_seed(config.seed);
   FGL_ASSIGN_OR_RETURN(std::shared_ptr<nn::GnnModel> model,
                        nn::MakeModel(config.model_spec, config.num_features, config.num_classes));
   return std::unique_ptr<ModelAverageServer>(
-      new ModelAverageServer(std::move(model), config.shared_group, type));
+      new ModelAverageServer(std::move(model), config.shared_group, type, std::move(weights)));
 }
 
 NamedTensors ModelAverageServer::GlobalParameters() const {
@@ -50,10 +59,17 @@ absl::Status ModelAverageServer::Accumulate(const proto::Message& reply) {
     return absl::InvalidArgumentError(absl::StrCat("expected a '", type_, "' reply, got '",
                                                    reply.header().type(), "'"));
   }
-  auto weight = reply.scalars().find("num_nodes");
-  if (weight == reply.scalars().end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("reply from client ", reply.header().sender(), " lacks num_nodes"));
+  std::vector<double> weights;
+  for (const std::string& name : weights_) {
+    auto weight = reply.scalars().find(name);
+    if (weight == reply.scalars().end()) {
+      return absl::InvalidArgumentError(absl::StrCat("reply from client ", reply.header().sender(), " lacks ", name));
+    }
+    if (!(std::isfinite(weight->second) && weight->second > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("reply from client ", reply.header().sender(), ": weight ", name,
+                                                     " = ", weight->second, " is not positive and finite"));
+    }
+    weights.push_back(weight->second);
   }
   FGL_ASSIGN_OR_RETURN(auto tensors, DecodeTensors(reply));
   // Only the global model's own tensors, with its shapes, are accepted.
@@ -70,7 +86,14 @@ absl::Status ModelAverageServer::Accumulate(const proto::Message& reply) {
                                                      ": missing or misshapen tensor '", name, "'"));
     }
   }
-  FGL_RETURN_IF_ERROR(mean_->Accumulate(tensors, weight->second));
+  for (size_t i = 0; i < weights.size(); ++i) {
+    absl::Status added = means_[i]->Accumulate(tensors, weights[i]);
+    // Only the first can fail (on the tensors, checked once for all): later ones see the same.
+    if (!added.ok()) {
+      CHECK_EQ(i, 0u) << added;
+      return added;
+    }
+  }
   accumulated_.push_back(reply.header().sender());
   return absl::OkStatus();
 }
@@ -80,19 +103,34 @@ std::vector<ServerAggregate> ModelAverageServer::Aggregates() {
 }
 
 absl::Status ModelAverageServer::FinishRound(const RoundInfo& round) {
-  std::unique_ptr<WeightedMean> mean = std::exchange(mean_, std::make_unique<WeightedMean>());
+  std::vector<std::unique_ptr<WeightedMean>> means = std::move(means_);
+  ResetMeans();
   last_round_clients_ = std::exchange(accumulated_, {});
   std::sort(last_round_clients_.begin(), last_round_clients_.end());
-  if (!mean->CanReport()) return absl::OkStatus();  // nobody replied: keep the global model
-  FGL_ASSIGN_OR_RETURN(auto averaged, std::move(*mean).Report());
+  if (!means.front()->CanReport()) return absl::OkStatus();  // nobody replied: keep the global model
+  std::vector<std::map<std::string, torch::Tensor>> averaged;
+  for (auto& mean : means) {
+    FGL_ASSIGN_OR_RETURN(auto a, std::move(*mean).Report());
+    averaged.push_back(std::move(a));
+  }
   torch::NoGradGuard no_grad;
-  for (auto& [name, t] : GlobalParameters()) t.copy_(averaged.at(name));
+  for (auto& [name, t] : GlobalParameters()) {
+    if (averaged.size() == 1) {
+      t.copy_(averaged[0].at(name));
+      continue;
+    }
+    torch::Tensor sum = torch::zeros_like(t, torch::kFloat64);
+    for (const auto& a : averaged) sum += a.at(name).to(torch::kFloat64);
+    t.copy_(sum / static_cast<double>(averaged.size()));
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<ServerAlgorithm>> MakeModelAverageServer(const MethodConfig& config,
-                                                                        const std::string& type) {
-  FGL_ASSIGN_OR_RETURN(std::unique_ptr<ModelAverageServer> server, ModelAverageServer::Create(config, type));
+                                                                        const std::string& type,
+                                                                        std::vector<std::string> weights) {
+  FGL_ASSIGN_OR_RETURN(std::unique_ptr<ModelAverageServer> server,
+                       ModelAverageServer::Create(config, type, std::move(weights)));
   return std::unique_ptr<ServerAlgorithm>(std::move(server));
 }
 

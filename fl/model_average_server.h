@@ -18,8 +18,11 @@ namespace fgl::fl {
 // weight). `type` names the messages, e.g. "fedavg.weights".
 class ModelAverageServer : public ServerAlgorithm {
  public:
-  static absl::StatusOr<std::unique_ptr<ModelAverageServer>> Create(const MethodConfig& config,
-                                                                     const std::string& type);
+  // `weights` names the reply scalars that weight the mean. With several, the new model is the
+  // plain mean of the weighted means, one per scalar: Σ_k (1/S) Σ_s (s_k / Σ_j s_j) θ_k (FedGKC's
+  // Eq. 11 mixes node counts and knowledge levels so).
+  static absl::StatusOr<std::unique_ptr<ModelAverageServer>> Create(
+      const MethodConfig& config, const std::string& type, std::vector<std::string> weights = {"num_nodes"});
   absl::StatusOr<proto::Message> Broadcast(const RoundInfo& round) override;
   absl::Status Accumulate(const proto::Message& reply) override;
   absl::Status FinishRound(const RoundInfo& round) override;
@@ -32,13 +35,16 @@ class ModelAverageServer : public ServerAlgorithm {
   NamedTensors GlobalParameters() const;
 
  protected:
-  ModelAverageServer(std::shared_ptr<nn::GnnModel> model, std::string group, std::string type);
+  ModelAverageServer(std::shared_ptr<nn::GnnModel> model, std::string group, std::string type,
+                     std::vector<std::string> weights);
 
  private:
+  void ResetMeans();
   std::shared_ptr<nn::GnnModel> model_;
   std::string group_;
   std::string type_;
-  std::unique_ptr<WeightedMean> mean_;
+  std::vector<std::string> weights_;
+  std::vector<std::unique_ptr<WeightedMean>> means_;  // one per weights_ entry
   std::vector<int> accumulated_, last_round_clients_;
 };
 
@@ -68,8 +74,8 @@ class ModelAndMeanServer : public ServerAlgorithm {
 };
 
 // Create() as a ServerAlgorithm, for method registrations.
-absl::StatusOr<std::unique_ptr<ServerAlgorithm>> MakeModelAverageServer(const MethodConfig& config,
-                                                                        const std::string& type);
+absl::StatusOr<std::unique_ptr<ServerAlgorithm>> MakeModelAverageServer(
+    const MethodConfig& config, const std::string& type, std::vector<std::string> weights = {"num_nodes"});
 
 // A server's message carrying `tensors` (a broadcast), sender -1.
 proto::Message ServerMessage(const NamedTensors& tensors, const RoundInfo& round, const std::string& type);

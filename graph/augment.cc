@@ -18,12 +18,15 @@ CsrGraph DropEdges(const CsrGraph& graph, double p, Rng& rng) {
   return *std::move(g);
 }
 
-torch::Tensor MaskFeatureColumns(const torch::Tensor& features, double p, Rng& rng) {
-  const int64_t f = features.size(1);
+torch::Tensor FeatureColumnKeepMask(int64_t f, double p, Rng& rng) {
   torch::Tensor keep = torch::empty({f}, torch::kFloat32);
   float* k = keep.data_ptr<float>();
   for (int64_t j = 0; j < f; ++j) k[j] = rng.Uniform() < p ? 0.0f : 1.0f;
-  return features * keep.to(features.device()).unsqueeze(0);
+  return keep;
+}
+
+torch::Tensor MaskFeatureColumns(const torch::Tensor& features, double p, Rng& rng) {
+  return features * FeatureColumnKeepMask(features.size(1), p, rng).to(features.device()).unsqueeze(0);
 }
 
 }  // namespace fgl::graph

@@ -12,6 +12,9 @@ namespace fgl::graph {
 // Drops each undirected edge {u, v} with probability `p`, keeping the graph symmetric. O(E).
 CsrGraph DropEdges(const CsrGraph& graph, double p, Rng& rng);
 
+// The keep mask of MaskFeatureColumns: float [f], each entry 0 with probability `p`, else 1.
+torch::Tensor FeatureColumnKeepMask(int64_t f, double p, Rng& rng);
+
 // Zeroes each feature column with probability `p` (the same columns for every node, GraphCL). O(N F).
 torch::Tensor MaskFeatureColumns(const torch::Tensor& features, double p, Rng& rng);
 

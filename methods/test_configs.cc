@@ -7,6 +7,7 @@
 #include "fl/registry.h"
 #include "fl/testing/client_data.h"
 #include "glog/logging.h"
+#include "methods/fedgkc/fedgkc.pb.h"
 #include "methods/fedkd/fedkd.pb.h"
 #include "methods/fedmpa/fedmpa.pb.h"
 
@@ -30,6 +31,7 @@ std::vector<TestConfig> EveryConfig() {
   configs.push_back({"fedtad", "loss_form: PAPER"});
   configs.push_back({"fedproto", "aggregation: OPENFGL_CLIENT_SIZE"});
   configs.push_back({"fedtad", "reliability: EQUAL"});
+  configs.push_back({"fedgkc", "smkd: false kama: false"});
   configs.push_back({"fedtad", "reliability: NODE_COUNT reliability_noise: 0.1"});
   for (const char* base : {"fedprox", "gcfl_plus", "fedpub", "fedgta", "fedsage_plus"}) {
     configs.push_back({std::string(base) + "+fedtad", ""});
@@ -73,6 +75,14 @@ fl::FederationOptions SmallRun(const TestConfig& config, int rounds) {
   if (config.method == "fedkd") {
     fedkd::FedKdParams p;
     p.set_mentee_model("gcn:layers=2,hidden=16,dropout=0.5");
+    o.spec.clear_method_params();
+    o.spec.add_method_params()->PackFrom(p);
+  }
+  // FedGKC's copilot distils to and from the private model's 16-d embedding.
+  if (config.method == "fedgkc") {
+    fedgkc::FedGkcParams p;
+    if (o.spec.method_params_size() > 0) CHECK(o.spec.method_params(0).UnpackTo(&p));
+    p.set_copilot_model("gcn:layers=2,hidden=16,dropout=0.5");
     o.spec.clear_method_params();
     o.spec.add_method_params()->PackFrom(p);
   }

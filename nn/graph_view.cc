@@ -154,6 +154,19 @@ NodeFeatures NodeFeatures::WithSparseCopy(torch::Tensor dense, double max_densit
   return out;
 }
 
+NodeFeatures NodeFeatures::MaskColumns(const torch::Tensor& keep) const {
+  TORCH_CHECK(keep.dim() == 1 && keep.size(0) == width_, "MaskColumns: keep ", keep.sizes(), " for ", width_,
+              " columns");
+  if (!sparse_) return NodeFeatures(dense_ * keep.to(dense_.options()).unsqueeze(0));
+  NodeFeatures out;
+  out.num_nodes_ = num_nodes_;
+  out.width_ = width_;
+  const torch::Tensor& values = sparse_->values;
+  out.sparse_ = std::make_shared<const Sparse>(
+      Sparse{sparse_->pattern, values * keep.to(values.options()).index_select(0, sparse_->pattern.col())});
+  return out;
+}
+
 torch::Tensor NodeFeatures::MatMul(const torch::Tensor& weight) const {
   if (sparse_ && (!dense_.defined() || !dense_.requires_grad())) return Spmm(sparse_->pattern, sparse_->values, weight);
   return torch::matmul(dense_, weight);

@@ -62,6 +62,9 @@ class NodeFeatures {
   torch::Tensor MatMul(const torch::Tensor& weight) const;
   // Dropout on the entries; sparse features stay sparse (dropout on their stored values).
   NodeFeatures Dropout(double p, bool training) const;
+  // Zeroes the columns where `keep` (float [width], 0 or 1) is 0: a feature-masking augmentation.
+  // Sparse features stay sparse (only the CSR copy is kept, as after Dropout).
+  NodeFeatures MaskColumns(const torch::Tensor& keep) const;
 
  private:
   struct Sparse {

@@ -154,6 +154,19 @@ TEST(NodeFeaturesTest, SparseProductEqualsDense) {
   EXPECT_FALSE(NodeFeatures::WithSparseCopy(torch::randn({5, 4})).has_sparse());
 }
 
+TEST(NodeFeaturesTest, MaskedColumnsMultiplyLikeMaskedDense) {
+  torch::manual_seed(4);
+  torch::Tensor x = (torch::rand({50, 40}) < 0.05).to(torch::kFloat32) * torch::rand({50, 40});
+  torch::Tensor keep = (torch::rand({40}) < 0.5).to(torch::kFloat32);
+  torch::Tensor w = torch::randn({40, 6});
+  torch::Tensor expected = torch::matmul(x * keep.unsqueeze(0), w);
+  NodeFeatures sparse = NodeFeatures::WithSparseCopy(x).MaskColumns(keep);
+  EXPECT_TRUE(sparse.has_sparse());
+  EXPECT_TRUE(torch::allclose(sparse.MatMul(w), expected, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(NodeFeatures(x).MaskColumns(keep).MatMul(w), expected, 1e-5, 1e-5));
+  EXPECT_THROW(NodeFeatures(x).MaskColumns(torch::ones({39})), c10::Error);
+}
+
 TEST(GraphViewTest, RejectsEmptyGraphAndMismatchedInput) {
   EXPECT_FALSE(GraphView::Create(graph::CsrGraph::Empty(0)).ok());
   GCNConv conv(GCNConvOptions(2, 2));
