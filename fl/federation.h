@@ -60,6 +60,9 @@ struct ClientRecord {
 struct RoundRecord {
   int round = 0;
   double val_acc = 0, test_acc = 0;  // percent, weighted per the protocol
+  // The plain mean of the clients' test accuracies (clients with test nodes), logged beside a
+  // node-weighted protocol's number (FedGKC §A.3).
+  double client_mean_test_acc = 0;
   int participants = 0, failed_clients = 0;
   int64_t bytes_up = 0, bytes_down = 0;  // this round
   double seconds = 0;
@@ -72,6 +75,7 @@ struct FederationResult {
   std::vector<RoundRecord> rounds;
   int reported_round = 0;
   double test_acc = 0, val_acc = 0;  // at the reported round
+  double client_mean_test_acc = 0;   // at the reported round (RoundRecord's)
   int64_t bytes_up = 0, bytes_down = 0;
   int64_t preparation_bytes_up = 0;  // the one-off uploads before round 1
   double wall_s = 0, train_s = 0;  // whole run; rounds only (no loading/partitioning)

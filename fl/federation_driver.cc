@@ -171,6 +171,9 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     const RoundAccuracy acc = WeightedAccuracy(eval, pending->counts, pending->sizes);
     rec.val_acc = acc.val;
     rec.test_acc = acc.test;
+    EvalProtocol unweighted = eval;
+    unweighted.node_weighted = false;
+    rec.client_mean_test_acc = WeightedAccuracy(unweighted, pending->counts, pending->sizes).test;
     if (rec.seconds == 0) rec.seconds = Seconds(pending->start);
     result.bytes_up += rec.bytes_up;
     result.bytes_down += rec.bytes_down;

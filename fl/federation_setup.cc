@@ -275,6 +275,7 @@ void SelectReportedRound(const EvalProtocol& eval, FederationResult& result) {
   }
   result.reported_round = pick->round;
   result.test_acc = pick->test_acc;
+  result.client_mean_test_acc = pick->client_mean_test_acc;
   result.val_acc = pick->val_acc;
 }
 
@@ -309,6 +310,7 @@ RoundRecord RoundRecordFromProto(const proto::RoundRecord& p) {
   r.round = p.round();
   r.val_acc = p.val_acc();
   r.test_acc = p.test_acc();
+  r.client_mean_test_acc = p.client_mean_test_acc();
   r.participants = p.participants();
   r.failed_clients = p.failed_clients();
   r.bytes_up = p.bytes_up();
@@ -334,6 +336,7 @@ proto::RoundRecord RoundRecordToProto(const RoundRecord& r, bool with_clients) {
   p.set_round(r.round);
   p.set_val_acc(r.val_acc);
   p.set_test_acc(r.test_acc);
+  p.set_client_mean_test_acc(r.client_mean_test_acc);
   p.set_participants(r.participants);
   p.set_failed_clients(r.failed_clients);
   p.set_bytes_up(r.bytes_up);
@@ -368,6 +371,7 @@ proto::RunResult RunResultToProto(const FederationOptions& o, const FederationRe
   p.set_local_epochs(o.spec.local_epochs());
   p.set_test_acc(r.test_acc);
   p.set_val_acc(r.val_acc);
+  p.set_client_mean_test_acc(r.client_mean_test_acc);
   p.set_best_round(r.reported_round);
   p.set_bytes_up(r.bytes_up);
   p.set_bytes_down(r.bytes_down);
