@@ -566,6 +566,51 @@ std::string CurveSvg(const std::string& title, const std::vector<Series>& series
 }
 
 
+std::string GridHeatmapSvg(const proto::Table& t,
+                           const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  constexpr double kCellW = 110, kCellH = 34, kLeft = 260, kTop = 70;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const auto& [key, r] : cells) {
+    if (r.state != CellResult::State::kDone || r.values.empty()) continue;
+    const double m = MeanStd(r.values).first;
+    lo = std::min(lo, m);
+    hi = std::max(hi, m);
+  }
+  if (lo > hi) return "";
+  const double w = kLeft + kCellW * t.columns_size() + 20, h = kTop + kCellH * t.rows_size() + 20;
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"10\" y=\"18\" font-size=\"13\">%s</text>\n"
+      "<text x=\"10\" y=\"36\">%s, mean ± std over seeds; darker = higher (%.1f to %.1f)</text>\n",
+      w, h, Escape(t.title()), Escape(t.metric()), lo, hi);
+  for (int j = 0; j < t.columns_size(); ++j) {
+    const proto::Column& c = t.columns(j);
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                                          kLeft + kCellW * (j + 0.5), kTop - 8, Escape(c.label().empty() ? c.key() : c.label())));
+  }
+  for (int i = 0; i < t.rows_size(); ++i) {
+    const proto::Row& row = t.rows(i);
+    const double y = kTop + kCellH * i;
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"10\" y=\"%.1f\">%s</text>\n", y + kCellH / 2 + 4,
+                                          Escape(row.label().empty() ? row.key() : row.label())));
+    for (int j = 0; j < t.columns_size(); ++j) {
+      const CellResult& r = Lookup(cells, row.key(), t.columns(j).key());
+      const double x = kLeft + kCellW * j;
+      const bool done = r.state == CellResult::State::kDone && !r.values.empty();
+      // White (the lowest mean) to a dark blue (the highest).
+      const double f = !done ? 0 : hi > lo ? (MeanStd(r.values).first - lo) / (hi - lo) : 1;
+      const int red = static_cast<int>(std::lround(255 - 225 * f)), green = static_cast<int>(std::lround(255 - 155 * f));
+      absl::StrAppend(&svg, absl::StrFormat(
+          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"#999\"/>"
+          "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"%s\">%s</text>\n",
+          x, y, kCellW, kCellH, done ? absl::StrFormat("rgb(%d,%d,255)", red, green) : "#eee", x + kCellW / 2,
+          y + kCellH / 2 + 4, f > 0.6 ? "white" : "black",
+          done ? absl::StrFormat("%.1f ± %.1f", MeanStd(r.values).first, MeanStd(r.values).second) : "–"));
+    }
+  }
+  return svg + "</svg>\n";
+}
+
 std::string FidelitySvg(const proto::Table& t,
                         const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
   constexpr double kW = 640, kH = 480, kLeft = 50, kRight = 200, kTop = 60, kBottom = 50;

@@ -60,6 +60,11 @@ std::string CsvReport(const proto::Table& table,
 std::string FidelitySvg(const proto::Table& table,
                         const std::map<std::pair<std::string, std::string>, CellResult>& cells);
 
+// The cells' means as a heat map, rows by columns, each square labelled with mean ± std ("–"
+// where a cell has no result); colours span the filled cells' range. "" when no cell is filled.
+std::string GridHeatmapSvg(const proto::Table& table,
+                           const std::map<std::pair<std::string, std::string>, CellResult>& cells);
+
 // Accuracy (%) against round, one polyline per series; a dependency-free SVG.
 struct Series {
   std::string label;

@@ -35,6 +35,31 @@ TEST(ReportTest, CellsShowOursPaperAndDelta) {
   EXPECT_THAT(FormatCell(r, Paper(1, 0)), HasSubstr("RUN FAILED"));
 }
 
+TEST(ReportTest, GridHeatmapLabelsEveryCellAndShadesByMean) {
+  proto::Table t;
+  t.set_title("alpha x beta");
+  for (const char* r : {"a1", "a2"}) t.add_rows()->set_key(r);
+  for (const char* c : {"b1", "b2"}) t.add_columns()->set_key(c);
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  EXPECT_EQ(GridHeatmapSvg(t, cells), "");  // nothing filled, nothing drawn
+  auto done = [](std::vector<double> v) {
+    CellResult r;
+    r.state = CellResult::State::kDone;
+    r.values = std::move(v);
+    return r;
+  };
+  cells[{"a1", "b1"}] = done({60, 62});
+  cells[{"a1", "b2"}] = done({80, 80});
+  cells[{"a2", "b1"}] = done({70, 70});
+  const std::string svg = GridHeatmapSvg(t, cells);
+  EXPECT_THAT(svg, HasSubstr(">61.0 ± 1.4<"));
+  EXPECT_THAT(svg, HasSubstr(">80.0 ± 0.0<"));
+  EXPECT_THAT(svg, HasSubstr(">–<"));                 // a2/b2 has no result
+  EXPECT_THAT(svg, HasSubstr("fill=\"rgb(255,255,255)\""));  // the lowest mean
+  EXPECT_THAT(svg, HasSubstr("fill=\"rgb(30,100,255)\""));   // the highest
+  EXPECT_THAT(svg, HasSubstr("61.0 to 80.0"));  // the range of the means
+}
+
 TEST(ReportTest, MarkdownAndCsvCoverEveryCell) {
   proto::Table t;
   t.set_title("T2");

@@ -670,6 +670,11 @@ int Run() {
   prov.seeds = absl::StrJoin(seeds_used, ", ");
   prov.commits = absl::StrJoin(commits, ", ");
   prov.machines = absl::StrJoin(machines, "; ");
+  std::string grid_md;
+  if (const std::string grid = table->grid_heatmap() ? GridHeatmapSvg(*table, results) : ""; !grid.empty()) {
+    std::ofstream(report_dir + "/" + stem + "_grid.svg") << grid;
+    grid_md = absl::StrCat("\n![", table->title(), ": the cells as a grid](", stem, "_grid.svg)\n");
+  }
   std::string fidelity_name;
   if (const std::string fidelity = table->value() == proto::Table::TEST_ACCURACY ? FidelitySvg(*table, results) : "";
       !fidelity.empty()) {
@@ -677,7 +682,7 @@ int Run() {
     std::ofstream(report_dir + "/" + fidelity_name) << fidelity;
   }
   std::ofstream(report_dir + "/" + stem + ".md")
-      << MarkdownReport(*table, results, prov, svg_name, fidelity_name, spread) << curves_md;
+      << MarkdownReport(*table, results, prov, svg_name, fidelity_name, spread) << grid_md << curves_md;
   std::ofstream(report_dir + "/" + stem + ".csv") << CsvReport(*table, results);
   std::cout << "wrote " << report_dir << "/" << stem << ".{md,csv" << (svg_name.empty() ? "" : ",svg") << "}"
             << " (" << total << " runs, " << failed << " failed)" << std::endl;
