@@ -120,6 +120,24 @@ std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& c
         for (const std::string& col : columns()) compare(key, key.substr(0, key.size() - claim.suffix().size()), col, 0);
       }
       break;
+    case proto::Claim::MEAN_GAIN_AT_LEAST: {
+      double sum_row = 0, sum_base = 0;
+      int n = 0;
+      for (const std::string& col : columns()) {
+        double x, y;
+        if (OurMean(cells, claim.row(), col, &x) && OurMean(cells, claim.base(), col, &y)) {
+          sum_row += x;
+          sum_base += y;
+          ++n;
+        }
+      }
+      if (n > 0) {
+        out.push_back({absl::StrFormat("%s vs %s, mean over %d columns (gain %+.2f)", claim.row(), claim.base(), n,
+                                       (sum_row - sum_base) / n),
+                       sum_row / n, sum_base / n, claim.min()});
+      }
+      break;
+    }
     case proto::Claim::MATCHES_PAPER:
       for (const proto::Cell& cell : t.cells()) {
         double ours;
@@ -430,6 +448,34 @@ std::string ProtocolSection(const proto::Table& t,
 
 }  // namespace
 
+// The derived "Avg." columns: ours is the mean of the cell means, once every cell it needs is filled.
+std::string AveragesSection(const proto::Table& t,
+                            const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  if (t.averages().empty()) return "";
+  std::string md = "\n**Averages** (the mean of the cells' means; ours / the paper's printed value; \"–\": a cell "
+                   "it needs is not filled):\n\n| method |";
+  for (const proto::Average& a : t.averages()) absl::StrAppend(&md, " ", a.label().empty() ? a.key() : a.label(), " |");
+  absl::StrAppend(&md, "\n|---|");
+  for (int i = 0; i < t.averages_size(); ++i) absl::StrAppend(&md, "---|");
+  absl::StrAppend(&md, "\n");
+  for (const proto::Row& r : t.rows()) {
+    absl::StrAppend(&md, "| ", Label(r), " |");
+    for (const proto::Average& a : t.averages()) {
+      double sum = 0, mean = 0;
+      bool complete = !a.of().empty();
+      for (const std::string& col : a.of()) {
+        if (!OurMean(cells, r.key(), col, &mean)) complete = false;
+        sum += mean;
+      }
+      auto printed = a.paper().find(r.key());
+      absl::StrAppend(&md, " ", complete ? absl::StrFormat("**%.1f**", sum / a.of_size()) : "–", " / ",
+                      printed == a.paper().end() ? "–" : absl::StrFormat("%.2f", printed->second), " |");
+    }
+    absl::StrAppend(&md, "\n");
+  }
+  return md;
+}
+
 std::string MarkdownReport(const proto::Table& t,
                            const std::map<std::pair<std::string, std::string>, CellResult>& cells,
                            const Provenance& p, const std::string& svg_name,
@@ -452,6 +498,7 @@ std::string MarkdownReport(const proto::Table& t,
     }
     absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
   }
+  absl::StrAppend(&md, AveragesSection(t, cells));
   absl::StrAppend(&md, GainSection(t, cells, paper, ""));
   if (!t.gain_plugin_suffix().empty()) absl::StrAppend(&md, GainSection(t, cells, paper, t.gain_plugin_suffix()));
   absl::StrAppend(&md, ClaimsSection(t, cells));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -33,6 +34,44 @@ TEST(ReportTest, CellsShowOursPaperAndDelta) {
   // A cell whose run failed is loud, never blank or a number.
   r.state = CellResult::State::kFailed;
   EXPECT_THAT(FormatCell(r, Paper(1, 0)), HasSubstr("RUN FAILED"));
+}
+
+TEST(ReportTest, MeanGainClaimAndAverageColumns) {
+  proto::Table t;
+  t.set_title("T");
+  for (const char* r : {"ours", "base"}) t.add_rows()->set_key(r);
+  for (const char* c : {"d_5", "d_10", "d_20"}) t.add_columns()->set_key(c);
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  auto done = [](double v) {
+    CellResult r;
+    r.state = CellResult::State::kDone;
+    r.values = {v};
+    return r;
+  };
+  // Gains +3, +1 and -1: a mean of +1, so ">= 1" holds and ">= 1.5" does not.
+  cells[{"ours", "d_5"}] = done(80), cells[{"base", "d_5"}] = done(77);
+  cells[{"ours", "d_10"}] = done(70), cells[{"base", "d_10"}] = done(69);
+  cells[{"ours", "d_20"}] = done(60), cells[{"base", "d_20"}] = done(61);
+  for (double min : {1.0, 1.5}) {
+    auto* c = t.add_claims();
+    c->set_text(absl::StrCat("gain ", min));
+    c->set_kind(proto::Claim::MEAN_GAIN_AT_LEAST);
+    c->set_row("ours");
+    c->set_base("base");
+    c->set_min(min);
+  }
+  auto* avg = t.add_averages();
+  avg->set_label("d Avg.");
+  for (const char* c : {"d_5", "d_10", "d_20"}) avg->add_of(c);
+  (*avg->mutable_paper())["ours"] = 71.5;
+  const std::string md = MarkdownReport(t, cells, Provenance(), "");
+  EXPECT_THAT(md, HasSubstr("gain 1 — **holds**: 1 of 1"));
+  EXPECT_THAT(md, HasSubstr("gain 1.5 — **does not hold**: 0 of 1"));
+  EXPECT_THAT(md, HasSubstr("(gain +1.00)"));
+  EXPECT_THAT(md, HasSubstr("| ours | **70.0** / 71.50 |"));
+  EXPECT_THAT(md, HasSubstr("| base | **69.0** / – |"));
+  cells.erase({"base", "d_20"});  // an incomplete average is not shown
+  EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""), HasSubstr("| base | – / – |"));
 }
 
 TEST(ReportTest, GridHeatmapLabelsEveryCellAndShadesByMean) {
