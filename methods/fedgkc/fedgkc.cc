@@ -18,10 +18,10 @@
 #include "fl/model_average_server.h"
 #include "fl/mutual_client.h"
 #include "fl/registry.h"
-#include "graph/augment.h"
 #include "graph/random.h"
 #include "methods/fedgkc/fedgkc.pb.h"
 #include "methods/fedgkc/knowledge_level.h"
+#include "nn/augmented_view.h"
 #include "nn/losses/losses.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -31,12 +31,6 @@ namespace {
 
 constexpr char kType[] = "fedgkc.copilot";
 constexpr char kCopilotPrefix[] = "copilot.";
-
-// One augmented view of the client's graph (Eq. 4): dropped edges, zeroed feature columns.
-struct AugmentedView {
-  nn::NodeFeatures features;
-  nn::GraphView graph;
-};
 
 class FedGkcClient final : public fl::ClientAlgorithm {
  public:
@@ -121,7 +115,7 @@ class FedGkcClient final : public fl::ClientAlgorithm {
   absl::Status LocalStep(graph::Rng& views) {
     const nn::ModelOutput teacher = copilot_->Infer();
     const bool self_distill = params_.smkd() && params_.self_distillation();
-    std::optional<AugmentedView> weak, strong;
+    std::optional<nn::AugmentedView> weak, strong;
     if (self_distill) {
       FGL_ASSIGN_OR_RETURN(weak, Augment(params_.weak_edge_drop(), params_.weak_feature_mask(), views));
       FGL_ASSIGN_OR_RETURN(strong, Augment(params_.strong_edge_drop(), params_.strong_feature_mask(), views));
@@ -140,12 +134,8 @@ class FedGkcClient final : public fl::ClientAlgorithm {
     });
   }
 
-  absl::StatusOr<AugmentedView> Augment(double edge_drop, double feature_mask, graph::Rng& rng) const {
-    const graph::CsrGraph g = edge_drop > 0 ? graph::DropEdges(data_->data.graph, edge_drop, rng) : data_->data.graph;
-    FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(g, data_->view->device()));
-    if (feature_mask <= 0) return AugmentedView{*data_->features, std::move(view)};
-    const torch::Tensor keep = graph::FeatureColumnKeepMask(data_->features->width(), feature_mask, rng);
-    return AugmentedView{data_->features->MaskColumns(keep.to(data_->view->device())), std::move(view)};
+  absl::StatusOr<nn::AugmentedView> Augment(double edge_drop, double feature_mask, graph::Rng& rng) const {
+    return nn::Augment(data_->data.graph, *data_->features, data_->view->device(), edge_drop, feature_mask, rng);
   }
 
   // P_k (Eqs. 7–9) of the trained copilot in eval mode on the original graph, all nodes.

@@ -66,6 +66,20 @@ torch::Tensor NeighborhoodKl(const torch::Tensor& student, const torch::Tensor& 
   return (constant - cross) / n;
 }
 
+torch::Tensor EdgeDifferenceKl(const torch::Tensor& student, const torch::Tensor& teacher, const GraphView& graph,
+                               double tau) {
+  TORCH_CHECK(student.sizes() == teacher.sizes() && student.size(0) == graph.num_nodes(), "EdgeDifferenceKl: student ",
+              student.sizes(), ", teacher ", teacher.sizes(), " on ", graph.num_nodes(), " nodes");
+  const CsrPattern& a = graph.adjacency();
+  if (a.nnz() == 0) return student.sum() * 0;
+  const torch::Tensor src = a.row_index(), dst = a.col();
+  const torch::Tensor log_p_student =
+      torch::log_softmax((student.index_select(0, src) - student.index_select(0, dst)).abs() / tau, 1);
+  const torch::Tensor t = teacher.detach();
+  const torch::Tensor log_p_teacher = torch::log_softmax((t.index_select(0, src) - t.index_select(0, dst)).abs() / tau, 1);
+  return (log_p_teacher.exp() * (log_p_teacher - log_p_student)).sum() / static_cast<double>(a.nnz());
+}
+
 torch::Tensor InnerProductReconstructionMse(const torch::Tensor& z, const GraphView& graph) {
   const int64_t n = z.size(0);
   TORCH_CHECK(z.dim() == 2 && n == graph.num_nodes(), "InnerProductReconstructionMse: z ", z.sizes(),

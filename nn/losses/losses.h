@@ -47,6 +47,12 @@ torch::Tensor MeanSquaredError(const torch::Tensor& a, const torch::Tensor& b,
 torch::Tensor NeighborhoodKl(const torch::Tensor& student, const torch::Tensor& teacher,
                              const GraphView& graph);
 
+// FGSSL's edge-level structure distillation (OpenFGL `edge_distribution_high`): for every stored
+// edge (i, j) of `graph` (both directions, no self-loops), P_e = softmax(|z_i − z_j| / tau) over
+// the dimensions; the mean over edges of KL(P_teacher ‖ P_student). Gradient flows to `student`.
+torch::Tensor EdgeDifferenceKl(const torch::Tensor& student, const torch::Tensor& teacher, const GraphView& graph,
+                               double tau);
+
 // Graph-autoencoder reconstruction error (FedMpae Eq. 9): (1/N^2) sum_{u,v} (A_uv - sigmoid(z_u.z_v))^2
 // with A the graph's binary adjacency without self-loops. Exact, without a dense A: the sum is
 // sum sigmoid^2 (in row blocks of the N x N product) - 2 sum over edges + the edge count.

@@ -30,6 +30,30 @@ TEST(LossesTest, NeighborhoodKlEqualsNaiveSum) {
   EXPECT_TRUE(torch::allclose(g_fast, g_naive, 1e-5, 1e-6));
 }
 
+TEST(LossesTest, EdgeDifferenceKlEqualsTheSumOverEdges) {
+  const graph::CsrGraph g = graph::testing::TwoTrianglesJoinedByOneEdge();
+  GraphView view = *GraphView::Create(g);
+  torch::manual_seed(2);
+  torch::Tensor h = torch::randn({6, 3}).requires_grad_(true);
+  torch::Tensor z = torch::randn({6, 3});
+  torch::Tensor naive = torch::zeros({});
+  int edges = 0;
+  for (int64_t i = 0; i < 6; ++i) {
+    for (int64_t j : g.neighbors(i)) {
+      torch::Tensor p = torch::softmax((z[i] - z[j]).abs() / 0.1, 0);
+      torch::Tensor log_q = torch::log_softmax((h[i] - h[j]).abs() / 0.1, 0);
+      naive = naive + (p * (p.log() - log_q)).sum();
+      ++edges;
+    }
+  }
+  EXPECT_EQ(edges, 14);  // 7 undirected edges, both directions
+  naive = naive / edges;
+  torch::Tensor fast = EdgeDifferenceKl(h, z, view, 0.1);
+  EXPECT_NEAR(fast.item<float>(), naive.item<float>(), 1e-4);
+  EXPECT_TRUE(torch::allclose(torch::autograd::grad({fast}, {h})[0], torch::autograd::grad({naive}, {h})[0], 1e-4, 1e-5));
+  EXPECT_NEAR(EdgeDifferenceKl(z, z, view, 0.1).item<float>(), 0.0, 1e-6);
+}
+
 TEST(LossesTest, KlCrossEntropyAndMasks) {
   torch::Tensor s = torch::tensor({{1.0f, 0.0f}, {0.0f, 0.0f}});
   torch::Tensor t = torch::tensor({{0.0f, 0.0f}, {0.0f, 0.0f}});
