@@ -45,7 +45,7 @@ const std::set<std::string>& PlannedMethods() {
       "graphfl", "fedgcn", "d_fedgnn", "nfedgnn",
       "cnfgnn", "fedper", "ditto", "fedrep", "fedbn", "apfl", "fedamp", "pfedme", "fedgta_plus",
       "fedtad_plugin", "fedstar", "fedlit", "feddep", "fedegonl", "fedamp_gnn", "fedsage_plus_fedtad",
-      "gcfl_plus_fedtad", "fedpub_fedtad", "fedgta_fedtad", "fedtgp", "adafgl",
+      "gcfl_plus_fedtad", "fedpub_fedtad", "fedgta_fedtad", "fedtgp",
       "fedego_no_pl", "fedego_lambda0p5",
       "fedego_server"};
   return *planned;

@@ -7,6 +7,7 @@
 #include "fl/registry.h"
 #include "fl/testing/client_data.h"
 #include "glog/logging.h"
+#include "methods/adafgl/adafgl.pb.h"
 #include "methods/fedgkc/fedgkc.pb.h"
 #include "methods/fedkd/fedkd.pb.h"
 #include "methods/fedmpa/fedmpa.pb.h"
@@ -75,6 +76,13 @@ fl::FederationOptions SmallRun(const TestConfig& config, int rounds) {
   if (config.method == "fedkd") {
     fedkd::FedKdParams p;
     p.set_mentee_model("gcn:layers=2,hidden=16,dropout=0.5");
+    o.spec.clear_method_params();
+    o.spec.add_method_params()->PackFrom(p);
+  }
+  // AdaFGL: one FedAvg round, then step 2 (both steps within any test's rounds).
+  if (config.method == "adafgl") {
+    adafgl::AdaFglParams p;
+    p.set_vanilla_rounds(1);
     o.spec.clear_method_params();
     o.spec.add_method_params()->PackFrom(p);
   }

@@ -1,0 +1,206 @@
+// AdaFGL (Li et al., "AdaFGL: A New Paradigm for Federated Node Classification with Topology
+// Heterogeneity", ICDE 2024) as OpenFGL runs it (openfgl/flcore/adafgl). Two steps:
+//   1. rounds 1..V: FedAvg of the clients' models, the federated knowledge extractor;
+//   2. round V+1: each client loads the final global model, computes its soft labels, a homophily
+//      reliability by label propagation, and features smoothed on its graph mixed with the
+//      soft labels' similarity graph (personalisation.h); then, that round and every later one,
+//      one Adam step of its homophilous and heterophilous modules. The server is idle then.
+// Scored: each client's own model (step 1) or its modules' mixed prediction (step 2).
+#include <cmath>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "fl/local_model.h"
+#include "fl/model_average_server.h"
+#include "fl/optimizer_state.h"
+#include "fl/registry.h"
+#include "graph/random.h"
+#include "methods/adafgl/adafgl.pb.h"
+#include "methods/adafgl/personalisation.h"
+#include "nn/ops/dropout.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::methods::adafgl {
+namespace {
+
+constexpr char kType[] = "adafgl.weights";
+constexpr char kIdle[] = "adafgl.idle";  // step 2: nothing travels
+constexpr char kPrefix[] = "adafgl.";
+
+class AdaFglClient final : public fl::ModelClient {
+ public:
+  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
+                                                                   const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(AdaFglParams params, fl::MethodParams<AdaFglParams>(config));
+    if (config.rounds > 0 && config.rounds <= params.vanilla_rounds()) {
+      return absl::InvalidArgumentError(absl::StrCat("adafgl: ", config.rounds, " rounds never reach step 2 (after ",
+                                                     params.vanilla_rounds(), " vanilla rounds)"));
+    }
+    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
+    return std::unique_ptr<fl::ClientAlgorithm>(
+        new AdaFglClient(std::move(data), config, std::move(params), std::move(model)));
+  }
+
+  absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global, const fl::RoundInfo& round) override {
+    if (round.round <= params_.vanilla_rounds()) {
+      FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));
+      FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
+      fl::proto::Message reply =
+          fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
+      fl::AddTrainLoss(model_->last_loss(), &reply);
+      return reply;
+    }
+    if (!modules_) {
+      FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));  // the extractor
+      FGL_RETURN_IF_ERROR(Personalise());
+    }
+    nn::DropoutSeedScope dropout_stream(round.seed);
+    modules_->train();
+    optimizer_->zero_grad();
+    const torch::Tensor loss = modules_->Loss(modules_->forward(inputs_), inputs_, data_->labels, data_->split.train);
+    const double value = loss.item<double>();
+    if (!std::isfinite(value)) return absl::InvalidArgumentError(absl::StrCat("client ", data_->id, ": AdaFGL loss ", value));
+    loss.backward();
+    optimizer_->step();
+    fl::proto::Message reply;
+    reply.mutable_header()->set_round(round.round);
+    reply.mutable_header()->set_sender(data_->id);
+    reply.mutable_header()->set_receiver(-1);
+    reply.mutable_header()->set_type(kIdle);
+    fl::AddTrainLoss(value, &reply);
+    return reply;
+  }
+
+  absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message*) override {
+    if (!modules_) return model_->Predict();
+    torch::NoGradGuard no_grad;
+    modules_->eval();
+    return PersonalisedModules::Predict(modules_->forward(inputs_), inputs_);
+  }
+
+  absl::StatusOr<fl::proto::Message> SaveState() const override {
+    fl::proto::Message state = model_->SaveState();
+    if (modules_) {
+      const fl::NamedTensors params = ModuleParameters();
+      fl::AddTensors(params, &state);
+      fl::SaveAdamState(*optimizer_, params, absl::StrCat(kPrefix, "adam."), &state);
+    }
+    return state;
+  }
+
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    FGL_RETURN_IF_ERROR(model_->RestoreState(state));
+    modules_.reset();
+    bool personalised = false;
+    for (const auto& t : state.tensors()) personalised |= t.name().rfind(kPrefix, 0) == 0;
+    if (!personalised) return absl::OkStatus();
+    // The fixed inputs are a deterministic function of the saved extractor: recomputed, not stored.
+    FGL_RETURN_IF_ERROR(Personalise());
+    const fl::NamedTensors params = ModuleParameters();
+    FGL_RETURN_IF_ERROR(fl::LoadTensors(state, params));
+    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
+    return fl::RestoreAdamState(state, tensors, params, absl::StrCat(kPrefix, "adam."),
+                                absl::StrCat("client ", data_->id), optimizer_.get());
+  }
+
+ private:
+  AdaFglClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config, AdaFglParams params,
+               std::unique_ptr<fl::LocalModel> model)
+      : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
+
+  fl::NamedTensors ModuleParameters() const {
+    fl::NamedTensors out;
+    for (const auto& item : modules_->named_parameters(true)) out.emplace_back(kPrefix + item.key(), item.value());
+    return out;
+  }
+
+  // Step 2's set-up from the extractor (model_): soft labels, reliability, smoothed features, and
+  // freshly initialised modules with their own Adam.
+  absl::Status Personalise() {
+    torch::NoGradGuard no_grad;
+    const graph::CsrGraph& g = data_->data.graph;
+    const int64_t n = g.num_nodes();
+    torch::Tensor adjacency = torch::zeros({n, n});
+    auto a = adjacency.accessor<float, 2>();
+    for (int64_t u = 0; u < n; ++u) {
+      for (int64_t v : g.neighbors(u)) a[u][v] += 1.0f;
+    }
+    inputs_.features = data_->data.features.to(torch::kFloat32);
+    inputs_.soft_label = torch::softmax(model_->Infer().logits, 1).to(torch::kCPU);
+    // A random half of the training nodes seeds label propagation; the other half scores it.
+    std::vector<int64_t> train;
+    const torch::Tensor train_mask = data_->split.train.to(torch::kCPU).contiguous();
+    const bool* is_train = train_mask.data_ptr<bool>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (is_train[i]) train.push_back(i);
+    }
+    graph::Rng rng(graph::Rng::Derive(config_.seed, absl::StrCat("adafgl/lp/", data_->id)));
+    rng.Shuffle(train);
+    const torch::Tensor unlabelled = data_->split.val.to(torch::kCPU).logical_or(data_->split.test.to(torch::kCPU));
+    inputs_.reliability = PropagationReliability(adjacency, data_->labels.to(torch::kCPU), config_.num_classes,
+                                                 torch::tensor(train, torch::kInt64), unlabelled, params_);
+    inputs_.smoothed = SmoothedFeatures(adjacency, inputs_.features, inputs_.soft_label, params_);
+    modules_ = std::make_shared<PersonalisedModules>(
+        inputs_.features.size(1), inputs_.smoothed.size(1), config_.num_classes, params_,
+        graph::Rng::Derive(config_.seed, absl::StrCat("adafgl/modules/", data_->id)));
+    optimizer_ = std::make_unique<torch::optim::Adam>(
+        modules_->parameters(), torch::optim::AdamOptions(params_.lr()).weight_decay(params_.weight_decay()));
+    return absl::OkStatus();
+  }
+
+  AdaFglParams params_;
+  FixedInputs inputs_;
+  std::shared_ptr<PersonalisedModules> modules_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+};
+
+// FedAvg through step 1 (and the broadcast that starts step 2); idle after it.
+class AdaFglServer final : public fl::ServerAlgorithm {
+ public:
+  AdaFglServer(std::unique_ptr<fl::ModelAverageServer> average, int vanilla_rounds)
+      : average_(std::move(average)), vanilla_rounds_(vanilla_rounds) {}
+
+  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
+    if (round.round <= vanilla_rounds_ + 1) return average_->Broadcast(round);
+    return fl::ServerMessage({}, round, kIdle);
+  }
+  absl::Status Accumulate(const fl::proto::Message& reply) override {
+    if (reply.header().type() == kIdle) return absl::OkStatus();
+    return average_->Accumulate(reply);
+  }
+  absl::Status FinishRound(const fl::RoundInfo& round) override { return average_->FinishRound(round); }
+  absl::StatusOr<fl::proto::Message> SaveState() const override { return average_->SaveState(); }
+  absl::Status RestoreState(const fl::proto::Message& state) override { return average_->RestoreState(state); }
+  std::vector<fl::ServerAggregate> Aggregates() override { return average_->Aggregates(); }
+
+ private:
+  std::unique_ptr<fl::ModelAverageServer> average_;
+  int vanilla_rounds_;
+};
+
+absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
+  FGL_ASSIGN_OR_RETURN(AdaFglParams params, fl::MethodParams<AdaFglParams>(config));
+  FGL_ASSIGN_OR_RETURN(auto average, fl::ModelAverageServer::Create(config, kType));
+  return std::unique_ptr<fl::ServerAlgorithm>(new AdaFglServer(std::move(average), params.vanilla_rounds()));
+}
+
+absl::Status Validate(const AdaFglParams& p) {
+  auto fail = [](const std::string& what) { return absl::InvalidArgumentError(absl::StrCat("AdaFglParams.", what)); };
+  if (p.vanilla_rounds() < 1) return fail(absl::StrCat("vanilla_rounds must be >= 1, not ", p.vanilla_rounds()));
+  if (p.prop_steps() < 0) return fail(absl::StrCat("prop_steps must be >= 0, not ", p.prop_steps()));
+  if (p.lp_steps() < 0) return fail(absl::StrCat("lp_steps must be >= 0, not ", p.lp_steps()));
+  if (p.hidden() < 1) return fail(absl::StrCat("hidden must be >= 1, not ", p.hidden()));
+  if (!(p.alpha() >= 0 && p.alpha() <= 1)) return fail(absl::StrCat("alpha must be in [0, 1], not ", p.alpha()));
+  if (!(p.dropout() >= 0 && p.dropout() < 1)) return fail(absl::StrCat("dropout must be in [0, 1), not ", p.dropout()));
+  if (!(p.lr() > 0)) return fail(absl::StrCat("lr must be > 0, not ", p.lr()));
+  if (!(p.weight_decay() >= 0)) return fail(absl::StrCat("weight_decay must be >= 0, not ", p.weight_decay()));
+  if (!std::isfinite(p.r())) return fail(absl::StrCat("r must be finite, not ", p.r()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+FGL_REGISTER_METHOD("adafgl", AdaFglClient::Make, MakeServer, {fl::TypedParams(&Validate)});
+
+}  // namespace fgl::methods::adafgl
