@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 #include "fl/model_average_server.h"
 #include "fl/mutual_client.h"
 #include "fl/registry.h"
@@ -71,7 +72,11 @@ class FedGkcClient final : public fl::ClientAlgorithm {
     scalars["data_volume"] = params_.data_volume() == FedGkcParams::TRAIN_NODES
                                  ? data_->split.train.sum().item<double>()
                                  : static_cast<double>(data_->data.num_nodes());
-    if (params_.kama()) scalars["knowledge"] = KnowledgeOfCopilot();
+    if (params_.kama()) {
+      scalars["knowledge"] = KnowledgeOfCopilot();
+      VLOG(1) << "fedgkc round " << round.round << " client " << data_->id << ": N_k " << scalars["data_volume"]
+              << ", P_k " << scalars["knowledge"];
+    }
     fl::AddTrainLoss(local_->last_loss(), &reply);
     return reply;
   }
