@@ -624,7 +624,8 @@ std::string GridHeatmapSvg(const proto::Table& t,
     hi = std::max(hi, m);
   }
   if (lo > hi) return "";
-  const double w = kLeft + kCellW * t.columns_size() + 20, h = kTop + kCellH * t.rows_size() + 20;
+  // Wide enough for the subtitle whatever the column count.
+  const double w = std::max(720.0, kLeft + kCellW * t.columns_size() + 20), h = kTop + kCellH * t.rows_size() + 20;
   std::string svg = absl::StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"10\" y=\"18\" font-size=\"13\">%s</text>\n"
