@@ -38,7 +38,10 @@ class FedGkcClient final : public fl::ClientAlgorithm {
   static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
                                                                    const fl::MethodConfig& config) {
     FGL_ASSIGN_OR_RETURN(FedGkcParams params, fl::MethodParams<FedGkcParams>(config));
-    FGL_ASSIGN_OR_RETURN(auto local, fl::LocalModel::Create(data, config, config.seed));
+    const uint64_t local_seed = params.private_init() == FedGkcParams::PER_CLIENT
+                                    ? graph::Rng::Derive(config.seed, absl::StrCat("fedgkc/private/", data->id))
+                                    : config.seed;
+    FGL_ASSIGN_OR_RETURN(auto local, fl::LocalModel::Create(data, config, local_seed));
     FGL_ASSIGN_OR_RETURN(auto copilot,
                          fl::LocalModel::Create(data, fl::SharedModelConfig(config, params.copilot_model()), config.seed));
     const int64_t local_width = local->model().embedding_dim(), copilot_width = copilot->model().embedding_dim();
@@ -189,6 +192,7 @@ absl::Status Validate(const FedGkcParams& p) {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedgkc", FedGkcClient::Make, MakeServer, {fl::TypedParams(&Validate)});
+// Version 2: private models initialised per client (version 1 drew them all from one seed).
+FGL_REGISTER_METHOD("fedgkc", FedGkcClient::Make, MakeServer, {fl::TypedParams(&Validate)}, 2);
 
 }  // namespace fgl::methods::fedgkc

@@ -146,6 +146,22 @@ TEST(FedGkcTest, SwitchesChangeThePrivateModel) {
   EXPECT_FALSE(torch::allclose(full, predict(p)));
 }
 
+// §A.6: each client's private model is initialised on its own; the copilot starts from θ_g.
+TEST(FedGkcTest, PrivateModelsAreInitialisedPerClient) {
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories fedgkc, fl::FindMethod("fedgkc"));
+  auto predict = [&](int id, const FedGkcParams& p) {
+    auto data = fl::testing::CsbmClient(60, 8, 3, 5);
+    data->id = id;
+    auto client = fedgkc.client(data, Config(p));
+    EXPECT_TRUE(client.ok());
+    return *(*client)->Predict(nullptr);  // before any training: the initialisation
+  };
+  EXPECT_FALSE(torch::allclose(predict(0, {}), predict(5, {})));
+  FedGkcParams shared;
+  shared.set_private_init(FedGkcParams::SHARED);
+  EXPECT_TRUE(torch::equal(predict(0, shared), predict(5, shared)));
+}
+
 TEST(FedGkcTest, RejectsMismatchedWidthsAndBadOptions) {
   auto data = fl::testing::CsbmClient(50, 8, 3, 4);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories fedgkc, fl::FindMethod("fedgkc"));
