@@ -22,6 +22,7 @@
 #include "graph/random.h"
 #include "methods/fedgkc/fedgkc.pb.h"
 #include "methods/fedgkc/knowledge_level.h"
+#include "methods/fedgkc/mutual_loss.h"
 #include "nn/augmented_view.h"
 #include "nn/losses/losses.h"
 #include "nn/ops/dropout.h"
@@ -102,15 +103,8 @@ class FedGkcClient final : public fl::ClientAlgorithm {
       : data_(std::move(data)), config_(config), params_(std::move(params)), local_(std::move(local)),
         copilot_(std::move(copilot)) {}
 
-  // Eq. 2 or 3 for `student` against a frozen `teacher`: CE on the training nodes, the
-  // distillation terms on all nodes. Without SMKD, plain mutual KD α·CE + (1 − α)·KL.
   torch::Tensor MutualLoss(const nn::ModelOutput& student, const nn::ModelOutput& teacher) const {
-    const double alpha = params_.alpha(), t = params_.temperature();
-    torch::Tensor loss = alpha * nn::MaskedCrossEntropy(student.logits, data_->labels, data_->split.train);
-    if (!params_.mutual_distillation()) return loss;
-    if (!params_.smkd()) return loss + (1 - alpha) * nn::KlDivergence(student.logits, teacher.logits, t);
-    return loss + params_.beta() * nn::NeighborhoodKl(student.embedding, teacher.embedding, *data_->view) +
-           (1 - alpha - params_.beta()) * nn::KlDivergence(student.logits, teacher.logits, t);
+    return fedgkc::MutualLoss(student, teacher, data_->labels, data_->split.train, *data_->view, params_);
   }
 
   absl::Status CopilotStep() {

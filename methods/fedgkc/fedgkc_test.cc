@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "methods/fedgkc/fedgkc.pb.h"
 #include "methods/fedgkc/knowledge_level.h"
+#include "methods/fedgkc/mutual_loss.h"
 #include "third_party/absl_ext/status_matchers.h"
 
 namespace fgl::methods::fedgkc {
@@ -53,6 +54,42 @@ TEST(KnowledgeLevelTest, ClarityOnHandMadeDistributions) {
   const KnowledgeTerms all;
   EXPECT_NEAR(KnowledgeLevel(p, view, all, 1e-8), NodeKnowledge(p, view, all).mean().item<double>(), 1e-12);
   EXPECT_EQ(KnowledgeLevel(p, view, KnowledgeTerms{false, true, false}, 0.25), 0.25);
+}
+
+// Eqs. 1–3 written out by hand: the direction of each KL and which side is the teacher.
+TEST(MutualLossTest, EqualsTheWrittenOutObjective) {
+  auto g = graph::CsrFromEdges(3, {0, 1}, {1, 2});
+  ASSERT_OK(g.status());
+  ASSERT_OK_AND_ASSIGN(nn::GraphView view, nn::GraphView::Create(*g));
+  torch::manual_seed(5);
+  nn::ModelOutput s{torch::randn({3, 4}, torch::kFloat32).requires_grad_(true),
+                    torch::randn({3, 2}, torch::kFloat32).requires_grad_(true)};
+  nn::ModelOutput t{torch::randn({3, 4}, torch::kFloat32), torch::randn({3, 2}, torch::kFloat32)};
+  const torch::Tensor labels = torch::tensor({0, 1, 1}, torch::kInt64);
+  const torch::Tensor train = torch::tensor({true, false, true});
+  auto kl = [](const torch::Tensor& p_logits, const torch::Tensor& q_logits) {  // KL(σ(p) ‖ σ(q)), one row
+    const torch::Tensor p = torch::softmax(p_logits, 0);
+    return (p * (p.log() - torch::log_softmax(q_logits, 0))).sum();
+  };
+  // α·CE over nodes 0 and 2.
+  torch::Tensor ce = -(torch::log_softmax(s.logits[0], 0)[0] + torch::log_softmax(s.logits[2], 0)[1]) / 2;
+  // β·(1/N) Σ_i Σ_{j∈N(i)∪i} KL(σ(z_j) ‖ σ(h_i)), z the teacher's embedding.
+  const std::vector<std::vector<int>> closed = {{0, 1}, {0, 1, 2}, {1, 2}};
+  torch::Tensor neigh = torch::zeros({}, torch::kFloat32);
+  for (int i = 0; i < 3; ++i)
+    for (int j : closed[i]) neigh = neigh + kl(t.embedding[j], s.embedding[i]);
+  neigh = neigh / 3;
+  torch::Tensor logit_kl = (kl(t.logits[0], s.logits[0]) + kl(t.logits[1], s.logits[1]) + kl(t.logits[2], s.logits[2])) / 3;
+  const FedGkcParams p;  // α 0.6, β 0.2
+  const torch::Tensor expected = 0.6 * ce + 0.2 * neigh + 0.2 * logit_kl;
+  EXPECT_NEAR(MutualLoss(s, t, labels, train, view, p).item<double>(), expected.item<double>(), 1e-5);
+  FedGkcParams plain;
+  plain.set_smkd(false);
+  EXPECT_NEAR(MutualLoss(s, t, labels, train, view, plain).item<double>(), (0.6 * ce + 0.4 * logit_kl).item<double>(),
+              1e-5);
+  FedGkcParams ce_only;
+  ce_only.set_mutual_distillation(false);
+  EXPECT_NEAR(MutualLoss(s, t, labels, train, view, ce_only).item<double>(), (0.6 * ce).item<double>(), 1e-5);
 }
 
 // Eq. 11: w_k = (N_k/ΣN + P_k/ΣP)/2, non-negative and summing to one.
