@@ -178,8 +178,9 @@ std::string ClaimsSection(const proto::Table& t,
         absl::StrAppend(&verdict, absl::StrFormat("; worst %s: ours %.6g vs the paper's %.6g", worst->what,
                                                   worst->lhs, worst->rhs));
       } else if (holds < static_cast<int>(all.size())) {
-        absl::StrAppend(&verdict, absl::StrFormat("; worst %s: %.1f vs %.1f (needs a margin of %+.1f)", worst->what,
-                                                  worst->lhs, worst->rhs, worst->min));
+        const int d = AccuracyDecimals(t);
+        absl::StrAppend(&verdict, absl::StrFormat("; worst %s: %.*f vs %.*f (needs a margin of %+.*f)", worst->what,
+                                                  d, worst->lhs, d, worst->rhs, d, worst->min));
       }
     }
     absl::StrAppend(&md, "- ", claim.text(), " — ", verdict, "\n");
@@ -189,14 +190,17 @@ std::string ClaimsSection(const proto::Table& t,
 
 }  // namespace
 
-std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, proto::Table::Value value) {
+int AccuracyDecimals(const proto::Table& t) { return t.fraction() ? 3 : 1; }
+
+std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, proto::Table::Value value,
+                       int decimals) {
   const bool mib = value == proto::Table::UPLOADED_MIB;
   // Communication is deterministic and printed as the paper prints it: 2 decimals, or 3
   // significant digits in e-notation from 10^4 on.
   auto amount = [](double v) { return v < 1e4 ? absl::StrFormat("%.2f", v) : absl::StrFormat("%.3e", v); };
   const std::string published = !paper.present() ? "–"
                                 : mib            ? amount(paper.mean())
-                                                 : absl::StrFormat("%.1f ± %.1f", paper.mean(), paper.std());
+                                                 : absl::StrFormat("%.*f ± %.*f", decimals, paper.mean(), decimals, paper.std());
   switch (r.state) {
     case CellResult::State::kNotImplemented:
       return absl::StrCat("not implemented / ", published);
@@ -220,7 +224,7 @@ std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, 
     return absl::StrCat(amount(mean), spread == 0 ? "" : absl::StrFormat(" (seeds differ by %g)", spread),
                         " (up+down ", amount(MeanStd(r.traffic_mib).first), ") / ", published);
   }
-  return absl::StrFormat("%.1f ± %.1f / %s", mean, std, published);
+  return absl::StrFormat("%.*f ± %.*f / %s", decimals, mean, decimals, std, published);
 }
 
 namespace {
@@ -258,7 +262,8 @@ std::string GainSection(const proto::Table& t,
   const std::string base_name = plugin_suffix.empty() ? "FedAvg" : "its base method";
   std::string md = absl::StrCat(
       "\n**Gain over ", base_name, "** (what the papers claim): ours (row − ", base_name,
-      ", same partition and seeds) / the paper's, ✓ when they are within 2 points. Computed from the cells above.\n\n| ",
+      ", same partition and seeds) / the paper's, ✓ when they are within ", t.fraction() ? "0.02" : "2 points",
+      ". Computed from the cells above.\n\n| ",
       absl::StrJoin(header, " | "), " |\n|");
   for (size_t i = 0; i < header.size(); ++i) absl::StrAppend(&md, "---|");
   absl::StrAppend(&md, "\n");
@@ -276,19 +281,21 @@ std::string GainSection(const proto::Table& t,
         continue;
       }
       const double g = ours - base_ours, gp = theirs - base_theirs;
-      const bool ok = std::abs(g - gp) <= 2.0;
+      const bool ok = std::abs(g - gp) <= (t.fraction() ? 0.02 : 2.0);
       ++n;
       within += ok;
       ahead += g > 0;
       sum_ours += g;
       sum_paper += gp;
-      line.push_back(absl::StrFormat("%+.1f / %+.1f%s", g, gp, ok ? " ✓" : ""));
+      const int d = AccuracyDecimals(t);
+      line.push_back(absl::StrFormat("%+.*f / %+.*f%s", d, g, d, gp, ok ? " ✓" : ""));
     }
     if (n == 0) continue;
     ++rows;
-    line.push_back(absl::StrFormat("within 2 in %d/%d; ahead of %s in %d/%d; mean %+.2f (paper %+.2f)", within, n,
-                                   plugin_suffix.empty() ? "FedAvg" : "the base", ahead, n, sum_ours / n,
-                                   sum_paper / n));
+    line.push_back(absl::StrFormat("within %s in %d/%d; ahead of %s in %d/%d; mean %+.*f (paper %+.*f)",
+                                   t.fraction() ? "0.02" : "2", within, n,
+                                   plugin_suffix.empty() ? "FedAvg" : "the base", ahead, n, t.fraction() ? 4 : 2,
+                                   sum_ours / n, t.fraction() ? 4 : 2, sum_paper / n));
     absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
   }
   return rows == 0 ? "" : md;
@@ -494,7 +501,7 @@ std::string MarkdownReport(const proto::Table& t,
     std::vector<std::string> line = {Label(r)};
     for (const proto::Column& c : t.columns()) {
       auto it = paper.find({r.key(), c.key()});
-      line.push_back(it == paper.end() ? "–" : FormatCell(Lookup(cells, r.key(), c.key()), it->second, t.value()));
+      line.push_back(it == paper.end() ? "–" : FormatCell(Lookup(cells, r.key(), c.key()), it->second, t.value(), AccuracyDecimals(t)));
     }
     absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
   }

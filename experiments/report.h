@@ -24,6 +24,8 @@ struct CellResult {
   std::string protocol;        // ProtocolCard of the cell's resolved spec
   std::string params;          // MethodParamsText of it
   std::vector<double> traffic_mib;  // one per seed: MiB up + down
+  // What `values` hold: the table's value, or the column's when it sets one.
+  proto::Table::Value value = proto::Table::TEST_ACCURACY;
 };
 
 // How a cell was run, in one line: evaluation protocol, model, split, partitioner, schedule and
@@ -33,8 +35,11 @@ std::string ProtocolCard(const proto::Experiment& resolved);
 std::string MethodParamsText(const proto::Experiment& resolved);
 
 // "ours 76.3 ± 0.2 (paper 73.6 ± 0.4, Δ +2.7)"; markers for the other states.
+// `decimals`: of accuracies (3 where the paper prints fractions).
 std::string FormatCell(const CellResult& result, const proto::PublishedValue& paper,
-                       proto::Table::Value value = proto::Table::TEST_ACCURACY);
+                       proto::Table::Value value = proto::Table::TEST_ACCURACY, int decimals = 1);
+// Decimals of a table's accuracies: 3 for fractions (Table.fraction), else 1.
+int AccuracyDecimals(const proto::Table& t);
 
 struct Provenance {
   // Everything here comes from the table and the run records, so that a report regenerates byte

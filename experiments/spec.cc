@@ -41,13 +41,12 @@ class Collector final : public google::protobuf::io::ErrorCollector {
 const std::set<std::string>& PlannedMethods() {
   static const auto* planned = new std::set<std::string>{
       "fedtad_r_eq", "fedproto", "lg_fedavg",
-      "fedgh", "fml", "fedkd", "fedmd", "fedego", "fedego_linear", "fedego_no_mixup",
+      "fedgh", "fml", "fedkd", "fedmd",
       "graphfl", "fedgcn", "d_fedgnn", "nfedgnn",
       "cnfgnn", "fedper", "ditto", "fedrep", "fedbn", "apfl", "fedamp", "pfedme", "fedgta_plus",
       "fedtad_plugin", "fedstar", "fedlit", "feddep", "fedegonl", "fedamp_gnn", "fedsage_plus_fedtad",
       "gcfl_plus_fedtad", "fedpub_fedtad", "fedgta_fedtad", "fedtgp",
-      "fedego_no_pl", "fedego_lambda0p5",
-      "fedego_server"};
+  };
   return *planned;
 }
 

@@ -164,8 +164,13 @@ std::string RecordVersion(const proto::RunRecord& record, const std::string& met
 void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResult& r) {
   constexpr double kMiB = 1 << 20;
   const fl::proto::RunResult& result = record.result();
-  r.values.push_back(table.value() == proto::Table::UPLOADED_MIB ? static_cast<double>(result.bytes_up()) / kMiB
-                                                                  : result.test_acc());
+  // Accuracies are percent in the records; a table that compares with printed fractions shows
+  // fractions.
+  const double accuracy_unit = table.fraction() ? 0.01 : 1.0;
+  r.values.push_back(r.value == proto::Table::UPLOADED_MIB ? static_cast<double>(result.bytes_up()) / kMiB
+                     : r.value == proto::Table::GLOBAL_TEST_ACCURACY
+                         ? accuracy_unit * result.global_test_acc()
+                         : accuracy_unit * result.test_acc());
   r.traffic_mib.push_back(static_cast<double>(result.bytes_up() + result.bytes_down()) / kMiB);
   r.run_seconds += result.wall_s();
 }
@@ -242,6 +247,7 @@ absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto:
     }
     record.add_val_curve(round.val_acc());
     record.add_test_curve(round.test_acc());
+    if (round.has_global_test_acc()) record.add_global_test_curve(round.global_test_acc());
     if (round.has_train_loss()) record.add_loss_curve(round.train_loss());
   }
   return record;
@@ -517,6 +523,10 @@ int Run() {
   for (const proto::Cell& cell : table->cells()) {
     const auto key = std::make_pair(cell.row(), cell.column());
     CellResult& r = results[key];
+    r.value = table->value();
+    for (const proto::Column& c : table->columns()) {
+      if (c.key() == cell.column() && c.has_value()) r.value = c.value();
+    }
     absl::StatusOr<proto::Experiment> exp = CellExperiment(*table, cell);
     if (!exp.ok()) {
       LOG(ERROR) << exp.status();

@@ -32,6 +32,9 @@ struct ClientData {
   std::shared_ptr<nn::GraphView> view;
   std::shared_ptr<nn::NodeFeatures> features;
   torch::Tensor labels;  // on the run's device
+  // A test graph every client also scores (FedEgo's global test: the partition's server nodes,
+  // all of them test nodes), shared read-only; null when the partition has none.
+  std::shared_ptr<const ClientData> global_test;
 };
 
 // The shared configuration every method gets: the model, local training and its own params.
@@ -81,6 +84,10 @@ class ClientAlgorithm {
   // Logits [num_nodes, num_classes] of the model this method scores on this client. `global` is
   // the server's latest broadcast (for methods scored on the global model) or nullptr.
   virtual absl::StatusOr<torch::Tensor> Predict(const proto::Message* global) = 0;
+  // The same model's logits on another graph's nodes (ClientData::global_test).
+  virtual absl::StatusOr<torch::Tensor> PredictGraph(const ClientData& graph, const proto::Message* global) {
+    return absl::UnimplementedError("this method cannot score a graph other than its own");
+  }
   // Everything the client keeps between rounds (model, optimiser), for checkpoints; restored
   // into a freshly created client it continues exactly as the original.
   virtual absl::StatusOr<proto::Message> SaveState() const = 0;

@@ -15,7 +15,8 @@ namespace fgl::fl {
 // How a result is scored; recorded with every result.
 struct EvalProtocol {
   // global: the server's model; local: each client's own; personalized: each client's own model
-  // for methods whose client model is a personalisation of the global one (same code path).
+  // once it has taken the server's latest message (FedEgo's mixing of Φ_g into Φ_i): the client's
+  // Predict receives that message, as for global, and applies it its own way.
   enum class Model { kGlobal, kLocal, kPersonalized };
   enum class Round { kBestVal, kLast, kBestTest };
   Model model = Model::kGlobal;  // global: clients score the server's model; local: their own
@@ -63,6 +64,9 @@ struct RoundRecord {
   // The plain mean of the clients' test accuracies (clients with test nodes), logged beside a
   // node-weighted protocol's number (FedGKC §A.3).
   double client_mean_test_acc = 0;
+  // On the shared global test graph (ClientData::global_test), weighted like test_acc; NaN when
+  // the partition has none.
+  double global_test_acc = std::numeric_limits<double>::quiet_NaN();
   int participants = 0, failed_clients = 0;
   int64_t bytes_up = 0, bytes_down = 0;  // this round
   double seconds = 0;
@@ -76,6 +80,10 @@ struct FederationResult {
   int reported_round = 0;
   double test_acc = 0, val_acc = 0;  // at the reported round
   double client_mean_test_acc = 0;   // at the reported round (RoundRecord's)
+  // The global test's accuracy (NaN without one): the maximum over rounds when the protocol
+  // picks the best test round (FedEgo maximises the two tests independently), else at the
+  // reported round.
+  double global_test_acc = std::numeric_limits<double>::quiet_NaN();
   int64_t bytes_up = 0, bytes_down = 0;
   int64_t preparation_bytes_up = 0;  // the one-off uploads before round 1
   double wall_s = 0, train_s = 0;  // whole run; rounds only (no loading/partitioning)

@@ -61,7 +61,14 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
   const Clock::time_point train_start = Clock::now();
   const int n = channel.num_clients();
   const EvalProtocol eval = o.eval();
-  const bool global_eval = eval.model == EvalProtocol::Model::kGlobal;
+  // Personalised evaluation also ships the server's latest message: each client applies it to its
+  // own model its own way before scoring.
+  const bool global_eval =
+      eval.model == EvalProtocol::Model::kGlobal || eval.model == EvalProtocol::Model::kPersonalized;
+  if (eval.model == EvalProtocol::Model::kPersonalized && server.PersonalisedBroadcast()) {
+    return absl::FailedPreconditionError(
+        "eval.model 'personalized' needs one broadcast for every client; this method sends each its own");
+  }
   FederationResult result;
   std::vector<int64_t> sizes(n, 0);  // learnt from the evaluations
   std::optional<PendingEval> pending;
@@ -140,7 +147,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     if (s.ok()) {
       const EvalCounts& c = **a.eval;
       if (c.val_correct < 0 || c.val_n < c.val_correct || c.test_correct < 0 || c.test_n < c.test_correct ||
-          c.num_nodes <= 0) {
+          c.global_correct < 0 || c.global_n < c.global_correct || c.num_nodes <= 0) {
         s = absl::InvalidArgumentError("evaluation counts inconsistent");
       }
     }
@@ -171,6 +178,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     const RoundAccuracy acc = WeightedAccuracy(eval, pending->counts, pending->sizes);
     rec.val_acc = acc.val;
     rec.test_acc = acc.test;
+    rec.global_test_acc = acc.global;
     EvalProtocol unweighted = eval;
     unweighted.node_weighted = false;
     rec.client_mean_test_acc = WeightedAccuracy(unweighted, pending->counts, pending->sizes).test;

@@ -103,6 +103,18 @@ absl::StatusOr<PartitionedDataset> LoadPartitionedDataset(const FederationOption
   return out;
 }
 
+absl::StatusOr<std::shared_ptr<const ClientData>> MakeGlobalTestData(const PartitionedDataset& loaded,
+                                                                     torch::Device device) {
+  const std::vector<int64_t>& nodes = loaded.partition.server_nodes;
+  if (nodes.empty() || loaded.partition.server_keeps_topology) return std::shared_ptr<const ClientData>();
+  FGL_ASSIGN_OR_RETURN(graph::Dataset sub, graph::SubDataset(loaded.data, nodes));
+  const int64_t n = sub.num_nodes();
+  graph::NodeSplit split{torch::zeros({n}, torch::kBool), torch::zeros({n}, torch::kBool),
+                         torch::ones({n}, torch::kBool)};
+  FGL_ASSIGN_OR_RETURN(std::shared_ptr<ClientData> data, MakeClientData(-1, std::move(sub), std::move(split), device));
+  return std::shared_ptr<const ClientData>(std::move(data));
+}
+
 absl::StatusOr<ClientShard> LoadClientShard(const FederationOptions& o, int client) {
   FGL_ASSIGN_OR_RETURN(std::vector<ClientShard> shards, LoadClientShards(o, {client}));
   return std::move(shards[0]);
@@ -125,6 +137,7 @@ absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOption
   if (partition.server_keeps_topology) {
     FGL_ASSIGN_OR_RETURN(global_split, graph::MakeSplit(o.spec.split(), data, o.spec.partition_seed()));
   }
+  FGL_ASSIGN_OR_RETURN(std::shared_ptr<const ClientData> global_test, MakeGlobalTestData(loaded, device));
   for (int client : clients) {
     if (client < 0 || client >= partition.num_clients()) {
       return absl::InvalidArgumentError(absl::StrCat("client id ", client, " outside [0, ",
@@ -144,6 +157,7 @@ absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOption
       FGL_ASSIGN_OR_RETURN(split, ClientSplit(o, partition, sub, client));
     }
     FGL_ASSIGN_OR_RETURN(shard.data, MakeClientData(client, std::move(sub), std::move(split), device));
+    shard.data->global_test = global_test;
     shards.push_back(std::move(shard));
   }
   return shards;  // the rest of the graph goes with `data`: not these clients' to keep
@@ -223,6 +237,15 @@ absl::StatusOr<EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, const Clie
   c.val_correct = correct.logical_and(client.split.val).sum().item<int64_t>();
   c.test_n = client.split.test.sum().item<int64_t>();
   c.test_correct = correct.logical_and(client.split.test).sum().item<int64_t>();
+  if (client.global_test) {
+    const ClientData& g = *client.global_test;
+    FGL_ASSIGN_OR_RETURN(torch::Tensor global_logits, algorithm.PredictGraph(g, global));
+    if (global_logits.dim() != 2 || global_logits.size(0) != g.labels.size(0)) {
+      return absl::InternalError(absl::StrCat("client ", client.id, ": PredictGraph returned the wrong shape"));
+    }
+    c.global_n = g.labels.size(0);
+    c.global_correct = (global_logits.argmax(1) == g.labels).sum().item<int64_t>();
+  }
   return c;
 }
 
@@ -230,9 +253,13 @@ RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalC
                                const std::vector<int64_t>& sizes) {
   // A client without val (test) nodes has no val (test) accuracy: it is left out of that average
   // instead of counting as 0 (node-level FL: most one-node users hold no test node).
-  double val = 0, test = 0, val_weight = 0, test_weight = 0;
+  double val = 0, test = 0, val_weight = 0, test_weight = 0, global = 0, global_weight = 0;
   for (size_t k = 0; k < counts.size(); ++k) {
     const double w = eval.node_weighted ? static_cast<double>(sizes[k]) : 1.0;
+    if (counts[k].global_n > 0) {
+      global += w * (static_cast<double>(counts[k].global_correct) / static_cast<double>(counts[k].global_n));
+      global_weight += w;
+    }
     if (counts[k].val_n > 0) {
       val += w * (static_cast<double>(counts[k].val_correct) / static_cast<double>(counts[k].val_n));
       val_weight += w;
@@ -242,7 +269,8 @@ RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalC
       test_weight += w;
     }
   }
-  return {val_weight == 0 ? 0.0 : 100.0 * val / val_weight, test_weight == 0 ? 0.0 : 100.0 * test / test_weight};
+  return {val_weight == 0 ? 0.0 : 100.0 * val / val_weight, test_weight == 0 ? 0.0 : 100.0 * test / test_weight,
+          global_weight == 0 ? std::numeric_limits<double>::quiet_NaN() : 100.0 * global / global_weight};
 }
 
 absl::Status AccumulateReply(ServerAlgorithm& server, const absl::StatusOr<proto::Message>& reply,
@@ -277,6 +305,12 @@ void SelectReportedRound(const EvalProtocol& eval, FederationResult& result) {
   result.test_acc = pick->test_acc;
   result.client_mean_test_acc = pick->client_mean_test_acc;
   result.val_acc = pick->val_acc;
+  result.global_test_acc = pick->global_test_acc;
+  if (eval.round == EvalProtocol::Round::kBestTest) {
+    for (const RoundRecord& rec : result.rounds) {
+      if (rec.global_test_acc > result.global_test_acc) result.global_test_acc = rec.global_test_acc;
+    }
+  }
 }
 
 absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o) {
@@ -311,6 +345,7 @@ RoundRecord RoundRecordFromProto(const proto::RoundRecord& p) {
   r.val_acc = p.val_acc();
   r.test_acc = p.test_acc();
   r.client_mean_test_acc = p.client_mean_test_acc();
+  if (p.has_global_test_acc()) r.global_test_acc = p.global_test_acc();
   r.participants = p.participants();
   r.failed_clients = p.failed_clients();
   r.bytes_up = p.bytes_up();
@@ -337,6 +372,7 @@ proto::RoundRecord RoundRecordToProto(const RoundRecord& r, bool with_clients) {
   p.set_val_acc(r.val_acc);
   p.set_test_acc(r.test_acc);
   p.set_client_mean_test_acc(r.client_mean_test_acc);
+  if (std::isfinite(r.global_test_acc)) p.set_global_test_acc(r.global_test_acc);
   p.set_participants(r.participants);
   p.set_failed_clients(r.failed_clients);
   p.set_bytes_up(r.bytes_up);
@@ -372,6 +408,7 @@ proto::RunResult RunResultToProto(const FederationOptions& o, const FederationRe
   p.set_test_acc(r.test_acc);
   p.set_val_acc(r.val_acc);
   p.set_client_mean_test_acc(r.client_mean_test_acc);
+  if (std::isfinite(r.global_test_acc)) p.set_global_test_acc(r.global_test_acc);
   p.set_best_round(r.reported_round);
   p.set_bytes_up(r.bytes_up);
   p.set_bytes_down(r.bytes_down);

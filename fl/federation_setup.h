@@ -4,6 +4,7 @@
 #ifndef FGL_FL_FEDERATION_SETUP_H_
 #define FGL_FL_FEDERATION_SETUP_H_
 
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -43,6 +44,11 @@ struct PartitionedDataset {
 };
 absl::StatusOr<PartitionedDataset> LoadPartitionedDataset(const FederationOptions& o);
 
+// The shared global test graph every client also scores: the subgraph induced by the partition's
+// server nodes (FedEgo's 30% global test), all of them test nodes; null when there are none.
+absl::StatusOr<std::shared_ptr<const ClientData>> MakeGlobalTestData(const PartitionedDataset& loaded,
+                                                                     torch::Device device);
+
 // One client's share of a federation: loads the dataset, partitions it (cached) and keeps only
 // client `client`'s subgraph and split. What a client process holds.
 struct ClientShard {
@@ -77,6 +83,7 @@ absl::StatusOr<EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, const Clie
 // Percent accuracy of the protocol over clients (node-weighted or not); `sizes[k]` = nodes of k.
 struct RoundAccuracy {
   double val = 0, test = 0;
+  double global = std::numeric_limits<double>::quiet_NaN();  // NaN: no client scored a global test
 };
 RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalCounts>& counts,
                                const std::vector<int64_t>& sizes);

@@ -2,11 +2,14 @@
 
 #include "glog/logging.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "fl/optimizer_state.h"
+#include "graph/random.h"
 #include "nn/losses/losses.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -41,6 +44,7 @@ NamedTensors LocalModel::Parameters(const std::string& group) const {
 absl::Status LocalModel::Train(int epochs, uint64_t seed, const Hooks& hooks) {
   nn::DropoutSeedScope dropout_stream(seed);  // per client, whatever thread trains it
   model_->train();
+  if (model_->mini_batching()) return TrainMiniBatches(epochs, seed, hooks);
   for (int e = 0; e < epochs; ++e) {
     optimizer_->zero_grad();
     const nn::ModelOutput out = model_->forward(*data_->features, *data_->view);
@@ -55,6 +59,47 @@ absl::Status LocalModel::Train(int epochs, uint64_t seed, const Hooks& hooks) {
     loss.backward();
     if (hooks.after_backward) hooks.after_backward();
     optimizer_->step();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LocalModel::TrainMiniBatches(int epochs, uint64_t seed, const Hooks& hooks) {
+  const nn::GnnModel::MiniBatching mb = *model_->mini_batching();
+  const torch::Tensor pool_mask = data_->split.train.to(torch::kCPU);
+  std::vector<int64_t> pool;
+  const bool* in_pool = pool_mask.data_ptr<bool>();
+  for (int64_t v = 0; v < pool_mask.numel(); ++v)
+    if (in_pool[v]) pool.push_back(v);
+  const int64_t per_epoch = std::min<int64_t>(
+      static_cast<int64_t>(mb.epoch_fraction * static_cast<double>(data_->data.num_nodes())), pool.size());
+  if (per_epoch <= 0) return absl::OkStatus();
+  graph::Rng rng(seed, "minibatch");
+  for (int e = 0; e < epochs; ++e) {
+    // A fresh random subset of the training nodes each epoch, in batches (FedEgo §4 step 2).
+    for (int64_t i = 0; i < per_epoch; ++i) std::swap(pool[i], pool[i + rng.UniformInt(pool.size() - i)]);
+    double sum = 0;
+    int batches = 0;
+    for (int64_t begin = 0; begin < per_epoch; begin += mb.batch_size) {
+      const int64_t size = std::min<int64_t>(mb.batch_size, per_epoch - begin);
+      const torch::Tensor centres =
+          torch::from_blob(pool.data() + begin, {size}, torch::kInt64).clone().to(data_->labels.device());
+      optimizer_->zero_grad();
+      const nn::ModelOutput out = model_->forward_centres(*data_->features, *data_->view, centres);
+      torch::Tensor loss = torch::nn::functional::cross_entropy(out.logits, data_->labels.index_select(0, centres));
+      if (hooks.extra_loss) loss = loss + hooks.extra_loss(out);
+      const double value = loss.item<double>();
+      if (!std::isfinite(value)) {
+        last_loss_ = value;
+        return absl::InvalidArgumentError(
+            absl::StrCat("client ", data_->id, ": local loss is ", value, " at epoch ", e + 1));
+      }
+      sum += value;
+      ++batches;
+      loss.backward();
+      if (hooks.after_backward) hooks.after_backward();
+      optimizer_->step();
+    }
+    last_loss_ = sum / batches;
   }
   return absl::OkStatus();
 }
@@ -78,10 +123,12 @@ nn::ModelOutput LocalModel::Infer() {
   return model_->forward(*data_->features, *data_->view);
 }
 
-torch::Tensor LocalModel::Predict() {
+torch::Tensor LocalModel::Predict() { return PredictOn(*data_); }
+
+torch::Tensor LocalModel::PredictOn(const ClientData& graph) {
   torch::NoGradGuard no_grad;
   model_->train(config_.dropout_at_eval);
-  torch::Tensor logits = model_->forward(*data_->features, *data_->view).logits;
+  torch::Tensor logits = model_->forward(*graph.features, *graph.view).logits;
   model_->eval();
   return logits;
 }

@@ -13,6 +13,7 @@
 #include "fl/algorithm.h"
 #include "fl/tensor_codec.h"
 #include "nn/models/gnn_model.h"
+#include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::fl {
 
@@ -39,8 +40,10 @@ class LocalModel {
   };
 
   // `epochs` full-batch steps of masked cross-entropy on the client's training nodes, plus the
-  // hooks. Dropout draws from `seed`. InvalidArgument if the loss becomes NaN/Inf (the caller
-  // leaves this client out).
+  // hooks; a mini-batch model (nn::GnnModel::mini_batching, FedEgo's ego-trees) takes one step
+  // per batch of its epoch's random training nodes instead, the hooks seeing the batch's output.
+  // Dropout (and sampling) draws from `seed`. InvalidArgument if the loss becomes NaN/Inf (the
+  // caller leaves this client out).
   absl::Status Train(int epochs, uint64_t seed, const Hooks& hooks = {});
 
   // One full-batch optimiser step on `loss(model)` with the model in train mode, for objectives
@@ -56,6 +59,8 @@ class LocalModel {
 
   // Logits on all local nodes; eval mode unless dropout_at_eval (then dropout stays on).
   torch::Tensor Predict();
+  // The same on another graph's nodes (a shared global test graph).
+  torch::Tensor PredictOn(const ClientData& graph);
   // The model's parameters and the Adam state (step, first and second moments) as tensors.
   // `prefix` names the tensors, so that a client with two models keeps both in one message.
   proto::Message SaveState(const std::string& prefix = "") const;
@@ -77,6 +82,7 @@ class LocalModel {
  private:
   LocalModel(std::shared_ptr<const ClientData> data, const MethodConfig& config,
              std::shared_ptr<nn::GnnModel> model);
+  absl::Status TrainMiniBatches(int epochs, uint64_t seed, const Hooks& hooks);
   std::shared_ptr<const ClientData> data_;
   MethodConfig config_;
   std::shared_ptr<nn::GnnModel> model_;
@@ -100,6 +106,10 @@ class ModelClient : public ClientAlgorithm {
 
   absl::StatusOr<torch::Tensor> Predict(const proto::Message* global) override {
     return model_->Predict(global);
+  }
+  absl::StatusOr<torch::Tensor> PredictGraph(const ClientData& graph, const proto::Message* global) override {
+    if (global != nullptr) FGL_RETURN_IF_ERROR(LoadTensors(*global, model_->SharedParameters()));
+    return model_->PredictOn(graph);
   }
   absl::StatusOr<proto::Message> SaveState() const override { return model_->SaveState(); }
   absl::Status RestoreState(const proto::Message& state) override { return model_->RestoreState(state); }

@@ -32,4 +32,20 @@ torch::Tensor SampleEgoTrees(const CsrGraph& graph, absl::Span<const int64_t> ce
   return out;
 }
 
+torch::Tensor ResampleEgoTreePositions(int hops, int fanout, int64_t count, Rng& rng) {
+  CHECK_GE(hops, 0);
+  CHECK_GE(fanout, 1);
+  const int64_t size = EgoTreeSize(hops, fanout);
+  const int64_t inner = hops == 0 ? 0 : EgoTreeSize(hops - 1, fanout);
+  torch::Tensor out = torch::zeros({count, size}, torch::kInt64);
+  int64_t* o = out.data_ptr<int64_t>();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t* src = o + i * size;
+    for (int64_t p = 0; p < inner; ++p) {
+      for (int c = 1; c <= fanout; ++c) src[fanout * p + c] = fanout * src[p] + 1 + rng.UniformInt(fanout);
+    }
+  }
+  return out;
+}
+
 }  // namespace fgl::graph

@@ -22,6 +22,11 @@ int64_t EgoTreeSize(int hops, int fanout);
 torch::Tensor SampleEgoTrees(const CsrGraph& graph, absl::Span<const int64_t> centres, int hops,
                              int fanout, Rng& rng);
 
+// FedEgo's server view of a mashed ego-tree: a fresh tree of the same shape whose every node's
+// children are drawn with replacement from its source's children. Returns int64 [count, size]:
+// new position q reads source position out[., q] (the centre reads 0).
+torch::Tensor ResampleEgoTreePositions(int hops, int fanout, int64_t count, Rng& rng);
+
 }  // namespace fgl::graph
 
 #endif  // FGL_GRAPH_EGO_GRAPH_H_

@@ -33,6 +33,7 @@ std::vector<TestConfig> EveryConfig() {
   configs.push_back({"fedproto", "aggregation: OPENFGL_CLIENT_SIZE"});
   configs.push_back({"fedtad", "reliability: EQUAL"});
   configs.push_back({"fedgkc", "smkd: false kama: false"});
+  configs.push_back({"fedego", "mixup: false reduction_averaging: false"});
   configs.push_back({"fedtad", "reliability: NODE_COUNT reliability_noise: 0.1"});
   for (const char* base : {"fedprox", "gcfl_plus", "fedpub", "fedgta", "fedsage_plus"}) {
     configs.push_back({std::string(base) + "+fedtad", ""});
@@ -93,6 +94,14 @@ fl::FederationOptions SmallRun(const TestConfig& config, int rounds) {
     p.set_copilot_model("gcn:layers=2,hidden=16,dropout=0.5");
     o.spec.clear_method_params();
     o.spec.add_method_params()->PackFrom(p);
+  }
+  // FedEgo: ego-trees on its own label-skewed sampler with a global test graph, scored after the
+  // mixing.
+  if (config.method == "fedego") {
+    o.spec.set_partitioner("fedego:local_fraction=0.4,local_test_nodes=40,major_classes=2");
+    o.spec.set_split("fedego_tail:test=40");
+    o.spec.set_model("ego_sage:hidden=16,fanout=3,dropout=0.5,batch=16");
+    o.spec.mutable_eval()->set_model("personalized");
   }
   // Node-level methods: one user per node, all of them every round, one step per round.
   absl::StatusOr<fl::MethodFactories> factories = fl::FindMethod(config.method);

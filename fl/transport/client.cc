@@ -273,6 +273,8 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
         absl::StatusOr<EvalCounts> c = EvaluateClient(*algorithm, data, global, ServerRound(run, h.eval_round()));
         if (c.ok()) {
           out.set_val_correct(c->val_correct);
+          out.set_global_correct(c->global_correct);
+          out.set_global_n(c->global_n);
           out.set_val_n(c->val_n);
           out.set_test_correct(c->test_correct);
           out.set_test_n(c->test_n);

@@ -12,6 +12,7 @@
 #include "nn/conv/gin_conv.h"
 #include "nn/conv/linear_layer.h"
 #include "nn/conv/sage_conv.h"
+#include "nn/models/ego_sage.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -25,6 +26,12 @@ std::vector<std::pair<std::string, torch::Tensor>> GnnModel::named_group_paramet
     if (name.rfind(group + ".", 0) == 0) out.emplace_back(name, item.value());
   }
   return out;
+}
+
+ModelOutput GnnModel::forward_centres(const NodeFeatures& x, const GraphView& graph,
+                                      const torch::Tensor& centres) {
+  ModelOutput out = forward(x, graph);
+  return {out.embedding.index_select(0, centres), out.logits.index_select(0, centres)};
 }
 
 std::vector<torch::Tensor> GnnModel::group_parameters(const std::string& group) const {
@@ -370,9 +377,12 @@ absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int
     FGL_RETURN_IF_ERROR(CheckRange(k >= 0 && hidden >= 0, spec, "needs k >= 0, hidden >= 0"));
     model = std::make_shared<Sgc>(k, hidden, in_features, num_classes,
                                   absl::StrCat("sgc:k=", k, ",hidden=", hidden));
+  } else if (name == "ego_sage") {
+    FGL_ASSIGN_OR_RETURN(EgoSageOptions e, ParseEgoSageSpec(spec));
+    return std::shared_ptr<GnnModel>(std::make_shared<EgoSage>(e, in_features, num_classes));
   } else {
     return absl::NotFoundError(absl::StrCat("unknown model '", name,
-                                            "'; known: gcn, gat, sage, gin, sgc, appnp, mlp"));
+                                            "'; known: gcn, gat, sage, gin, sgc, appnp, mlp, ego_sage"));
   }
   FGL_RETURN_IF_ERROR(o.CheckAllUsed());
   return model;

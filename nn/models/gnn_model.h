@@ -8,12 +8,14 @@
 // APPNP: k, alpha, prop_dropout (dropout on the propagated term at every step, as stellargraph).
 // GIN: train_eps. JK (gcn/gat/sage/gin): jk=max|cat|last (last: the last hidden layer feeds a
 // linear head). gcn also masked=true: learnable elementwise weight masks (FED-PUB).
+// "ego_sage:..." is FedEgo's ego-tree model (nn/models/ego_sage.h).
 #ifndef FGL_NN_MODELS_GNN_MODEL_H_
 #define FGL_NN_MODELS_GNN_MODEL_H_
 
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,19 @@ class GnnModel : public torch::nn::Module {
   virtual int64_t embedding_dim() const = 0;
   // The spec it was built from, normalised with every default spelled out.
   virtual std::string spec() const = 0;
+
+  // How a model trains on sampled mini-batches of centre nodes (ego-tree models) instead of
+  // full-batch: each local epoch takes floor(epoch_fraction * num_nodes) random training nodes in
+  // batches of batch_size, one optimiser step per batch. nullopt: full-batch (every other model).
+  struct MiniBatching {
+    int64_t batch_size = 32;
+    double epoch_fraction = 0.2;
+  };
+  virtual std::optional<MiniBatching> mini_batching() const { return std::nullopt; }
+  // The output on `centres` (int64 node ids) only, rows in their order. Default: the full
+  // forward pass, then those rows.
+  virtual ModelOutput forward_centres(const NodeFeatures& x, const GraphView& graph,
+                                      const torch::Tensor& centres);
 
   // "body" (everything but the classifier) and "head" (the final layer).
   std::vector<std::string> parameter_groups() const { return {"body", "head"}; }

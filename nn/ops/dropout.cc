@@ -21,15 +21,17 @@ DropoutSeedScope::~DropoutSeedScope() {
   delete static_cast<graph::Rng*>(stream_);
 }
 
+uint64_t NextStochasticSeed() {
+  return current_stream != nullptr
+             ? current_stream->NextU64()
+             : static_cast<uint64_t>(
+                   torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
+}
+
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p <= 0.0) return x;
   if (p >= 1.0) return x * 0.0;
-  const uint64_t seed =
-      current_stream != nullptr
-          ? current_stream->NextU64()
-          : static_cast<uint64_t>(
-                torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
-  graph::Rng rng(seed);
+  graph::Rng rng(NextStochasticSeed());
   const int64_t n = x.numel();
   torch::Tensor mask = torch::empty({n}, torch::kFloat32);
   float* m = mask.data_ptr<float>();

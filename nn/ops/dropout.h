@@ -15,7 +15,11 @@ torch::Tensor Dropout(const torch::Tensor& x, double p, bool training);
 
 // While alive, Dropout on this thread draws its masks from a stream seeded with `seed` instead
 // of LibTorch's global generator, so clients trained on different threads are deterministic.
-// Scopes nest; the innermost wins.
+// Other stochastic forward passes (ego-tree sampling) draw from the same stream through
+// NextStochasticSeed(). Scopes nest; the innermost wins.
+// The next seed of this thread's stream (a DropoutSeedScope's, else LibTorch's generator).
+uint64_t NextStochasticSeed();
+
 class DropoutSeedScope {
  public:
   explicit DropoutSeedScope(uint64_t seed);

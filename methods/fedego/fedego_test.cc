@@ -1,0 +1,158 @@
+// FedEgo: EMD and λ on hand-made distributions, Mixup's position alignment, the server's
+// resampled trees, Theorem 4.1 (alignment does not matter for linear Φ), and a federation with a
+// global test graph that repeats bit for bit.
+#include <cmath>
+
+#include "fl/registry.h"
+#include "fl/simulator.h"
+#include "fl/testing/client_data.h"
+#include "graph/ego_graph.h"
+#include "gtest/gtest.h"
+#include "methods/fedego/fedego.pb.h"
+#include "methods/fedego/mixup.h"
+#include "nn/models/ego_sage.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::methods::fedego {
+namespace {
+
+TEST(MixupTest, EmdAndLambdaOnHandMadeDistributions) {
+  const torch::Tensor p = LabelDistribution(torch::tensor({0, 0, 1, 2}, torch::kInt64), 4);
+  EXPECT_TRUE(torch::allclose(p, torch::tensor({0.5, 0.25, 0.25, 0.0}, torch::kFloat64)));
+  const torch::Tensor g = torch::tensor({0.25, 0.25, 0.25, 0.25}, torch::kFloat64);
+  EXPECT_NEAR(LabelEmd(p, g), 0.25 + 0 + 0 + 0.25, 1e-12);
+  EXPECT_NEAR(MixingCoefficient(0.5, 0.25), std::pow(0.25, 0.25), 1e-12);
+  EXPECT_NEAR(MixingCoefficient(2.0, 0.5), 1.0, 1e-12);  // disjoint labels: take Φ_g outright
+  EXPECT_NEAR(MixingCoefficient(0.0, 0.25), 0.0, 1e-12);  // identical: keep Φ_i
+  EXPECT_LT(MixingCoefficient(0.5, 0.75), MixingCoefficient(0.5, 0.25));  // larger γ, smaller λ
+}
+
+TEST(MixupTest, MashedEgoGraphsAveragePositionWise) {
+  // Two 1-hop trees of fan-out 2 (3 positions) in one chunk, a third alone in the next; node v
+  // embeds as [v] and has label v % 2.
+  const torch::Tensor trees = torch::tensor({{0, 1, 2}, {3, 4, -1}, {5, 5, 5}}, torch::kInt64);
+  const torch::Tensor emb = torch::arange(6, torch::kFloat32).unsqueeze(1);
+  const torch::Tensor labels = torch::tensor({0, 1, 0, 1, 0, 1}, torch::kInt64);
+  MashedEgoGraphs m = MashEgoGraphs(trees, emb, labels, 2, /*chunk=*/2, /*first_only=*/false);
+  ASSERT_EQ(m.embeddings.sizes(), (std::vector<int64_t>{2, 3, 1}));
+  // Chunk 1: centre (0+3)/2, first child (1+4)/2, second child only node 2 is present.
+  EXPECT_TRUE(torch::allclose(m.embeddings[0].squeeze(1), torch::tensor({1.5f, 2.5f, 2.0f})));
+  EXPECT_TRUE(torch::allclose(m.labels[0], torch::tensor({{0.5f, 0.5f}, {0.5f, 0.5f}, {1.0f, 0.0f}})));
+  EXPECT_TRUE(torch::allclose(m.embeddings[1].squeeze(1), torch::tensor({5.0f, 5.0f, 5.0f})));
+  // w/o Mixup: each chunk's first tree, one-hot.
+  m = MashEgoGraphs(trees, emb, labels, 2, 2, /*first_only=*/true);
+  EXPECT_TRUE(torch::allclose(m.embeddings[0].squeeze(1), torch::tensor({0.0f, 1.0f, 2.0f})));
+  EXPECT_TRUE(torch::allclose(m.labels[0], torch::tensor({{1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 0.0f}})));
+}
+
+TEST(EgoTreeTest, ResampledChildrenComeFromTheSourcesChildren) {
+  graph::Rng rng(3);
+  const torch::Tensor pos = graph::ResampleEgoTreePositions(2, 6, 50, rng);
+  ASSERT_EQ(pos.sizes(), (std::vector<int64_t>{50, 43}));
+  bool repeated = false;
+  for (int64_t i = 0; i < 50; ++i) {
+    EXPECT_EQ(pos[i][0].item<int64_t>(), 0);
+    for (int64_t p = 0; p < 7; ++p) {
+      const int64_t parent = pos[i][p].item<int64_t>();
+      for (int c = 1; c <= 6; ++c) {
+        const int64_t child = pos[i][6 * p + c].item<int64_t>();
+        EXPECT_GE(child, 6 * parent + 1);
+        EXPECT_LE(child, 6 * parent + 6);
+        if (c > 1 && child == pos[i][6 * p + c - 1].item<int64_t>()) repeated = true;
+      }
+    }
+  }
+  EXPECT_TRUE(repeated);  // with replacement
+}
+
+// Theorem 4.1: with linear SAGE layers the centre's output is the same under any alignment that
+// keeps parents and children together; with ReLU between the layers it is not.
+TEST(EgoSageTest, LinearPersonalisationIgnoresTheAlignment) {
+  for (const bool inner_relu : {false, true}) {
+    nn::EgoSageOptions o;
+    o.hidden = 8;
+    o.fanout = 3;
+    o.dropout = 0;
+    o.inner_relu = inner_relu;
+    torch::manual_seed(1);
+    nn::EgoSage phi(o, 0, 3);
+    phi.eval();
+    torch::manual_seed(2);
+    const torch::Tensor x = torch::randn({1, 13, 8});
+    // Swap the first two depth-1 positions together with their children (4-6 and 7-9).
+    const torch::Tensor perm = torch::tensor({0, 2, 1, 3, 7, 8, 9, 4, 5, 6, 10, 11, 12}, torch::kInt64);
+    const torch::Tensor valid = torch::ones({1, 13}, torch::kBool);
+    torch::NoGradGuard no_grad;
+    const torch::Tensor a = phi.Personalise(x, valid).logits;
+    const torch::Tensor b = phi.Personalise(x.index_select(1, perm), valid).logits;
+    EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-6)) << inner_relu;  // a tree permutation: same
+    // Mashing two trees: mixing them at aligned positions vs. with the second tree permuted.
+    const torch::Tensor y = torch::randn({1, 13, 8});
+    const torch::Tensor aligned = phi.Personalise((x + y) / 2, valid).logits;
+    const torch::Tensor misaligned = phi.Personalise((x + y.index_select(1, perm)) / 2, valid).logits;
+    if (inner_relu) {
+      EXPECT_FALSE(torch::allclose(aligned, misaligned, 1e-5, 1e-6));
+    } else {
+      EXPECT_TRUE(torch::allclose(aligned, misaligned, 1e-5, 1e-6));
+    }
+  }
+}
+
+fl::FederationOptions EgoFederation(const FedEgoParams& p = {}) {
+  fl::FederationOptions o = fl::testing::SmallFederation("fedego");
+  o.spec.set_partitioner("fedego:local_fraction=0.4,local_test_nodes=40,major_classes=2");
+  o.spec.set_split("fedego_tail:test=40");
+  o.spec.set_model("ego_sage:hidden=32,fanout=3,dropout=0.5,batch=16");
+  o.spec.set_clients(3);
+  o.spec.set_rounds(8);
+  o.spec.set_local_epochs(5);
+  o.spec.set_lr(0.01);
+  o.spec.set_weight_decay(0);
+  o.spec.mutable_eval()->set_model("personalized");
+  o.spec.mutable_eval()->set_weighting("unweighted");
+  o.spec.mutable_eval()->set_round("best_test");
+  o.spec.add_method_params()->PackFrom(p);
+  return o;
+}
+
+TEST(FedEgoTest, FederationScoresBothTestsAndRepeats) {
+  std::vector<fl::RoundRecord> rounds;
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult a,
+                       fl::RunFederation(EgoFederation(), [&](const fl::RoundRecord& r) { rounds.push_back(r); }));
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(EgoFederation()));
+  ASSERT_EQ(rounds.size(), 8u);
+  for (const fl::RoundRecord& r : rounds) EXPECT_TRUE(std::isfinite(r.global_test_acc));
+  EXPECT_GT(a.test_acc, 50.0) << a.global_test_acc;  // 4 classes
+  EXPECT_GT(a.global_test_acc, 40.0);
+  EXPECT_EQ(a.test_acc, b.test_acc);
+  EXPECT_EQ(a.global_test_acc, b.global_test_acc);
+  EXPECT_EQ(a.bytes_up, b.bytes_up);
+  // best_test maximises the two tests independently.
+  double best_global = 0;
+  for (const fl::RoundRecord& r : rounds) best_global = std::max(best_global, r.global_test_acc);
+  EXPECT_EQ(a.global_test_acc, best_global);
+}
+
+TEST(FedEgoTest, VariantsChangeWhatTheyName) {
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult full, fl::RunFederation(EgoFederation()));
+  FedEgoParams no_pl;
+  no_pl.set_fixed_lambda(0);  // w/o PL: no mashed ego-graphs travel
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult local_phi, fl::RunFederation(EgoFederation(no_pl)));
+  EXPECT_LT(local_phi.bytes_up, full.bytes_up / 2);
+  FedEgoParams no_rl;
+  no_rl.set_reduction_averaging(false);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult own_theta, fl::RunFederation(EgoFederation(no_rl)));
+  EXPECT_LT(own_theta.bytes_up, full.bytes_up);
+  FedEgoParams bad;
+  bad.set_fixed_lambda(1.5);
+  absl::Status s = fl::RunFederation(EgoFederation(bad)).status();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("fixed_lambda"), std::string::npos) << s;
+  fl::FederationOptions gcn = EgoFederation();
+  gcn.spec.set_model("gcn");
+  s = fl::RunFederation(gcn).status();
+  EXPECT_NE(s.message().find("ego_sage"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace fgl::methods::fedego

@@ -1,0 +1,138 @@
+#include "nn/models/ego_sage.h"
+
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "graph/ego_graph.h"
+#include "graph/option_string.h"
+#include "graph/random.h"
+#include "nn/ops/dropout.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::nn {
+namespace {
+
+// kaiming_normal_ (fan_in, ReLU gain) on a weight stored [in, out], as the official code
+// initialises every 2-d parameter; biases keep torch.nn.Linear's default.
+void KaimingNormal(torch::Tensor& weight) {
+  torch::NoGradGuard no_grad;
+  weight.normal_(0.0, std::sqrt(2.0 / static_cast<double>(weight.size(0))));
+}
+
+struct SageLayerImpl : torch::nn::Module {
+  SageLayerImpl(int64_t width) {
+    lin_l = register_module("lin_l", LinearLayer(LinearLayerOptions(width, width)));
+    lin_r = register_module("lin_r", LinearLayer(LinearLayerOptions(width, width).bias(false)));
+    KaimingNormal(lin_l->weight);
+    KaimingNormal(lin_r->weight);
+  }
+  LinearLayer lin_l{nullptr}, lin_r{nullptr};
+};
+TORCH_MODULE(SageLayer);
+
+}  // namespace
+
+EgoSage::EgoSage(const EgoSageOptions& options, int64_t in_features, int64_t num_classes)
+    : o_(options), in_(in_features), classes_(num_classes),
+      tree_size_(graph::EgoTreeSize(options.layers, options.fanout)) {
+  if (in_ > 0) {
+    reduction_ = register_module("reduction", LinearLayer(LinearLayerOptions(in_, o_.hidden)));
+    KaimingNormal(reduction_->weight);
+  }
+  body_ = register_module("body", torch::nn::ModuleList());
+  for (int64_t l = 0; l < o_.layers; ++l) body_->push_back(SageLayer(o_.hidden));
+  head_ = register_module("head", LinearLayer(LinearLayerOptions(o_.hidden, classes_).bias(false)));
+  KaimingNormal(head_->weight);
+}
+
+std::string EgoSage::spec() const {
+  return absl::StrCat("ego_sage:layers=", o_.layers, ",hidden=", o_.hidden, ",fanout=", o_.fanout,
+                      ",dropout=", o_.dropout, ",inner_act=", o_.inner_relu ? "relu" : "none",
+                      ",batch=", o_.batch, ",epoch_fraction=", o_.epoch_fraction);
+}
+
+torch::Tensor EgoSage::Reduce(const NodeFeatures& x) {
+  TORCH_CHECK(in_ > 0, "EgoSage: a model without reduction layers cannot reduce features");
+  return torch::relu(reduction_->forward(x));
+}
+
+ModelOutput EgoSage::Personalise(const torch::Tensor& tree_embeddings, const torch::Tensor& valid) {
+  const int64_t b = tree_embeddings.size(0), f = o_.fanout, h = o_.hidden;
+  TORCH_CHECK(tree_embeddings.dim() == 3 && tree_embeddings.size(1) == tree_size_ &&
+                  tree_embeddings.size(2) == h,
+              "EgoSage: tree embeddings must be [B, ", tree_size_, ", ", h, "]");
+  // Depth d holds f^d contiguous positions starting at (f^d - 1) / (f - 1); the children of
+  // its j-th position are depth d+1's positions j*f .. j*f + f - 1 (graph/ego_graph.h).
+  std::vector<torch::Tensor> depth, mask;
+  const torch::Tensor validf = valid.to(tree_embeddings.scalar_type());
+  for (int64_t d = 0, start = 0, width = 1; d <= o_.layers; ++d, start += width, width *= f) {
+    depth.push_back(tree_embeddings.narrow(1, start, width));
+    mask.push_back(validf.narrow(1, start, width).unsqueeze(-1));
+  }
+  for (int64_t l = 0; l < o_.layers; ++l) {
+    auto& layer = *body_[l]->as<SageLayerImpl>();
+    const bool last = l + 1 == o_.layers;
+    std::vector<torch::Tensor> next;
+    // Layer l+1 is needed at depths 0 .. layers-l-1 (what the next layer or the centre reads).
+    for (int64_t d = 0, width = 1; d < o_.layers - l; ++d, width *= f) {
+      const torch::Tensor children = depth[d + 1].reshape({b, width, f, h}).sum(2);
+      const torch::Tensor count = mask[d + 1].reshape({b, width, f}).sum(2, /*keepdim=*/true).clamp_min(1);
+      const torch::Tensor agg = (children / count).reshape({b * width, h});
+      torch::Tensor out = layer.lin_l->forward(agg) + layer.lin_r->forward(depth[d].reshape({b * width, h}));
+      out = out.reshape({b, width, h});
+      if (last || o_.inner_relu) out = torch::relu(out);
+      next.push_back(out * mask[d]);  // absent positions stay zero for their parent's mean
+    }
+    depth.swap(next);
+  }
+  const torch::Tensor embedding = depth[0].reshape({b, h});
+  const torch::Tensor logits = head_->forward(Dropout(embedding, o_.dropout, is_training()));
+  return {embedding, logits};
+}
+
+ModelOutput EgoSage::forward_centres(const NodeFeatures& x, const GraphView& graph,
+                                     const torch::Tensor& centres) {
+  TORCH_CHECK(centres.scalar_type() == torch::kInt64 && centres.dim() == 1, "EgoSage: centres must be int64 [B]");
+  const torch::Tensor ids = centres.to(torch::kCPU).contiguous();
+  graph::Rng rng(NextStochasticSeed());
+  const torch::Tensor trees = graph::SampleEgoTrees(
+      graph.graph(), absl::MakeConstSpan(ids.data_ptr<int64_t>(), ids.numel()), o_.layers, o_.fanout, rng);
+  const torch::Tensor r = Dropout(Reduce(x), o_.dropout, is_training());
+  const torch::Tensor valid = (trees >= 0).to(r.device());
+  const torch::Tensor flat = trees.clamp_min(0).reshape({-1}).to(r.device());
+  const torch::Tensor embeddings =
+      r.index_select(0, flat).reshape({ids.numel(), tree_size_, o_.hidden}) * valid.unsqueeze(-1).to(r.scalar_type());
+  return Personalise(embeddings, valid);
+}
+
+ModelOutput EgoSage::forward(const NodeFeatures& x, const GraphView& graph) {
+  return forward_centres(x, graph, torch::arange(graph.num_nodes(), torch::kInt64));
+}
+
+absl::StatusOr<EgoSageOptions> ParseEgoSageSpec(const std::string& spec) {
+  FGL_ASSIGN_OR_RETURN(graph::OptionString o, graph::OptionString::Parse(spec));
+  if (o.name() != "ego_sage") return absl::InvalidArgumentError(absl::StrCat("'", spec, "' is not an ego_sage spec"));
+  EgoSageOptions e;
+  FGL_ASSIGN_OR_RETURN(e.layers, o.Int("layers", e.layers));
+  FGL_ASSIGN_OR_RETURN(e.hidden, o.Int("hidden", e.hidden));
+  FGL_ASSIGN_OR_RETURN(e.fanout, o.Int("fanout", e.fanout));
+  FGL_ASSIGN_OR_RETURN(e.dropout, o.Double("dropout", e.dropout));
+  FGL_ASSIGN_OR_RETURN(e.batch, o.Int("batch", e.batch));
+  FGL_ASSIGN_OR_RETURN(e.epoch_fraction, o.Double("epoch_fraction", e.epoch_fraction));
+  const std::string act = o.String("inner_act", "relu");
+  FGL_RETURN_IF_ERROR(o.CheckAllUsed());
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", spec, "': ", what));
+  };
+  if (act != "relu" && act != "none") return bad(absl::StrCat("inner_act=", act, " (relu|none)"));
+  e.inner_relu = act == "relu";
+  if (e.layers < 1 || e.layers > 4) return bad("layers must be in [1, 4]");
+  if (e.hidden < 1 || e.fanout < 1 || e.fanout > 16) return bad("needs hidden >= 1 and fanout in [1, 16]");
+  if (!(e.dropout >= 0 && e.dropout < 1)) return bad("dropout must be in [0, 1)");
+  if (e.batch < 1) return bad("batch must be >= 1");
+  if (!(e.epoch_fraction > 0 && e.epoch_fraction <= 1)) return bad("epoch_fraction must be in (0, 1]");
+  return e;
+}
+
+}  // namespace fgl::nn
