@@ -63,13 +63,18 @@ absl::Status LocalModel::Train(int epochs, uint64_t seed, const Hooks& hooks) {
   return absl::OkStatus();
 }
 
+std::vector<int64_t> MaskedNodes(const torch::Tensor& mask) {
+  const torch::Tensor m = mask.to(torch::kCPU).contiguous();
+  const bool* in = m.data_ptr<bool>();
+  std::vector<int64_t> out;
+  for (int64_t v = 0; v < m.numel(); ++v)
+    if (in[v]) out.push_back(v);
+  return out;
+}
+
 absl::Status LocalModel::TrainMiniBatches(int epochs, uint64_t seed, const Hooks& hooks) {
   const nn::GnnModel::MiniBatching mb = *model_->mini_batching();
-  const torch::Tensor pool_mask = data_->split.train.to(torch::kCPU);
-  std::vector<int64_t> pool;
-  const bool* in_pool = pool_mask.data_ptr<bool>();
-  for (int64_t v = 0; v < pool_mask.numel(); ++v)
-    if (in_pool[v]) pool.push_back(v);
+  std::vector<int64_t> pool = MaskedNodes(data_->split.train);
   const int64_t per_epoch = std::min<int64_t>(
       static_cast<int64_t>(mb.epoch_fraction * static_cast<double>(data_->data.num_nodes())), pool.size());
   if (per_epoch <= 0) return absl::OkStatus();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "fl/algorithm.h"
@@ -16,6 +17,9 @@
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::fl {
+
+// Ids of the nodes where `mask` (bool [N]) is true, ascending: a client's training pool.
+std::vector<int64_t> MaskedNodes(const torch::Tensor& mask);
 
 class LocalModel {
  public:

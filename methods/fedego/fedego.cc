@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "fl/aggregate/weighted_mean.h"
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/optimizer_state.h"
@@ -197,11 +198,7 @@ class FedEgoClient final : public fl::ClientAlgorithm {
     ego_->eval();
     const torch::Tensor r = ego_->Reduce(*data_->features);
     ego_->train();
-    const torch::Tensor pool_mask = data_->split.train.to(torch::kCPU).contiguous();
-    const bool* in_pool = pool_mask.data_ptr<bool>();
-    std::vector<int64_t> pool;
-    for (int64_t v = 0; v < pool_mask.numel(); ++v)
-      if (in_pool[v]) pool.push_back(v);
+    std::vector<int64_t> pool = fl::MaskedNodes(data_->split.train);
     if (options_.reshuffle_chunks) {
       graph::Rng order(round.seed, "fedego/chunks");
       order.Shuffle(pool);
@@ -235,10 +232,7 @@ class FedEgoServer final : public fl::ServerAlgorithm {
     if (m.header().type() != kInit) return absl::InvalidArgumentError(absl::StrCat("expected a '", kInit, "' message"));
     return AddTheta(m);
   }
-  absl::Status FinishPreparation() override {
-    AverageTheta();
-    return absl::OkStatus();
-  }
+  absl::Status FinishPreparation() override { return AverageTheta(); }
 
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
     fl::NamedTensors out = theta_;
@@ -278,7 +272,7 @@ class FedEgoServer final : public fl::ServerAlgorithm {
   }
 
   absl::Status FinishRound(const fl::RoundInfo& round) override {
-    AverageTheta();
+    FGL_RETURN_IF_ERROR(AverageTheta());
     if (!embeddings_.empty()) {
       const torch::Tensor x = torch::cat(embeddings_).to(config_.device);
       const torch::Tensor y = torch::cat(labels_).to(config_.device);
@@ -327,7 +321,7 @@ class FedEgoServer final : public fl::ServerAlgorithm {
         phi_->parameters(), torch::optim::AdamOptions(config.lr).weight_decay(config.weight_decay));
   }
 
-  // One client's Θ_i into the running sum (Eq. 11, uniform weights).
+  // One client's Θ_i into the round's mean (Eq. 11, uniform weights).
   absl::Status AddTheta(const fl::proto::Message& m) {
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(m));
     const fl::NamedTensors like = {
@@ -335,20 +329,14 @@ class FedEgoServer final : public fl::ServerAlgorithm {
         {"reduction.bias", torch::zeros({phi_->options().hidden})}};
     FGL_ASSIGN_OR_RETURN(fl::NamedTensors theta,
                          fl::MatchTensors(tensors, like, absl::StrCat("client ", m.header().sender())));
-    if (theta_sum_.empty()) {
-      for (auto& [name, t] : theta) theta_sum_.emplace_back(name, t.to(torch::kFloat64));
-    } else {
-      for (size_t i = 0; i < theta.size(); ++i) theta_sum_[i].second += theta[i].second.to(torch::kFloat64);
-    }
-    ++theta_count_;
-    return absl::OkStatus();
+    return theta_mean_->Accumulate(std::map<std::string, torch::Tensor>(theta.begin(), theta.end()), 1.0);
   }
-  void AverageTheta() {
-    if (theta_count_ == 0) return;
-    theta_.clear();
-    for (auto& [name, t] : theta_sum_) theta_.emplace_back(name, (t / theta_count_).to(torch::kFloat32));
-    theta_sum_.clear();
-    theta_count_ = 0;
+  absl::Status AverageTheta() {
+    if (!theta_mean_->CanReport()) return absl::OkStatus();
+    FGL_ASSIGN_OR_RETURN(auto mean, std::move(*theta_mean_).Report());
+    theta_mean_ = std::make_unique<fl::WeightedMean>();
+    theta_ = {{"reduction.weight", mean.at("reduction.weight")}, {"reduction.bias", mean.at("reduction.bias")}};
+    return absl::OkStatus();
   }
 
   // Step 4: E_s epochs, each on a random fraction of the mashed ego-graphs in batches, soft-label
@@ -387,8 +375,8 @@ class FedEgoServer final : public fl::ServerAlgorithm {
   Options options_;
   std::shared_ptr<nn::EgoSage> phi_;
   std::unique_ptr<torch::optim::Adam> adam_;
-  fl::NamedTensors theta_, theta_sum_;  // Θ_g; the round's running sum (float64)
-  int theta_count_ = 0;
+  fl::NamedTensors theta_;  // Θ_g
+  std::unique_ptr<fl::WeightedMean> theta_mean_ = std::make_unique<fl::WeightedMean>();
   std::vector<torch::Tensor> embeddings_, labels_;  // this round's mashed ego-graphs
   torch::Tensor p_global_;
   bool trained_ = false;  // Φ_g has been trained at least once (then it is broadcast)
