@@ -133,7 +133,15 @@ torch::Tensor LocalModel::Predict() { return PredictOn(*data_); }
 torch::Tensor LocalModel::PredictOn(const ClientData& graph) {
   torch::NoGradGuard no_grad;
   model_->train(config_.dropout_at_eval);
-  torch::Tensor logits = model_->forward(*graph.features, *graph.view).logits;
+  torch::Tensor logits;
+  if (model_->mini_batching()) {
+    // Scoring a centre costs a whole tree: only the nodes evaluation reads.
+    const torch::Tensor scored = (graph.split.val | graph.split.test).nonzero().flatten();
+    const torch::Tensor some = model_->forward_centres(*graph.features, *graph.view, scored).logits;
+    logits = torch::zeros({graph.data.num_nodes(), some.size(1)}, some.options()).index_copy_(0, scored, some);
+  } else {
+    logits = model_->forward(*graph.features, *graph.view).logits;
+  }
   model_->eval();
   return logits;
 }

@@ -61,7 +61,9 @@ class LocalModel {
   // The training loss of the last epoch Train() or Step() ran (NaN before any).
   double last_loss() const { return last_loss_; }
 
-  // Logits on all local nodes; eval mode unless dropout_at_eval (then dropout stays on).
+  // Logits on all local nodes; eval mode unless dropout_at_eval (then dropout stays on). A
+  // mini-batching model (one sampled tree per centre) scores only the val and test nodes, the
+  // rows evaluation reads; its other rows are zero.
   torch::Tensor Predict();
   // The same on another graph's nodes (a shared global test graph).
   torch::Tensor PredictOn(const ClientData& graph);

@@ -167,6 +167,37 @@ NodeFeatures NodeFeatures::MaskColumns(const torch::Tensor& keep) const {
   return out;
 }
 
+NodeFeatures NodeFeatures::Rows(const torch::Tensor& index) const {
+  TORCH_CHECK(index.dim() == 1 && index.scalar_type() == torch::kInt64, "NodeFeatures::Rows: index must be int64 [k]");
+  if (!sparse_ || (dense_.defined() && dense_.requires_grad())) return NodeFeatures(dense_.index_select(0, index.to(dense_.device())));
+  const torch::Tensor ids = index.to(torch::kCPU).contiguous();
+  const torch::Tensor ptr = sparse_->pattern.row_ptr().to(torch::kCPU).contiguous();
+  const int64_t* id = ids.data_ptr<int64_t>();
+  const int64_t* p = ptr.data_ptr<int64_t>();
+  const int64_t k = ids.numel();
+  torch::Tensor row_ptr = torch::empty({k + 1}, torch::kInt64);
+  int64_t* out_ptr = row_ptr.data_ptr<int64_t>();
+  out_ptr[0] = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    TORCH_CHECK(id[i] >= 0 && id[i] < num_nodes_, "NodeFeatures::Rows: row ", id[i], " of ", num_nodes_);
+    out_ptr[i + 1] = out_ptr[i] + p[id[i] + 1] - p[id[i]];
+  }
+  // Entry positions of the chosen rows, in order: one gather for columns and values.
+  torch::Tensor entries = torch::empty({out_ptr[k]}, torch::kInt64);
+  int64_t* e = entries.data_ptr<int64_t>();
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = p[id[i]]; j < p[id[i] + 1]; ++j) *e++ = j;
+  const torch::Device device = sparse_->values.device();
+  entries = entries.to(device);
+  auto pattern = CsrPattern::Create(k, width_, row_ptr.to(device), sparse_->pattern.col().index_select(0, entries));
+  CHECK(pattern.ok()) << pattern.status();  // built from a valid pattern
+  NodeFeatures out;
+  out.num_nodes_ = k;
+  out.width_ = width_;
+  out.sparse_ = std::make_shared<const Sparse>(Sparse{*std::move(pattern), sparse_->values.index_select(0, entries)});
+  return out;
+}
+
 torch::Tensor NodeFeatures::MatMul(const torch::Tensor& weight) const {
   if (sparse_ && (!dense_.defined() || !dense_.requires_grad())) return Spmm(sparse_->pattern, sparse_->values, weight);
   return torch::matmul(dense_, weight);

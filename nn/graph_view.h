@@ -65,6 +65,9 @@ class NodeFeatures {
   // Zeroes the columns where `keep` (float [width], 0 or 1) is 0: a feature-masking augmentation.
   // Sparse features stay sparse (only the CSR copy is kept, as after Dropout).
   NodeFeatures MaskColumns(const torch::Tensor& keep) const;
+  // The rows `index` (int64 [k], in [0, num_nodes)), in that order. Sparse features stay sparse
+  // (only the CSR copy is kept, unless the dense matrix requires grad).
+  NodeFeatures Rows(const torch::Tensor& index) const;
 
  private:
   struct Sparse {

@@ -11,6 +11,7 @@
 #include "methods/fedego/fedego.pb.h"
 #include "methods/fedego/mixup.h"
 #include "nn/models/ego_sage.h"
+#include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_matchers.h"
 
 namespace fgl::methods::fedego {
@@ -63,6 +64,53 @@ TEST(EgoTreeTest, ResampledChildrenComeFromTheSourcesChildren) {
     }
   }
   EXPECT_TRUE(repeated);  // with replacement
+}
+
+// Θ applied only to the nodes the sampled trees touch (sparse rows) gives the centres' outputs
+// and Θ's gradient that Θ on every node (dense) gives.
+TEST(EgoSageTest, ReducingTouchedNodesMatchesReducingEveryNode) {
+  const auto data = fl::testing::CsbmClient(120, 30, 3, 5);
+  const torch::Tensor dense = torch::relu(data->data.features - 1.0);
+  const nn::NodeFeatures sparse = nn::NodeFeatures::WithSparseCopy(dense, 0.5);
+  ASSERT_TRUE(sparse.has_sparse());
+  nn::EgoSageOptions o;
+  o.hidden = 16;
+  o.fanout = 3;
+  o.dropout = 0;
+  torch::manual_seed(1);
+  nn::EgoSage model(o, 30, 3);
+  auto theta_grad = [&] {
+    for (const auto& p : model.named_parameters())
+      if (p.key() == "reduction.weight") return p.value().grad().clone();
+    return torch::Tensor();
+  };
+  std::vector<int64_t> centres = {5, 17, 17, 99};
+  torch::Tensor got;
+  {
+    nn::DropoutSeedScope scope(7);
+    got = model.forward_centres(sparse, *data->view, torch::tensor(centres, torch::kInt64)).logits;
+  }
+  got.sum().backward();
+  const torch::Tensor got_grad = theta_grad();
+  model.zero_grad();
+  uint64_t tree_seed;
+  {
+    nn::DropoutSeedScope scope(7);
+    tree_seed = nn::NextStochasticSeed();
+  }
+  graph::Rng rng(tree_seed);
+  const torch::Tensor trees = graph::SampleEgoTrees(data->data.graph, centres, 2, 3, rng);
+  const torch::Tensor valid = trees >= 0;
+  const torch::Tensor r = model.Reduce(nn::NodeFeatures(dense));
+  const torch::Tensor want = model.Personalise(r.index_select(0, trees.clamp_min(0).flatten())
+                                                       .reshape({4, model.tree_size(), 16}) *
+                                                   valid.unsqueeze(-1).to(torch::kFloat32),
+                                               valid)
+                                 .logits;
+  want.sum().backward();
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(got_grad, theta_grad(), 1e-5, 1e-5));
+  EXPECT_GT(got_grad.abs().sum().item<double>(), 0);
 }
 
 // Theorem 4.1: with linear SAGE layers the centre's output is the same under any alignment that

@@ -167,6 +167,21 @@ TEST(NodeFeaturesTest, MaskedColumnsMultiplyLikeMaskedDense) {
   EXPECT_THROW(NodeFeatures(x).MaskColumns(torch::ones({39})), c10::Error);
 }
 
+TEST(NodeFeaturesTest, RowsGathersSparseAndDenseAlike) {
+  torch::manual_seed(3);
+  torch::Tensor x = torch::rand({30, 40}) * (torch::rand({30, 40}) < 0.05).to(torch::kFloat32);
+  torch::Tensor w = torch::randn({40, 6});
+  torch::Tensor rows = torch::tensor({7, 2, 2, 29, 0}, torch::kInt64);
+  torch::Tensor expected = torch::matmul(x.index_select(0, rows), w);
+  NodeFeatures sparse = NodeFeatures::WithSparseCopy(x).Rows(rows);
+  EXPECT_TRUE(sparse.has_sparse());
+  EXPECT_EQ(sparse.num_nodes(), 5);
+  EXPECT_TRUE(torch::allclose(sparse.MatMul(w), expected, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(NodeFeatures(x).Rows(rows).MatMul(w), expected, 1e-5, 1e-5));
+  EXPECT_EQ(NodeFeatures::WithSparseCopy(x).Rows(torch::empty({0}, torch::kInt64)).num_nodes(), 0);
+  EXPECT_THROW(NodeFeatures::WithSparseCopy(x).Rows(torch::tensor({30}, torch::kInt64)), c10::Error);
+}
+
 TEST(GraphViewTest, RejectsEmptyGraphAndMismatchedInput) {
   EXPECT_FALSE(GraphView::Create(graph::CsrGraph::Empty(0)).ok());
   GCNConv conv(GCNConvOptions(2, 2));

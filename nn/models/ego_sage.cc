@@ -1,6 +1,7 @@
 #include "nn/models/ego_sage.h"
 
 #include <cmath>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -98,11 +99,29 @@ ModelOutput EgoSage::forward_centres(const NodeFeatures& x, const GraphView& gra
   graph::Rng rng(NextStochasticSeed());
   const torch::Tensor trees = graph::SampleEgoTrees(
       graph.graph(), absl::MakeConstSpan(ids.data_ptr<int64_t>(), ids.numel()), o_.layers, o_.fanout, rng);
-  const torch::Tensor r = Dropout(Reduce(x), o_.dropout, is_training());
+  // Θ only on the nodes the trees touch, in ascending order (so its gradient sums the same terms
+  // in the same order as on every node); `position` maps each tree slot to its row.
+  const int64_t slots = trees.numel();
+  const int64_t* t = trees.data_ptr<int64_t>();
+  std::vector<int64_t> row(graph.num_nodes(), -1), touched;
+  for (int64_t i = 0; i < slots; ++i)
+    if (t[i] >= 0) row[t[i]] = 0;
+  for (int64_t v = 0; v < graph.num_nodes(); ++v)
+    if (row[v] == 0) {
+      row[v] = static_cast<int64_t>(touched.size());
+      touched.push_back(v);
+    }
+  torch::Tensor position = torch::empty({slots}, torch::kInt64);
+  int64_t* pos = position.data_ptr<int64_t>();
+  for (int64_t i = 0; i < slots; ++i) pos[i] = t[i] >= 0 ? row[t[i]] : 0;
+  const torch::Tensor r =
+      Reduce(x.Rows(torch::from_blob(touched.data(), {static_cast<int64_t>(touched.size())}, torch::kInt64)));
   const torch::Tensor valid = (trees >= 0).to(r.device());
-  const torch::Tensor flat = trees.clamp_min(0).reshape({-1}).to(r.device());
+  // Dropout per tree slot, as the code drops out each ego-graph row after Θ.
   const torch::Tensor embeddings =
-      r.index_select(0, flat).reshape({ids.numel(), tree_size_, o_.hidden}) * valid.unsqueeze(-1).to(r.scalar_type());
+      Dropout(r.index_select(0, position.to(r.device())).reshape({ids.numel(), tree_size_, o_.hidden}), o_.dropout,
+              is_training()) *
+      valid.unsqueeze(-1).to(r.scalar_type());
   return Personalise(embeddings, valid);
 }
 
