@@ -42,7 +42,7 @@ const std::set<std::string>& PlannedMethods() {
   static const auto* planned = new std::set<std::string>{
       "fedtad_r_eq", "fedproto", "lg_fedavg",
       "fedgh", "fml", "fedkd", "fedmd",
-      "graphfl", "fedgcn", "d_fedgnn", "nfedgnn",
+      "graphfl", "fedgcn", "nfedgnn",
       "cnfgnn", "fedper", "ditto", "fedrep", "fedbn", "apfl", "fedamp", "pfedme", "fedgta_plus",
       "fedtad_plugin", "fedstar", "fedlit", "feddep", "fedegonl", "fedamp_gnn", "fedsage_plus_fedtad",
       "gcfl_plus_fedtad", "fedpub_fedtad", "fedgta_fedtad", "fedtgp",

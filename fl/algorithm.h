@@ -48,6 +48,7 @@ struct MethodConfig {
   int64_t num_classes = 0;
   int local_epochs = 3;
   int rounds = 0;  // of the run (a method with stages checks that it has enough)
+  int num_clients = 0;  // of the federation (a ring topology needs it)
   double lr = 0.01;
   double weight_decay = 5e-4;
   bool dropout_at_eval = false;  // FedTAD's official code evaluates with dropout on

@@ -16,7 +16,8 @@ namespace fgl::fl {
 struct EvalProtocol {
   // global: the server's model; local: each client's own; personalized: each client's own model
   // once it has taken the server's latest message (FedEgo's mixing of Φ_g into Φ_i): the client's
-  // Predict receives that message, as for global, and applies it its own way.
+  // Predict receives that message, as for global, and applies it its own way. A server that
+  // sends each client its own message (D-FedGNN's ring average) has each client score its own.
   enum class Model { kGlobal, kLocal, kPersonalized };
   enum class Round { kBestVal, kLast, kBestTest };
   Model model = Model::kGlobal;  // global: clients score the server's model; local: their own

@@ -31,6 +31,7 @@ struct PendingEval {
   Clock::time_point start;
   std::vector<EvalCounts> counts;  // of the clients scored so far
   std::vector<int64_t> sizes;
+  std::vector<SharedMessage> personal;  // per client instead of `global`, from a personalised server
 };
 
 RoundRecord EmptyRecord(int round, int num_clients) {
@@ -61,14 +62,11 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
   const Clock::time_point train_start = Clock::now();
   const int n = channel.num_clients();
   const EvalProtocol eval = o.eval();
-  // Personalised evaluation also ships the server's latest message: each client applies it to its
-  // own model its own way before scoring.
+  // Personalised evaluation also ships the server's latest message (each client's own, from a
+  // personalised server): each client applies it to its own model its own way before scoring.
   const bool global_eval =
       eval.model == EvalProtocol::Model::kGlobal || eval.model == EvalProtocol::Model::kPersonalized;
-  if (eval.model == EvalProtocol::Model::kPersonalized && server.PersonalisedBroadcast()) {
-    return absl::FailedPreconditionError(
-        "eval.model 'personalized' needs one broadcast for every client; this method sends each its own");
-  }
+  const bool personal_eval = eval.model == EvalProtocol::Model::kPersonalized && server.PersonalisedBroadcast();
   FederationResult result;
   std::vector<int64_t> sizes(n, 0);  // learnt from the evaluations
   std::optional<PendingEval> pending;
@@ -85,7 +83,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     }
     if (ckpt.round() < 1 || ckpt.round() > o.spec.rounds() || !ckpt.has_pending_eval() ||
         ckpt.records_size() != ckpt.round() - 1 || ckpt.pending_record().round() != ckpt.round() ||
-        ckpt.has_pending_global() != global_eval) {
+        ckpt.has_pending_global() != (global_eval && !personal_eval)) {
       return absl::DataLossError(absl::StrCat(ckpt_path, ": inconsistent checkpoint"));
     }
     FGL_RETURN_IF_ERROR(server.RestoreState(ckpt.server()));
@@ -104,8 +102,16 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       full.bytes_down = rec.bytes_down;
       return full;
     }();
-    pending = PendingEval{std::move(rec), global_eval ? SharedMessage::Of(ckpt.pending_global()) : SharedMessage(),
+    pending = PendingEval{std::move(rec),
+                          global_eval && !personal_eval ? SharedMessage::Of(ckpt.pending_global()) : SharedMessage(),
                           Clock::now()};
+    if (personal_eval) {
+      if (ckpt.pending_personal_size() != n) {
+        return absl::DataLossError(absl::StrCat(ckpt_path, ": ", ckpt.pending_personal_size(),
+                                                " personal evaluation messages for ", n, " clients"));
+      }
+      for (const proto::Message& m : ckpt.pending_personal()) pending->personal.push_back(SharedMessage::Of(m));
+    }
     first_round = ckpt.round() + 1;
     LOG(INFO) << "resumed from " << ckpt_path << " after round " << ckpt.round();
   }
@@ -137,7 +143,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     for (int k : channel.Reachable()) {
       ClientTask& t = tasks[k];  // a client with no training this round gets an evaluation only
       t.eval_round = pending->rec.round;
-      t.eval_model = pending->global;
+      t.eval_model = pending->personal.empty() ? pending->global : pending->personal[k];
     }
   };
   // One client's score of the pending round.
@@ -250,11 +256,18 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     FGL_RETURN_IF_ERROR(finish_evaluation());
     FGL_RETURN_IF_ERROR(server.FinishRound(info));
     SharedMessage global;
-    if (global_eval) {
+    std::vector<SharedMessage> personal;
+    if (personal_eval) {
+      for (int k = 0; k < n; ++k) {
+        FGL_ASSIGN_OR_RETURN(proto::Message m, server.BroadcastTo(k, info));
+        personal.push_back(SharedMessage::Of(std::move(m)));
+      }
+    } else if (global_eval) {
       FGL_ASSIGN_OR_RETURN(proto::Message m, server.Broadcast(info));
       global = SharedMessage::Of(std::move(m));
     }
     pending = PendingEval{std::move(rec), std::move(global), round_start};
+    pending->personal = std::move(personal);
     if (!ckpt_path.empty() && o.checkpoint_every > 0 && r % o.checkpoint_every == 0) {
       proto::Checkpoint ckpt;
       ckpt.set_version(kCheckpointVersion);
@@ -264,6 +277,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       ckpt.set_has_pending_eval(true);
       *ckpt.mutable_pending_record() = RoundRecordToProto(pending->rec, /*with_clients=*/true);
       if (pending->global.message) *ckpt.mutable_pending_global() = *pending->global.message;
+      for (const SharedMessage& m : pending->personal) *ckpt.add_pending_personal() = *m.message;
       FGL_ASSIGN_OR_RETURN(*ckpt.mutable_server(), server.SaveState());
       FGL_RETURN_IF_ERROR(channel.SaveClients(ckpt));
       FGL_RETURN_IF_ERROR(WriteFileAtomically(ckpt_path, ckpt));

@@ -175,6 +175,7 @@ absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int6
   config.num_classes = num_classes;
   config.local_epochs = o.spec.local_epochs();
   config.rounds = o.spec.rounds();
+  config.num_clients = o.spec.clients();
   config.lr = o.spec.lr();
   config.weight_decay = o.spec.weight_decay();
   config.dropout_at_eval = o.eval().dropout_at_eval;

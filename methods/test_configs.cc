@@ -103,6 +103,8 @@ fl::FederationOptions SmallRun(const TestConfig& config, int rounds) {
     o.spec.set_model("ego_sage:hidden=16,fanout=3,dropout=0.5,batch=16");
     o.spec.mutable_eval()->set_model("personalized");
   }
+  // D-FedGNN has no global model: each client is scored on its ring average.
+  if (config.method == "d_fedgnn") o.spec.mutable_eval()->set_model("personalized");
   // Node-level methods: one user per node, all of them every round, one step per round.
   absl::StatusOr<fl::MethodFactories> factories = fl::FindMethod(config.method);
   if (factories.ok() && factories->federation) {

@@ -1,0 +1,155 @@
+// D-FedGNN (Pei et al. 2021), as FedEgo's baselines run it (seeds_fedego.md §9.5): decentralised
+// training on a ring of N clients. Each round, every client
+//   1. loads its ring average w_i <- (w_{i-1} + w_i + w_{i+1}) / 3 (indices mod N),
+//   2. runs E local epochs of Adam on its training nodes,
+//   3. passes its weights to its two ring neighbours.
+// No global model exists: the server only stands in for the peer-to-peer links. Evaluation
+// 'personalized' scores each client's ring average, as the code evaluates after the averaging.
+#include <map>
+#include <set>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "fl/aggregate/weighted_mean.h"
+#include "fl/local_model.h"
+#include "fl/model_average_server.h"
+#include "fl/registry.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::methods::d_fedgnn {
+namespace {
+
+constexpr char kType[] = "d_fedgnn.weights";
+
+class DFedGnnClient final : public fl::ModelClient {
+ public:
+  using ModelClient::ModelClient;
+
+  absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& ring_average,
+                                           const fl::RoundInfo& round) override {
+    FGL_RETURN_IF_ERROR(fl::LoadTensors(ring_average, model_->SharedParameters()));
+    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
+    fl::proto::Message reply =
+        fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
+    fl::AddTrainLoss(model_->last_loss(), &reply);
+    return reply;
+  }
+};
+
+class DFedGnnServer final : public fl::ServerAlgorithm {
+ public:
+  static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Make(const fl::MethodConfig& config) {
+    // The initialisation every client starts from (FedAvg's), and the names and shapes replies must have.
+    if (config.num_clients < 1) return absl::InvalidArgumentError("d_fedgnn: the ring needs at least one client");
+    FGL_ASSIGN_OR_RETURN(auto init, fl::ModelAverageServer::Create(config, kType));
+    std::map<std::string, torch::Tensor> start;
+    for (const auto& [name, t] : init->GlobalParameters()) start[name] = t.detach().clone();
+    return std::unique_ptr<fl::ServerAlgorithm>(new DFedGnnServer(config.num_clients, std::move(start)));
+  }
+
+  bool PersonalisedBroadcast() const override { return true; }
+  absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
+    if (client < 0 || client >= n_) return absl::InvalidArgumentError(absl::StrCat("no client ", client));
+    return fl::ServerMessage(Named(ring_[client]), round, kType);
+  }
+  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo&) override {
+    return absl::FailedPreconditionError(
+        "d_fedgnn has no global model: evaluate with eval.model 'personalized' (each client's ring average) or 'local'");
+  }
+
+  absl::Status Accumulate(const fl::proto::Message& reply) override {
+    const int k = reply.header().sender();
+    if (reply.header().type() != kType) {
+      return absl::InvalidArgumentError(absl::StrCat("expected a '", kType, "' reply, got '", reply.header().type(), "'"));
+    }
+    if (k < 0 || k >= n_) return absl::InvalidArgumentError(absl::StrCat("reply from unknown client ", k));
+    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
+    FGL_RETURN_IF_ERROR(CheckLike(tensors, absl::StrCat("reply from client ", k)));
+    latest_[k] = std::move(tensors);
+    return absl::OkStatus();
+  }
+
+  // Each client's ring average over the latest weights of itself and its neighbours (a client
+  // that has sent nothing yet is left out; with nobody to average the ring average is kept).
+  absl::Status FinishRound(const fl::RoundInfo&) override {
+    std::vector<std::map<std::string, torch::Tensor>> next = ring_;
+    for (int k = 0; k < n_; ++k) {
+      fl::WeightedMean mean;
+      for (int j : std::set<int>{(k + n_ - 1) % n_, k, (k + 1) % n_}) {
+        auto it = latest_.find(j);
+        if (it != latest_.end()) FGL_RETURN_IF_ERROR(mean.Accumulate(it->second, 1.0));
+      }
+      if (mean.CanReport()) {
+        FGL_ASSIGN_OR_RETURN(next[k], std::move(mean).Report());
+      }
+    }
+    ring_ = std::move(next);
+    return absl::OkStatus();
+  }
+
+  // "ring/<k>/<name>" and "latest/<k>/<name>".
+  absl::StatusOr<fl::proto::Message> SaveState() const override {
+    fl::NamedTensors all;
+    for (int k = 0; k < n_; ++k)
+      for (const auto& [name, t] : ring_[k]) all.emplace_back(absl::StrCat("ring/", k, "/", name), t);
+    for (const auto& [k, tensors] : latest_)
+      for (const auto& [name, t] : tensors) all.emplace_back(absl::StrCat("latest/", k, "/", name), t);
+    fl::proto::Message m;
+    m.mutable_header()->set_type("d_fedgnn.state");
+    fl::AddTensors(all, &m);
+    return m;
+  }
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    FGL_ASSIGN_OR_RETURN(auto all, fl::DecodeTensors(state));
+    std::vector<std::map<std::string, torch::Tensor>> ring(n_);
+    std::map<int, std::map<std::string, torch::Tensor>> latest;
+    for (auto& [key, t] : all) {
+      const size_t a = key.find('/'), b = key.find('/', a == std::string::npos ? 0 : a + 1);
+      int k = -1;
+      if (b == std::string::npos || !absl::SimpleAtoi(key.substr(a + 1, b - a - 1), &k) || k < 0 || k >= n_) {
+        return absl::InvalidArgumentError(absl::StrCat("d_fedgnn state: bad tensor name '", key, "'"));
+      }
+      const std::string kind = key.substr(0, a), name = key.substr(b + 1);
+      if (kind == "ring") ring[k][name] = t;
+      else if (kind == "latest") latest[k][name] = t;
+      else return absl::InvalidArgumentError(absl::StrCat("d_fedgnn state: bad tensor name '", key, "'"));
+    }
+    for (int k = 0; k < n_; ++k) FGL_RETURN_IF_ERROR(CheckLike(ring[k], absl::StrCat("state ring/", k)));
+    for (const auto& [k, tensors] : latest) FGL_RETURN_IF_ERROR(CheckLike(tensors, absl::StrCat("state latest/", k)));
+    ring_ = std::move(ring);
+    latest_ = std::move(latest);
+    return absl::OkStatus();
+  }
+
+ private:
+  DFedGnnServer(int n, std::map<std::string, torch::Tensor> start) : n_(n), start_(std::move(start)), ring_(n, start_) {}
+
+  static fl::NamedTensors Named(const std::map<std::string, torch::Tensor>& tensors) {
+    return fl::NamedTensors(tensors.begin(), tensors.end());
+  }
+  // The model's own tensors, with its shapes, and nothing else.
+  absl::Status CheckLike(const std::map<std::string, torch::Tensor>& tensors, const std::string& what) const {
+    if (tensors.size() != start_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " has ", tensors.size(), " tensors, expected ", start_.size()));
+    }
+    for (const auto& [name, t] : start_) {
+      auto it = tensors.find(name);
+      if (it == tensors.end() || it->second.sizes() != t.sizes()) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": missing or misshapen tensor '", name, "'"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  int n_;
+  std::map<std::string, torch::Tensor> start_;
+  std::vector<std::map<std::string, torch::Tensor>> ring_;  // what client k loads next
+  std::map<int, std::map<std::string, torch::Tensor>> latest_;
+};
+
+}  // namespace
+
+FGL_REGISTER_METHOD("d_fedgnn", fl::ModelClient::Make<DFedGnnClient>, DFedGnnServer::Make);
+
+}  // namespace fgl::methods::d_fedgnn
