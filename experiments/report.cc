@@ -200,6 +200,7 @@ std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, 
   auto amount = [](double v) { return v < 1e4 ? absl::StrFormat("%.2f", v) : absl::StrFormat("%.3e", v); };
   const std::string published = !paper.present() ? "–"
                                 : mib            ? amount(paper.mean())
+                                : paper.std() == 0 ? absl::StrFormat("%.*f", decimals, paper.mean())  // no ± printed
                                                  : absl::StrFormat("%.*f ± %.*f", decimals, paper.mean(), decimals, paper.std());
   switch (r.state) {
     case CellResult::State::kNotImplemented:
@@ -385,10 +386,10 @@ std::string SpreadSection(const proto::Table& t,
 
 std::string ProtocolCard(const proto::Experiment& e) {
   return absl::StrFormat(
-      "%s model, %s-weighted, %s round; dropout at evaluation %s; %s; split %s; %s, partition seed %d; "
+      "%s model, %s, %s round; dropout at evaluation %s; %s; split %s; %s, partition seed %d; "
       "%d rounds × %d local epochs; lr %g, weight decay %g; client fraction %g",
-      e.eval().model(), e.eval().weighting(), e.eval().round(), e.eval().dropout_at_eval() ? "on" : "off",
-      e.model(),
+      e.eval().model(), e.eval().weighting() == "unweighted" ? "unweighted" : e.eval().weighting() + "-weighted",
+      e.eval().round(), e.eval().dropout_at_eval() ? "on" : "off", e.model(),
       // A reference partition brings its clients' own splits; the split rule is not used.
       absl::StartsWith(e.partitioner(), "reference:") ? "the partition's own" : e.split(), e.partitioner(),
       e.partition_seed(), e.rounds(), e.local_epochs(), e.lr(), e.weight_decay(), e.client_fraction());
