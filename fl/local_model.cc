@@ -49,6 +49,7 @@ absl::Status LocalModel::Train(int epochs, uint64_t seed, const Hooks& hooks) {
     optimizer_->zero_grad();
     const nn::ModelOutput out = model_->forward(*data_->features, *data_->view);
     torch::Tensor loss = nn::MaskedCrossEntropy(out.logits, data_->labels, data_->split.train);
+    if (hooks.on_task_loss) hooks.on_task_loss(loss.item<double>());
     if (hooks.extra_loss) loss = loss + hooks.extra_loss(out);
     const double value = loss.item<double>();
     last_loss_ = value;
@@ -91,6 +92,7 @@ absl::Status LocalModel::TrainMiniBatches(int epochs, uint64_t seed, const Hooks
       optimizer_->zero_grad();
       const nn::ModelOutput out = model_->forward_centres(*data_->features, *data_->view, centres);
       torch::Tensor loss = torch::nn::functional::cross_entropy(out.logits, data_->labels.index_select(0, centres));
+      if (hooks.on_task_loss) hooks.on_task_loss(loss.item<double>());
       if (hooks.extra_loss) loss = loss + hooks.extra_loss(out);
       const double value = loss.item<double>();
       if (!std::isfinite(value)) {

@@ -39,6 +39,8 @@ class LocalModel {
     // A term added to the cross-entropy, given this epoch's forward pass (FedProx's proximal
     // term, MOON's contrastive term).
     std::function<torch::Tensor(const nn::ModelOutput&)> extra_loss;
+    // Sees each step's cross-entropy before extra_loss (FedEgo's adaptive FedProx weight).
+    std::function<void(double)> on_task_loss;
     // Runs after backward, before the optimiser step: gradient corrections (SCAFFOLD, FedDC).
     std::function<void()> after_backward;
   };
