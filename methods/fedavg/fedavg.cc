@@ -2,17 +2,19 @@
 //   1. loads the global weights w from the server's message,
 //   2. runs E local epochs of Adam on its training nodes,
 //   3. replies with its weights and its node count n_k.
-// The server sets w = sum_k n_k w_k / sum_k n_k (fl::ModelAverageServer). The global model is
-// scored on every client.
+// The server sets w = sum_k n_k w_k / sum_k n_k (fl::ModelAverageServer), or the plain mean
+// with weighting UNIFORM (FedEgo's baseline code). The global model is scored on every client.
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "methods/fedavg/fedavg.pb.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::fedavg {
 namespace {
 
 constexpr char kType[] = "fedavg.weights";
+constexpr char kUniform[] = "uniform_weight";  // the reply scalar a UNIFORM server weights by
 
 class FedAvgClient final : public fl::ModelClient {
  public:
@@ -25,13 +27,21 @@ class FedAvgClient final : public fl::ModelClient {
     fl::proto::Message reply =
         fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
     fl::AddTrainLoss(model_->last_loss(), &reply);
+    FGL_ASSIGN_OR_RETURN(const FedAvgParams p, fl::MethodParams<FedAvgParams>(config_));
+    if (p.weighting() == FedAvgParams::UNIFORM) (*reply.mutable_scalars())[kUniform] = 1;
     return reply;
   }
 };
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedavg", fl::ModelClient::Make<FedAvgClient>,
-                    [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); });
+absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
+  FGL_ASSIGN_OR_RETURN(const FedAvgParams p, fl::MethodParams<FedAvgParams>(config));
+  return fl::MakeModelAverageServer(config, kType, {p.weighting() == FedAvgParams::UNIFORM ? kUniform : "num_nodes"});
+}
+
+absl::Status Validate(const FedAvgParams&) { return absl::OkStatus(); }
+
+FGL_REGISTER_METHOD("fedavg", fl::ModelClient::Make<FedAvgClient>, MakeServer, {fl::TypedParams(&Validate)});
 
 }  // namespace fgl::methods::fedavg
