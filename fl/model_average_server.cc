@@ -45,6 +45,14 @@ absl::StatusOr<proto::Message> ModelAverageServer::Broadcast(const RoundInfo& ro
   return ServerMessage(GlobalParameters(), round, type_);
 }
 
+std::string WeightScalar(proto::ClientWeighting weighting) {
+  return weighting == proto::UNIFORM ? "uniform_weight" : "num_nodes";
+}
+
+void AddWeight(proto::ClientWeighting weighting, proto::Message* reply) {
+  if (weighting == proto::UNIFORM) (*reply->mutable_scalars())["uniform_weight"] = 1;
+}
+
 proto::Message ServerMessage(const NamedTensors& tensors, const RoundInfo& round, const std::string& type) {
   proto::Message m;
   m.mutable_header()->set_round(round.round);

@@ -9,6 +9,7 @@
 
 #include "fl/aggregate/weighted_mean.h"
 #include "fl/algorithm.h"
+#include "fl/proto/client_weighting.pb.h"
 #include "fl/tensor_codec.h"
 #include "nn/models/gnn_model.h"
 
@@ -72,6 +73,11 @@ class ModelAndMeanServer : public ServerAlgorithm {
   NamedTensors side_;
   std::unique_ptr<WeightedMean> side_mean_ = std::make_unique<WeightedMean>();
 };
+
+// The reply scalar a server weights by under `weighting` ("num_nodes" or "uniform_weight"), and
+// what a client adds to its reply for it (nothing for NODE_COUNT: ModelReply carries num_nodes).
+std::string WeightScalar(proto::ClientWeighting weighting);
+void AddWeight(proto::ClientWeighting weighting, proto::Message* reply);
 
 // Create() as a ServerAlgorithm, for method registrations.
 absl::StatusOr<std::unique_ptr<ServerAlgorithm>> MakeModelAverageServer(

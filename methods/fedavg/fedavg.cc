@@ -14,7 +14,6 @@ namespace fgl::methods::fedavg {
 namespace {
 
 constexpr char kType[] = "fedavg.weights";
-constexpr char kUniform[] = "uniform_weight";  // the reply scalar a UNIFORM server weights by
 
 class FedAvgClient final : public fl::ModelClient {
  public:
@@ -28,7 +27,7 @@ class FedAvgClient final : public fl::ModelClient {
         fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
     fl::AddTrainLoss(model_->last_loss(), &reply);
     FGL_ASSIGN_OR_RETURN(const FedAvgParams p, fl::MethodParams<FedAvgParams>(config_));
-    if (p.weighting() == FedAvgParams::UNIFORM) (*reply.mutable_scalars())[kUniform] = 1;
+    fl::AddWeight(p.weighting(), &reply);
     return reply;
   }
 };
@@ -37,7 +36,7 @@ class FedAvgClient final : public fl::ModelClient {
 
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
   FGL_ASSIGN_OR_RETURN(const FedAvgParams p, fl::MethodParams<FedAvgParams>(config));
-  return fl::MakeModelAverageServer(config, kType, {p.weighting() == FedAvgParams::UNIFORM ? kUniform : "num_nodes"});
+  return fl::MakeModelAverageServer(config, kType, {fl::WeightScalar(p.weighting())});
 }
 
 absl::Status Validate(const FedAvgParams&) { return absl::OkStatus(); }

@@ -59,6 +59,7 @@ class FedProxClient final : public fl::ModelClient {
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
     fl::proto::Message reply = fl::ModelReply(params, data_->data.num_nodes(), data_->id, round, kType);
     fl::AddTrainLoss(model_->last_loss(), &reply);
+    fl::AddWeight(p.weighting(), &reply);
     return reply;
   }
 
@@ -84,7 +85,10 @@ class FedProxClient final : public fl::ModelClient {
 }  // namespace
 
 FGL_REGISTER_METHOD("fedprox", fl::ModelClient::Make<FedProxClient>,
-                    [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); },
+                    [](const fl::MethodConfig& config) -> absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> {
+                      FGL_ASSIGN_OR_RETURN(const FedProxParams p, fl::MethodParams<FedProxParams>(config));
+                      return fl::MakeModelAverageServer(config, kType, {fl::WeightScalar(p.weighting())});
+                    },
                     {fl::TypedParams(&Validate)});
 
 }  // namespace fgl::methods::fedprox
