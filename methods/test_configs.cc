@@ -36,6 +36,7 @@ std::vector<TestConfig> EveryConfig() {
   configs.push_back({"fedego", "mixup: false reduction_averaging: false"});
   configs.push_back({"fedavg", "weighting: UNIFORM"});
   configs.push_back({"fedprox", "mu: 1 proximal: NORM_PER_ELEMENT adaptive_mu: true weighting: UNIFORM"});
+  configs.push_back({"fedprox", "proximal_gradient: false"});
   configs.push_back({"fedtad", "reliability: NODE_COUNT reliability_noise: 0.1"});
   for (const char* base : {"fedprox", "gcfl_plus", "fedpub", "fedgta", "fedsage_plus"}) {
     configs.push_back({std::string(base) + "+fedtad", ""});

@@ -1,12 +1,12 @@
 // D-FedGNN (Pei et al. 2021), as FedEgo's baselines run it (seeds_fedego.md §9.5): decentralised
-// training on a ring of N clients. Each round, every client
-//   1. loads its ring average w_i <- (w_{i-1} + w_i + w_{i+1}) / 3 (indices mod N),
+// training on a ring of N clients, each from its own initialisation. Each round, every client
+//   1. loads its ring average w_i <- (w_{i-1} + w_i + w_{i+1}) / 3 (indices mod N; none before
+//      the first averaging),
 //   2. runs E local epochs of Adam on its training nodes,
 //   3. passes its weights to its two ring neighbours.
 // No global model exists: the server only stands in for the peer-to-peer links. Evaluation
 // 'personalized' scores each client's ring average, as the code evaluates after the averaging.
 #include <map>
-#include <set>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -15,6 +15,8 @@
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "fl/tensor_codec.h"
+#include "graph/random.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::d_fedgnn {
@@ -26,9 +28,18 @@ class DFedGnnClient final : public fl::ModelClient {
  public:
   using ModelClient::ModelClient;
 
+  // Each client initialises its own model, as the code's peers do.
+  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
+                                                                   const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config,
+                                                            graph::Rng::Derive(config.seed, absl::StrCat("client/", data->id))));
+    return std::unique_ptr<fl::ClientAlgorithm>(new DFedGnnClient(std::move(data), config, std::move(model)));
+  }
+
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& ring_average,
                                            const fl::RoundInfo& round) override {
-    FGL_RETURN_IF_ERROR(fl::LoadTensors(ring_average, model_->SharedParameters()));
+    // Round 1 carries no weights: every client trains from its own initialisation first.
+    if (ring_average.tensors_size() > 0) FGL_RETURN_IF_ERROR(fl::LoadTensors(ring_average, model_->SharedParameters()));
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
     fl::proto::Message reply =
         fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
@@ -40,18 +51,18 @@ class DFedGnnClient final : public fl::ModelClient {
 class DFedGnnServer final : public fl::ServerAlgorithm {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Make(const fl::MethodConfig& config) {
-    // The initialisation every client starts from (FedAvg's), and the names and shapes replies must have.
+    // A model of the clients' architecture: the names and shapes replies must have.
     if (config.num_clients < 1) return absl::InvalidArgumentError("d_fedgnn: the ring needs at least one client");
     FGL_ASSIGN_OR_RETURN(auto init, fl::ModelAverageServer::Create(config, kType));
-    std::map<std::string, torch::Tensor> start;
-    for (const auto& [name, t] : init->GlobalParameters()) start[name] = t.detach().clone();
-    return std::unique_ptr<fl::ServerAlgorithm>(new DFedGnnServer(config.num_clients, std::move(start)));
+    fl::NamedTensors like;
+    for (const auto& [name, t] : init->GlobalParameters()) like.emplace_back(name, t.detach().clone());
+    return std::unique_ptr<fl::ServerAlgorithm>(new DFedGnnServer(config.num_clients, std::move(like)));
   }
 
   bool PersonalisedBroadcast() const override { return true; }
   absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
     if (client < 0 || client >= n_) return absl::InvalidArgumentError(absl::StrCat("no client ", client));
-    return fl::ServerMessage(Named(ring_[client]), round, kType);
+    return fl::ServerMessage(Named(ring_[client]), round, kType);  // empty before the first averaging
   }
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo&) override {
     return absl::FailedPreconditionError(
@@ -66,17 +77,21 @@ class DFedGnnServer final : public fl::ServerAlgorithm {
     if (k < 0 || k >= n_) return absl::InvalidArgumentError(absl::StrCat("reply from unknown client ", k));
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
     FGL_RETURN_IF_ERROR(CheckLike(tensors, absl::StrCat("reply from client ", k)));
+    for (const auto& [name, t] : tensors) {
+      if (!fl::AllFinite(t)) return absl::InvalidArgumentError(absl::StrCat("reply from client ", k, ": '", name, "' is not finite"));
+    }
     latest_[k] = std::move(tensors);
     return absl::OkStatus();
   }
 
   // Each client's ring average over the latest weights of itself and its neighbours (a client
   // that has sent nothing yet is left out; with nobody to average the ring average is kept).
+  // Positions are not deduplicated, as the code: with N = 2 the other client counts twice.
   absl::Status FinishRound(const fl::RoundInfo&) override {
     std::vector<std::map<std::string, torch::Tensor>> next = ring_;
     for (int k = 0; k < n_; ++k) {
       fl::WeightedMean mean;
-      for (int j : std::set<int>{(k + n_ - 1) % n_, k, (k + 1) % n_}) {
+      for (int j : {(k + n_ - 1) % n_, k, (k + 1) % n_}) {
         auto it = latest_.find(j);
         if (it != latest_.end()) FGL_RETURN_IF_ERROR(mean.Accumulate(it->second, 1.0));
       }
@@ -115,7 +130,9 @@ class DFedGnnServer final : public fl::ServerAlgorithm {
       else if (kind == "latest") latest[k][name] = t;
       else return absl::InvalidArgumentError(absl::StrCat("d_fedgnn state: bad tensor name '", key, "'"));
     }
-    for (int k = 0; k < n_; ++k) FGL_RETURN_IF_ERROR(CheckLike(ring[k], absl::StrCat("state ring/", k)));
+    for (int k = 0; k < n_; ++k) {
+      if (!ring[k].empty()) FGL_RETURN_IF_ERROR(CheckLike(ring[k], absl::StrCat("state ring/", k)));
+    }
     for (const auto& [k, tensors] : latest) FGL_RETURN_IF_ERROR(CheckLike(tensors, absl::StrCat("state latest/", k)));
     ring_ = std::move(ring);
     latest_ = std::move(latest);
@@ -123,17 +140,19 @@ class DFedGnnServer final : public fl::ServerAlgorithm {
   }
 
  private:
-  DFedGnnServer(int n, std::map<std::string, torch::Tensor> start) : n_(n), start_(std::move(start)), ring_(n, start_) {}
+  DFedGnnServer(int n, fl::NamedTensors like) : n_(n), ring_(n) {
+    for (auto& [name, t] : like) like_[name] = std::move(t);
+  }
 
   static fl::NamedTensors Named(const std::map<std::string, torch::Tensor>& tensors) {
     return fl::NamedTensors(tensors.begin(), tensors.end());
   }
   // The model's own tensors, with its shapes, and nothing else.
   absl::Status CheckLike(const std::map<std::string, torch::Tensor>& tensors, const std::string& what) const {
-    if (tensors.size() != start_.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " has ", tensors.size(), " tensors, expected ", start_.size()));
+    if (tensors.size() != like_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " has ", tensors.size(), " tensors, expected ", like_.size()));
     }
-    for (const auto& [name, t] : start_) {
+    for (const auto& [name, t] : like_) {
       auto it = tensors.find(name);
       if (it == tensors.end() || it->second.sizes() != t.sizes()) {
         return absl::InvalidArgumentError(absl::StrCat(what, ": missing or misshapen tensor '", name, "'"));
@@ -143,13 +162,13 @@ class DFedGnnServer final : public fl::ServerAlgorithm {
   }
 
   int n_;
-  std::map<std::string, torch::Tensor> start_;
-  std::vector<std::map<std::string, torch::Tensor>> ring_;  // what client k loads next
+  std::map<std::string, torch::Tensor> like_;  // the names and shapes of the model
+  std::vector<std::map<std::string, torch::Tensor>> ring_;  // what client k loads next (empty: none yet)
   std::map<int, std::map<std::string, torch::Tensor>> latest_;
 };
 
 }  // namespace
 
-FGL_REGISTER_METHOD("d_fedgnn", fl::ModelClient::Make<DFedGnnClient>, DFedGnnServer::Make);
+FGL_REGISTER_METHOD("d_fedgnn", DFedGnnClient::Make, DFedGnnServer::Make, {}, 2);
 
 }  // namespace fgl::methods::d_fedgnn

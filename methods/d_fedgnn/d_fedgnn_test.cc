@@ -1,5 +1,7 @@
 // D-FedGNN: the ring average on hand-made replies (neighbours wrap around, a silent client is
 // left out, state round trip), and a federation scored on each client's ring average.
+#include <cmath>
+
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
@@ -24,7 +26,9 @@ TEST(DFedGnnServerTest, EachClientGetsItsRingAverage) {
   ASSERT_TRUE(server->PersonalisedBroadcast());
   EXPECT_FALSE(server->Broadcast({1, 1}).ok());  // no global model
   ASSERT_OK_AND_ASSIGN(fl::proto::Message init, server->BroadcastTo(0, {1, 1}));
-  ASSERT_OK_AND_ASSIGN(auto shapes, fl::DecodeTensors(init));
+  EXPECT_EQ(init.tensors_size(), 0);  // round 1: every client trains from its own initialisation
+  ASSERT_OK_AND_ASSIGN(auto model, fl::ModelAverageServer::Create(config, "shapes"));
+  const fl::NamedTensors shapes = model->GlobalParameters();
   auto reply = [&](int client, float v) {
     fl::NamedTensors p;
     for (const auto& [name, t] : shapes) p.emplace_back(name, torch::full_like(t, v));
@@ -34,6 +38,7 @@ TEST(DFedGnnServerTest, EachClientGetsItsRingAverage) {
   fl::NamedTensors bad = {{"nope", torch::zeros({1})}};
   EXPECT_FALSE(server->Accumulate(fl::ModelReply(bad, 1, 3, {1, 1}, "d_fedgnn.weights")).ok());
   EXPECT_FALSE(server->Accumulate(reply(7, 1.0f)).ok());  // not in the ring
+  EXPECT_FALSE(server->Accumulate(reply(3, std::nanf(""))).ok());  // not finite
   ASSERT_OK(server->FinishRound({1, 1}));
   auto value = [&](fl::ServerAlgorithm& s, int k) { return FirstValue(*s.BroadcastTo(k, {2, 2})); };
   // Unweighted means of the neighbours that sent weights (node counts play no part).
@@ -50,6 +55,25 @@ TEST(DFedGnnServerTest, EachClientGetsItsRingAverage) {
   ASSERT_OK(restored->Accumulate(reply(1, 7.0f)));
   ASSERT_OK(restored->FinishRound({2, 2}));
   EXPECT_FLOAT_EQ(value(*restored, 2), (7 + 3) / 2.0f);
+}
+
+TEST(DFedGnnServerTest, TwoClientsCountTheOtherTwiceAsTheCode) {
+  fl::MethodConfig config;
+  config.model_spec = "gcn:layers=2,hidden=4";
+  config.num_features = 3;
+  config.num_classes = 2;
+  config.num_clients = 2;
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("d_fedgnn"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  ASSERT_OK_AND_ASSIGN(auto model, fl::ModelAverageServer::Create(config, "shapes"));
+  for (int k : {0, 1}) {
+    fl::NamedTensors p;
+    for (const auto& [name, t] : model->GlobalParameters()) p.emplace_back(name, torch::full_like(t, 3.0f * k));
+    ASSERT_OK(server->Accumulate(fl::ModelReply(p, 10, k, {1, 1}, "d_fedgnn.weights")));
+  }
+  ASSERT_OK(server->FinishRound({1, 1}));
+  EXPECT_FLOAT_EQ(FirstValue(*server->BroadcastTo(0, {2, 2})), (0 + 3 + 3) / 3.0f);
+  EXPECT_FLOAT_EQ(FirstValue(*server->BroadcastTo(1, {2, 2})), (3 + 0 + 0) / 3.0f);
 }
 
 TEST(DFedGnnRunTest, LearnsAndScoresEachRingAverage) {

@@ -384,6 +384,6 @@ class FedEgoServer final : public fl::ServerAlgorithm {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedego", FedEgoClient::Make, FedEgoServer::Make, {fl::TypedParams(&Validate)}, 2);
+FGL_REGISTER_METHOD("fedego", FedEgoClient::Make, FedEgoServer::Make, {fl::TypedParams(&Validate)}, 3);
 
 }  // namespace fgl::methods::fedego

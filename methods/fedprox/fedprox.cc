@@ -41,12 +41,12 @@ class FedProxClient final : public fl::ModelClient {
     hooks.extra_loss = [&](const nn::ModelOutput&) {
       torch::Tensor prox = torch::zeros({}, params.front().second.options());
       for (size_t i = 0; i < params.size(); ++i) {
-        const torch::Tensor delta = params[i].second - anchor[i];
+        const torch::Tensor w = p.proximal_gradient() ? params[i].second : params[i].second.detach();
+        const torch::Tensor delta = w - anchor[i];
         prox = prox + (p.proximal() == FedProxParams::SQUARED ? 0.5 * delta.pow(2).sum()
                                                                 : delta.norm() / static_cast<double>(delta.numel()));
       }
-      const torch::Tensor term = mu_ * prox;
-      if (p.adaptive_mu()) {  // for the next step
+      if (p.adaptive_mu()) {  // the code adapts first, then weights this step's term
         const double value = prox.item<double>();
         if (task_loss > 5 * mu_ * value && mu_ <= 1) {
           mu_ *= 10;
@@ -54,7 +54,7 @@ class FedProxClient final : public fl::ModelClient {
           mu_ /= 10;
         }
       }
-      return term;
+      return mu_ * prox;
     };
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
     fl::proto::Message reply = fl::ModelReply(params, data_->data.num_nodes(), data_->id, round, kType);

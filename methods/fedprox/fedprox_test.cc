@@ -59,6 +59,12 @@ TEST(FedProxTest, CodeFormIsFiniteAndAdaptsMu) {
   EXPECT_GT(t.distance, 0);
   // The first step's term is 0 (w = w_g), so the cross-entropy exceeds 5 mu prox: mu grows to 10.
   EXPECT_NE(t.mu, 1);
+  // Detached (the code): the term moves mu but not the weights, which train as without it.
+  code.set_proximal_gradient(false);
+  FedProxParams none;
+  none.set_mu(0);
+  EXPECT_DOUBLE_EQ(TrainOnce(code).distance, TrainOnce(none).distance);
+  EXPECT_NE(TrainOnce(code).mu, 1);
 }
 
 }  // namespace

@@ -114,13 +114,14 @@ ModelOutput EgoSage::forward_centres(const NodeFeatures& x, const GraphView& gra
   torch::Tensor position = torch::empty({slots}, torch::kInt64);
   int64_t* pos = position.data_ptr<int64_t>();
   for (int64_t i = 0; i < slots; ++i) pos[i] = t[i] >= 0 ? row[t[i]] : 0;
-  const torch::Tensor r =
-      Reduce(x.Rows(torch::from_blob(touched.data(), {static_cast<int64_t>(touched.size())}, torch::kInt64)));
+  // Dropout once per touched node, as the code drops out its batch's (deduplicated) node rows
+  // after Θ: a node at several tree slots keeps one mask.
+  const torch::Tensor r = Dropout(
+      Reduce(x.Rows(torch::from_blob(touched.data(), {static_cast<int64_t>(touched.size())}, torch::kInt64))),
+      o_.dropout, is_training());
   const torch::Tensor valid = (trees >= 0).to(r.device());
-  // Dropout per tree slot, as the code drops out each ego-graph row after Θ.
   const torch::Tensor embeddings =
-      Dropout(r.index_select(0, position.to(r.device())).reshape({ids.numel(), tree_size_, o_.hidden}), o_.dropout,
-              is_training()) *
+      r.index_select(0, position.to(r.device())).reshape({ids.numel(), tree_size_, o_.hidden}) *
       valid.unsqueeze(-1).to(r.scalar_type());
   return Personalise(embeddings, valid);
 }

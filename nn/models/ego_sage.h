@@ -3,7 +3,7 @@
 // fan-out f, sampled with replacement, graph/ego_graph.h) and a bias-free classifier.
 //
 // Spec: "ego_sage:layers=2,hidden=512,fanout=6,dropout=0.5,inner_act=relu,batch=32,epoch_fraction=0.2".
-// dropout acts after Θ (on each tree slot) and before the classifier; inner_act=none drops the activation between
+// dropout acts after Θ (one mask per node of the batch) and before the classifier; inner_act=none drops the activation between
 // SAGE layers (FedEgo-Linear; the last layer keeps its ReLU, as the official code). Trains on
 // mini-batches (GnnModel::MiniBatching). Parameter groups: "reduction" (Θ), "body" (the SAGE
 // layers) and "head" (the classifier); Φ = body + head.
