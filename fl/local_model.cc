@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "fl/model_average_server.h"
 #include "fl/optimizer_state.h"
 #include "graph/random.h"
 #include "nn/losses/losses.h"
@@ -48,20 +49,26 @@ absl::Status LocalModel::Train(int epochs, uint64_t seed, const Hooks& hooks) {
   for (int e = 0; e < epochs; ++e) {
     optimizer_->zero_grad();
     const nn::ModelOutput out = model_->forward(*data_->features, *data_->view);
-    torch::Tensor loss = nn::MaskedCrossEntropy(out.logits, data_->labels, data_->split.train);
-    if (hooks.on_task_loss) hooks.on_task_loss(loss.item<double>());
-    if (hooks.extra_loss) loss = loss + hooks.extra_loss(out);
-    const double value = loss.item<double>();
-    last_loss_ = value;
-    if (!std::isfinite(value)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("client ", data_->id, ": local loss is ", value, " at epoch ", e + 1));
-    }
-    loss.backward();
-    if (hooks.after_backward) hooks.after_backward();
-    optimizer_->step();
+    FGL_ASSIGN_OR_RETURN(last_loss_,
+                         OptimiserStep(out, nn::MaskedCrossEntropy(out.logits, data_->labels, data_->split.train), hooks, e));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<double> LocalModel::OptimiserStep(const nn::ModelOutput& out, torch::Tensor loss, const Hooks& hooks,
+                                                 int epoch) {
+  if (hooks.on_task_loss) hooks.on_task_loss(loss.item<double>());
+  if (hooks.extra_loss) loss = loss + hooks.extra_loss(out);
+  const double value = loss.item<double>();
+  if (!std::isfinite(value)) {
+    last_loss_ = value;
+    return absl::InvalidArgumentError(
+        absl::StrCat("client ", data_->id, ": local loss is ", value, " at epoch ", epoch + 1));
+  }
+  loss.backward();
+  if (hooks.after_backward) hooks.after_backward();
+  optimizer_->step();
+  return value;
 }
 
 std::vector<int64_t> MaskedNodes(const torch::Tensor& mask) {
@@ -91,20 +98,12 @@ absl::Status LocalModel::TrainMiniBatches(int epochs, uint64_t seed, const Hooks
           torch::from_blob(pool.data() + begin, {size}, torch::kInt64).clone().to(data_->labels.device());
       optimizer_->zero_grad();
       const nn::ModelOutput out = model_->forward_centres(*data_->features, *data_->view, centres);
-      torch::Tensor loss = torch::nn::functional::cross_entropy(out.logits, data_->labels.index_select(0, centres));
-      if (hooks.on_task_loss) hooks.on_task_loss(loss.item<double>());
-      if (hooks.extra_loss) loss = loss + hooks.extra_loss(out);
-      const double value = loss.item<double>();
-      if (!std::isfinite(value)) {
-        last_loss_ = value;
-        return absl::InvalidArgumentError(
-            absl::StrCat("client ", data_->id, ": local loss is ", value, " at epoch ", e + 1));
-      }
+      FGL_ASSIGN_OR_RETURN(
+          const double value,
+          OptimiserStep(out, torch::nn::functional::cross_entropy(out.logits, data_->labels.index_select(0, centres)),
+                        hooks, e));
       sum += value;
       ++batches;
-      loss.backward();
-      if (hooks.after_backward) hooks.after_backward();
-      optimizer_->step();
     }
     last_loss_ = sum / batches;
   }
@@ -128,6 +127,14 @@ nn::ModelOutput LocalModel::Infer() {
   torch::NoGradGuard no_grad;
   model_->eval();
   return model_->forward(*data_->features, *data_->view);
+}
+
+absl::StatusOr<proto::Message> ModelClient::TrainAndReply(const RoundInfo& round, const std::string& type,
+                                                         const LocalModel::Hooks& hooks) {
+  FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
+  proto::Message reply = ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, type);
+  AddTrainLoss(model_->last_loss(), &reply);
+  return reply;
 }
 
 torch::Tensor LocalModel::Predict() { return PredictOn(*data_); }

@@ -90,6 +90,9 @@ class LocalModel {
  private:
   LocalModel(std::shared_ptr<const ClientData> data, const MethodConfig& config,
              std::shared_ptr<nn::GnnModel> model);
+  // Adds the hooks' term to `loss` (the task's cross-entropy on `out`), steps, returns the loss;
+  // InvalidArgument (last_loss() = the loss) when it is not finite.
+  absl::StatusOr<double> OptimiserStep(const nn::ModelOutput& out, torch::Tensor loss, const Hooks& hooks, int epoch);
   absl::Status TrainMiniBatches(int epochs, uint64_t seed, const Hooks& hooks);
   std::shared_ptr<const ClientData> data_;
   MethodConfig config_;
@@ -126,6 +129,11 @@ class ModelClient : public ClientAlgorithm {
   ModelClient(std::shared_ptr<const ClientData> data, const MethodConfig& config,
               std::unique_ptr<LocalModel> model)
       : data_(std::move(data)), config_(config), model_(std::move(model)) {}
+
+  // The model-averaging client's step: E local epochs (with `hooks`), then the reply `type` with
+  // the shared parameters, the node count and the train loss (fl::ModelReply).
+  absl::StatusOr<proto::Message> TrainAndReply(const RoundInfo& round, const std::string& type,
+                                               const LocalModel::Hooks& hooks = {});
 
   std::shared_ptr<const ClientData> data_;
   MethodConfig config_;

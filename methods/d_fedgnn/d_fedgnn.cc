@@ -40,11 +40,7 @@ class DFedGnnClient final : public fl::ModelClient {
                                            const fl::RoundInfo& round) override {
     // Round 1 carries no weights: every client trains from its own initialisation first.
     if (ring_average.tensors_size() > 0) FGL_RETURN_IF_ERROR(fl::LoadTensors(ring_average, model_->SharedParameters()));
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
-    fl::proto::Message reply =
-        fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
-    fl::AddTrainLoss(model_->last_loss(), &reply);
-    return reply;
+    return TrainAndReply(round, kType);
   }
 };
 
@@ -77,9 +73,6 @@ class DFedGnnServer final : public fl::ServerAlgorithm {
     if (k < 0 || k >= n_) return absl::InvalidArgumentError(absl::StrCat("reply from unknown client ", k));
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
     FGL_RETURN_IF_ERROR(CheckLike(tensors, absl::StrCat("reply from client ", k)));
-    for (const auto& [name, t] : tensors) {
-      if (!fl::AllFinite(t)) return absl::InvalidArgumentError(absl::StrCat("reply from client ", k, ": '", name, "' is not finite"));
-    }
     latest_[k] = std::move(tensors);
     return absl::OkStatus();
   }
@@ -140,29 +133,21 @@ class DFedGnnServer final : public fl::ServerAlgorithm {
   }
 
  private:
-  DFedGnnServer(int n, fl::NamedTensors like) : n_(n), ring_(n) {
-    for (auto& [name, t] : like) like_[name] = std::move(t);
-  }
+  DFedGnnServer(int n, fl::NamedTensors like) : n_(n), like_(std::move(like)), ring_(n) {}
 
   static fl::NamedTensors Named(const std::map<std::string, torch::Tensor>& tensors) {
     return fl::NamedTensors(tensors.begin(), tensors.end());
   }
-  // The model's own tensors, with its shapes, and nothing else.
+  // The model's own tensors, with its shapes, finite, and nothing else.
   absl::Status CheckLike(const std::map<std::string, torch::Tensor>& tensors, const std::string& what) const {
     if (tensors.size() != like_.size()) {
       return absl::InvalidArgumentError(absl::StrCat(what, " has ", tensors.size(), " tensors, expected ", like_.size()));
     }
-    for (const auto& [name, t] : like_) {
-      auto it = tensors.find(name);
-      if (it == tensors.end() || it->second.sizes() != t.sizes()) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": missing or misshapen tensor '", name, "'"));
-      }
-    }
-    return absl::OkStatus();
+    return fl::MatchTensors(tensors, like_, what).status();
   }
 
   int n_;
-  std::map<std::string, torch::Tensor> like_;  // the names and shapes of the model
+  fl::NamedTensors like_;  // the names and shapes of the model
   std::vector<std::map<std::string, torch::Tensor>> ring_;  // what client k loads next (empty: none yet)
   std::map<int, std::map<std::string, torch::Tensor>> latest_;
 };

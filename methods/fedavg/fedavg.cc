@@ -22,10 +22,7 @@ class FedAvgClient final : public fl::ModelClient {
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
-    fl::proto::Message reply =
-        fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
-    fl::AddTrainLoss(model_->last_loss(), &reply);
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message reply, TrainAndReply(round, kType));
     FGL_ASSIGN_OR_RETURN(const FedAvgParams p, fl::MethodParams<FedAvgParams>(config_));
     fl::AddWeight(p.weighting(), &reply);
     return reply;

@@ -56,9 +56,7 @@ class FedProxClient final : public fl::ModelClient {
       }
       return mu_ * prox;
     };
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
-    fl::proto::Message reply = fl::ModelReply(params, data_->data.num_nodes(), data_->id, round, kType);
-    fl::AddTrainLoss(model_->last_loss(), &reply);
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message reply, TrainAndReply(round, kType, hooks));
     fl::AddWeight(p.weighting(), &reply);
     return reply;
   }

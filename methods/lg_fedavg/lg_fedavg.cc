@@ -46,11 +46,7 @@ class LgFedAvgClient final : public fl::ModelClient {
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global, const fl::RoundInfo& round) override {
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
-    fl::proto::Message reply =
-        fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
-    fl::AddTrainLoss(model_->last_loss(), &reply);
-    return reply;
+    return TrainAndReply(round, kType);
   }
 
   // Its own model: private body and the head it last trained.
