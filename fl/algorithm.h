@@ -22,6 +22,7 @@ namespace fgl::fl {
 struct RoundInfo {
   int round = 0;      // 1-based
   uint64_t seed = 0;  // this round's seed, derived from the run's master seed
+  int exchange = 0;   // 0-based, when the method exchanges more than once per round
 };
 
 // What one client holds privately: its subgraph, features, labels and split. Never sent.
@@ -121,6 +122,10 @@ class ServerAlgorithm {
   virtual absl::StatusOr<proto::Message> BroadcastTo(int client, const RoundInfo& round) {
     return Broadcast(round);
   }
+  // Exchanges per round (GraphFL: its meta step, then the fine-tuning). Each is Broadcast,
+  // the clients' Train and Accumulate, then FinishRound, with RoundInfo::exchange set; the
+  // sampled clients are the same in all, and the round is scored after the last.
+  virtual int ExchangesPerRound() const { return 1; }
   // One client's reply; checks names and shapes before using anything.
   virtual absl::Status Accumulate(const proto::Message& reply) = 0;
   // Combines this round's replies (no reply at all keeps the previous state).

@@ -34,6 +34,7 @@ struct ClientTask {
   enum class Kind { kPrepare, kTrain, kEvaluate };
   Kind kind = Kind::kEvaluate;
   int round = 0;          // kTrain
+  int exchange = 0;       // kTrain: within the round (ServerAlgorithm::ExchangesPerRound)
   SharedMessage message;  // kTrain: the server's message
   int eval_round = 0;
   SharedMessage eval_model;

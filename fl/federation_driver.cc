@@ -1,6 +1,7 @@
 #include "fl/federation_driver.h"
 
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -210,51 +211,68 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     RoundRecord rec = EmptyRecord(r, n);
     const RoundInfo info = ServerRound(o, r);
     const std::vector<int> sampled = SampleClients(o, r, n);
-    std::vector<char> is_sampled(n, 0);
-    std::map<int, ClientTask> tasks;
-    // One message for every sampled client, or each its own (personalised methods).
-    SharedMessage shared;
-    if (!server.PersonalisedBroadcast()) {
-      FGL_ASSIGN_OR_RETURN(proto::Message m, server.Broadcast(info));
-      shared = SharedMessage::Of(std::move(m));
+    const int exchanges = server.ExchangesPerRound();
+    if (exchanges < 1) return absl::InternalError(absl::StrCat("the server asks for ", exchanges, " exchanges per round"));
+    // A client takes part in the round when every exchange took its reply.
+    std::vector<int> accepted(n, 0);
+    for (int e = 0; e < exchanges; ++e) {
+      const RoundInfo exchange_info = ServerRound(o, r, e);
+      std::vector<char> is_sampled(n, 0);
+      std::map<int, ClientTask> tasks;
+      // One message for every sampled client, or each its own (personalised methods).
+      SharedMessage shared;
+      if (!server.PersonalisedBroadcast()) {
+        FGL_ASSIGN_OR_RETURN(proto::Message m, server.Broadcast(exchange_info));
+        shared = SharedMessage::Of(std::move(m));
+      }
+      for (int k : sampled) {
+        is_sampled[k] = 1;
+        ClientTask& t = tasks[k];
+        t.kind = ClientTask::Kind::kTrain;
+        t.round = r;
+        t.exchange = e;
+        if (server.PersonalisedBroadcast()) {
+          FGL_ASSIGN_OR_RETURN(proto::Message m, server.BroadcastTo(k, exchange_info));
+          t.message = SharedMessage::Of(std::move(m));
+        } else {
+          t.message = shared;
+        }
+      }
+      if (e == 0) attach_evaluation(tasks);  // the previous round's scoring rides on the first
+      RoundRecord counted = EmptyRecord(r, n);  // this exchange's participants
+      absl::Status failed;
+      channel.Exchange(tasks, [&](int k, ClientAnswer& a) {
+        if (!failed.ok()) return;
+        const ClientTask& t = tasks.at(k);
+        if (t.eval_round > 0) failed = take_evaluation(k, a);
+        if (!failed.ok() || !is_sampled[k]) return;
+        ClientRecord& cr = rec.clients[k];
+        cr.seconds += a.seconds;
+        cr.bytes_down += a.bytes_down;
+        rec.bytes_down += a.bytes_down;
+        absl::StatusOr<proto::Message> reply = absl::DataLossError("no reply");
+        if (!a.status.ok()) {
+          reply = a.status;
+        } else if (a.reply) {
+          cr.bytes_up += a.bytes_up;
+          rec.bytes_up += a.bytes_up;
+          reply = std::move(*a.reply);
+          a.reply.reset();  // aggregated: the message is not needed again
+        }
+        ClientRecord& ce = counted.clients[k];
+        absl::Status st = AccumulateReply(server, reply, ce, counted);
+        if (!std::isnan(ce.train_loss)) cr.train_loss = ce.train_loss;
+        accepted[k] += st.ok();
+        if (!st.ok() && o.strict) failed = st;
+      });
+      FGL_RETURN_IF_ERROR(failed);
+      if (e == 0) FGL_RETURN_IF_ERROR(finish_evaluation());
+      FGL_RETURN_IF_ERROR(server.FinishRound(exchange_info));
     }
     for (int k : sampled) {
-      is_sampled[k] = 1;
-      ClientTask& t = tasks[k];
-      t.kind = ClientTask::Kind::kTrain;
-      t.round = r;
-      if (server.PersonalisedBroadcast()) {
-        FGL_ASSIGN_OR_RETURN(proto::Message m, server.BroadcastTo(k, info));
-        t.message = SharedMessage::Of(std::move(m));
-      } else {
-        t.message = shared;
-      }
+      rec.clients[k].participated = accepted[k] == exchanges;
+      ++(rec.clients[k].participated ? rec.participants : rec.failed_clients);
     }
-    attach_evaluation(tasks);
-    absl::Status failed;
-    channel.Exchange(tasks, [&](int k, ClientAnswer& a) {
-      if (!failed.ok()) return;
-      const ClientTask& t = tasks.at(k);
-      if (t.eval_round > 0) failed = take_evaluation(k, a);
-      if (!failed.ok() || !is_sampled[k]) return;
-      ClientRecord& cr = rec.clients[k];
-      cr.seconds = a.seconds;
-      cr.bytes_down = a.bytes_down;
-      rec.bytes_down += a.bytes_down;
-      absl::StatusOr<proto::Message> reply = absl::DataLossError("no reply");
-      if (!a.status.ok()) {
-        reply = a.status;
-      } else if (a.reply) {
-        cr.bytes_up = a.bytes_up;
-        rec.bytes_up += a.bytes_up;
-        reply = std::move(*a.reply);
-        a.reply.reset();  // aggregated: the message is not needed again
-      }
-      if (absl::Status st = AccumulateReply(server, reply, cr, rec); !st.ok() && o.strict) failed = st;
-    });
-    FGL_RETURN_IF_ERROR(failed);
-    FGL_RETURN_IF_ERROR(finish_evaluation());
-    FGL_RETURN_IF_ERROR(server.FinishRound(info));
     SharedMessage global;
     std::vector<SharedMessage> personal;
     if (personal_eval) {

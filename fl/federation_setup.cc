@@ -214,13 +214,15 @@ std::vector<int> SampleClients(const FederationOptions& o, int round, int num_cl
   return sampled;
 }
 
-RoundInfo ServerRound(const FederationOptions& o, int round) {
-  return RoundInfo{round, graph::Rng::Derive(o.seed, absl::StrCat("round/", round))};
+RoundInfo ServerRound(const FederationOptions& o, int round, int exchange) {
+  const std::string stream =
+      exchange == 0 ? absl::StrCat("round/", round) : absl::StrCat("round/", round, "/exchange/", exchange);
+  return RoundInfo{round, graph::Rng::Derive(o.seed, stream), exchange};
 }
 
 RoundInfo ClientRound(const RoundInfo& server_round, int client) {
   return RoundInfo{server_round.round,
-                   graph::Rng::Derive(server_round.seed, absl::StrCat("client/", client))};
+                   graph::Rng::Derive(server_round.seed, absl::StrCat("client/", client)), server_round.exchange};
 }
 
 absl::StatusOr<EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, const ClientData& client,

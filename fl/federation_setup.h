@@ -72,7 +72,7 @@ int ClientsPerRound(const FederationOptions& o, int num_clients);
 std::vector<int> SampleClients(const FederationOptions& o, int round, int num_clients);
 
 // The round's seed, and the seed client `client` trains with in that round.
-RoundInfo ServerRound(const FederationOptions& o, int round);
+RoundInfo ServerRound(const FederationOptions& o, int round, int exchange = 0);
 RoundInfo ClientRound(const RoundInfo& server_round, int client);
 
 // Scores the protocol's model on one client (`global`: the server's model, or nullptr for the

@@ -67,7 +67,7 @@ ClientAnswer InProcessChannel::Run(int k, const ClientTask& task) {
       a.status = CatchExceptions(absl::StrCat("round ", task.round, ": client ", k, " training"), [&]() -> absl::Status {
         FGL_ASSIGN_OR_RETURN(const proto::Message received, Receive(*task.message.bytes, "broadcast"));
         FGL_ASSIGN_OR_RETURN(const proto::Message reply,
-                             algorithm.Train(received, ClientRound(ServerRound(options_, task.round), k)));
+                             algorithm.Train(received, ClientRound(ServerRound(options_, task.round, task.exchange), k)));
         FGL_ASSIGN_OR_RETURN(a.reply, Send(reply, a.bytes_up, "reply"));
         return absl::OkStatus();
       });

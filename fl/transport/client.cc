@@ -298,8 +298,10 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
         payload = (*prepared)->SerializeAsString();
       }
     } else if (h.kind() == proto::TRAIN) {
-      const RoundInfo info = ClientRound(ServerRound(run, h.round()), opt.client_id);
-      absl::StatusOr<proto::Message> reply = algorithm->Train(from_server, info);
+      const RoundInfo info = ClientRound(ServerRound(run, h.round(), h.exchange()), opt.client_id);
+      absl::StatusOr<proto::Message> reply =
+          h.exchange() < 0 ? absl::InvalidArgumentError(absl::StrCat("task exchange ", h.exchange(), " < 0"))
+                           : algorithm->Train(from_server, info);
       if (!reply.ok()) {
         answer.set_error(std::string(reply.status().ToString()));
       } else {

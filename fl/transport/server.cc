@@ -81,6 +81,7 @@ class FederationServer::Impl final : public ClientChannel {
                                                                           : proto::EVALUATE;
       Task task = hub_->MakeTask(kind, kind == proto::TRAIN ? t.round : t.eval_round,
                            kind == proto::TRAIN ? t.message.bytes : nullptr);
+      task.exchange = t.exchange;
       if (t.eval_round > 0) {
         task.eval_round = t.eval_round;
         if (!t.eval_model.message) {

@@ -247,6 +247,7 @@ absl::StatusOr<StreamBytes> SessionHub::SendTask(const Task& task,
   header.set_kind(task.kind);
   header.set_task_id(task.id);
   header.set_round(task.round);
+  header.set_exchange(task.exchange);
   static const std::string kEmpty;
   const std::string* payload = task.payload ? task.payload.get() : &kEmpty;
   std::string joined;  // the evaluation model first, then the task's own message

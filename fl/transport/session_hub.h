@@ -29,6 +29,7 @@ struct Task {
   uint64_t id = 0;
   int round = 0;
   std::shared_ptr<const std::string> payload;  // the method's message (TRAIN, PREPARE)
+  int exchange = 0;  // TRAIN: within the round
   // The previous round's evaluation, done first.
   int eval_round = 0;
   std::shared_ptr<const std::string> eval_payload;  // null: reuses `payload`, or own model
