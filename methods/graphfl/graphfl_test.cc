@@ -86,7 +86,7 @@ TEST(GraphFlClientTest, RepliesAQueryGradientThenItsWeights) {
   ASSERT_OK_AND_ASSIGN(fl::proto::Message v, client->Train(u, {1, 4, 1}));
   EXPECT_EQ(v.header().type(), "graphfl.weights");
   EXPECT_FALSE(client->Train(u, {1, 4, 2}).ok());
-  // 120 nodes, 20% training: too few for 80 + 80, so the pool is split in their ratio; a share
+  // 120 nodes, 20% training: too few for 100 + 100, so the pool is split in their ratio; a share
   // that rounds to no support node is refused.
   GraphFlParams lopsided;
   lopsided.set_support_nodes(1);
