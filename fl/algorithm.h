@@ -33,6 +33,10 @@ struct ClientData {
   std::shared_ptr<nn::GraphView> view;
   std::shared_ptr<nn::NodeFeatures> features;
   torch::Tensor labels;  // on the run's device
+  // Each local node's id in the whole dataset, in local order (the partition's list). Only a
+  // method that exchanges per-node data by id reads it (FedGCN's feature averaging, which the
+  // FedEgo paper names as its privacy cost).
+  std::vector<int64_t> node_ids;
   // A test graph every client also scores (FedEgo's global test: the partition's server nodes,
   // all of them test nodes), shared read-only; null when the partition has none.
   std::shared_ptr<const ClientData> global_test;

@@ -112,6 +112,7 @@ absl::StatusOr<std::shared_ptr<const ClientData>> MakeGlobalTestData(const Parti
   graph::NodeSplit split{torch::zeros({n}, torch::kBool), torch::zeros({n}, torch::kBool),
                          torch::ones({n}, torch::kBool)};
   FGL_ASSIGN_OR_RETURN(std::shared_ptr<ClientData> data, MakeClientData(-1, std::move(sub), std::move(split), device));
+  data->node_ids = nodes;
   return std::shared_ptr<const ClientData>(std::move(data));
 }
 
@@ -158,6 +159,7 @@ absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOption
     }
     FGL_ASSIGN_OR_RETURN(shard.data, MakeClientData(client, std::move(sub), std::move(split), device));
     shard.data->global_test = global_test;
+    shard.data->node_ids = partition.clients[client];
     shards.push_back(std::move(shard));
   }
   return shards;  // the rest of the graph goes with `data`: not these clients' to keep

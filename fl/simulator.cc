@@ -1,6 +1,7 @@
 #include "fl/simulator.h"
 
 #include <chrono>
+#include <numeric>
 
 #include "fl/algorithm.h"
 #include "fl/federation_driver.h"
@@ -64,6 +65,8 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
       all.test.index_put_({index}, splits[k].test);
     }
     FGL_ASSIGN_OR_RETURN(auto c, MakeClientData(0, data, all, device));
+    c->node_ids.resize(data.num_nodes());
+    std::iota(c->node_ids.begin(), c->node_ids.end(), int64_t{0});
     clients.push_back(std::move(c));
     method = "fedavg";
   } else {
@@ -71,6 +74,7 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
     for (int k = 0; k < partition.num_clients(); ++k) {
       FGL_ASSIGN_OR_RETURN(auto c, MakeClientData(k, std::move(subsets[k]), splits[k], device));
       c->global_test = global_test;
+      c->node_ids = partition.clients[k];
       clients.push_back(std::move(c));
     }
   }

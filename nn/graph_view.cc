@@ -12,10 +12,10 @@
 namespace fgl::nn {
 
 struct GraphView::Cache {
-  std::once_flag adj_once, loops_once, gcn_once, mean_once, sum_once;
+  std::once_flag adj_once, loops_once, gcn_once, row_once, mean_once, sum_once;
   CsrPattern adjacency, with_loops;
   torch::Tensor loop_weight_source;  // per entry of with_loops: graph edge weight, 1 for loops
-  torch::Tensor gcn, mean, sum;
+  torch::Tensor gcn, row, mean, sum;
 };
 
 GraphView::GraphView(graph::CsrGraph graph, torch::Device device)
@@ -93,6 +93,17 @@ const torch::Tensor& GraphView::gcn_weights() const {
     cache_->gcn = (inv_sqrt.index_select(0, row) * w * inv_sqrt.index_select(0, col)).to(device_);
   });
   return cache_->gcn;
+}
+
+const torch::Tensor& GraphView::row_weights() const {
+  std::call_once(cache_->row_once, [&] {
+    const CsrPattern& p = adjacency_with_self_loops();
+    const torch::Tensor rp = p.row_ptr().to(torch::kCPU);
+    const torch::Tensor counts = (rp.slice(0, 1) - rp.slice(0, 0, num_nodes_)).to(torch::kFloat32);
+    const torch::Tensor row = torch::repeat_interleave(torch::arange(num_nodes_), rp.slice(0, 1) - rp.slice(0, 0, num_nodes_));
+    cache_->row = counts.reciprocal().index_select(0, row).to(device_);
+  });
+  return cache_->row;
 }
 
 const torch::Tensor& GraphView::mean_weights() const {

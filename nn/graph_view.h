@@ -30,6 +30,9 @@ class GraphView {
   // D^-1/2 (A + I) D^-1/2 on adjacency_with_self_loops(); graph edge weights are used when
   // present, self-loops weigh 1 (PyG gcn_norm).
   const torch::Tensor& gcn_weights() const;
+  // D^-1 (A + I) on adjacency_with_self_loops(): each row the mean over the node and its
+  // neighbours (FedGCN's Â as FedEgo's baseline code builds it; edge weights are not used).
+  const torch::Tensor& row_weights() const;
   // 1 / deg(row) on adjacency() (mean aggregation; rows without neighbours stay zero).
   const torch::Tensor& mean_weights() const;
   // All ones on adjacency() (sum aggregation).

@@ -34,6 +34,19 @@ TEST(GCNConvTest, HandComputedOnPath) {
   EXPECT_NEAR(out[2][0].item<float>(), 2 / s6 + 1.5, 1e-5);
 }
 
+TEST(GCNConvTest, RowNormalisedIsTheClosedNeighbourhoodMean) {
+  // D^-1 (A + I) on the path: out0 = (1 + 2)/2, out1 = (1 + 2 + 3)/3, out2 = (2 + 3)/2; the bias
+  // adds after the mean, which equals adding it before (each row sums to one).
+  GCNConv conv(GCNConvOptions(1, 1).row_norm(true));
+  Set(conv->weight, {2});
+  Set(conv->bias, {0.5});
+  torch::Tensor out = conv->forward(X123(), Path3());
+  EXPECT_NEAR(out[0][0].item<float>(), 2 * 1.5 + 0.5, 1e-5);
+  EXPECT_NEAR(out[1][0].item<float>(), 2 * 2.0 + 0.5, 1e-5);
+  EXPECT_NEAR(out[2][0].item<float>(), 2 * 2.5 + 0.5, 1e-5);
+  EXPECT_TRUE(torch::allclose(RowPropagate(X123(), Path3()), torch::tensor({1.5f, 2.0f, 2.5f}).unsqueeze(1)));
+}
+
 TEST(GCNConvTest, HandComputedOnFourNodeStar) {
   // Centre 0 joined to leaves 1, 2, 3; x = [1, 2, 3, 4], W = 1. A + I degrees: centre 4,
   // leaves 2, so w(0,0) = 1/4, w(0,j) = 1/sqrt(8), w(j,j) = 1/2.

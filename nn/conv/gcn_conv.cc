@@ -32,13 +32,17 @@ torch::Tensor GcnPropagate(const torch::Tensor& h, const GraphView& graph) {
   return Spmm(graph.adjacency_with_self_loops(), graph.gcn_weights(), h);
 }
 
+torch::Tensor RowPropagate(const torch::Tensor& h, const GraphView& graph) {
+  return Spmm(graph.adjacency_with_self_loops(), graph.row_weights(), h);
+}
+
 torch::Tensor GCNConvImpl::forward(const NodeFeatures& x, const GraphView& graph) {
   TORCH_CHECK(x.width() == options.in_channels(), "GCNConv: input width ", x.width(),
               " != in_channels ", options.in_channels());
   TORCH_CHECK(x.num_nodes() == graph.num_nodes(), "GCNConv: ", x.num_nodes(),
               " feature rows for a graph of ", graph.num_nodes(), " nodes");
   const torch::Tensor w = mask.defined() ? MaskedWeight(weight, mask, is_training()) : weight;
-  torch::Tensor out = GcnPropagate(x.MatMul(w), graph);
+  torch::Tensor out = options.row_norm() ? RowPropagate(x.MatMul(w), graph) : GcnPropagate(x.MatMul(w), graph);
   return bias.defined() ? out + bias : out;
 }
 

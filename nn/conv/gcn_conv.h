@@ -17,6 +17,7 @@ struct GCNConvOptions {
   TORCH_ARG(int64_t, out_channels);  ///< Output width. No effect after construction.
   TORCH_ARG(bool, bias) = true;      ///< Learnable additive bias (zeros at init).
   TORCH_ARG(bool, masked) = false;   ///< A learnable elementwise weight mask (ones at init; FED-PUB).
+  TORCH_ARG(bool, row_norm) = false; ///< D^-1 (A + I) instead of D^-1/2 (A + I) D^-1/2 (FedGCN).
 };
 
 class GCNConvImpl : public torch::nn::Cloneable<GCNConvImpl> {
@@ -35,6 +36,8 @@ TORCH_MODULE(GCNConv);
 
 // GCN propagation alone: D^-1/2 (A + I) D^-1/2 h (SGC, APPNP and GCN use it).
 torch::Tensor GcnPropagate(const torch::Tensor& h, const GraphView& graph);
+// Row-normalised propagation D^-1 (A + I) h: each node's mean over itself and its neighbours.
+torch::Tensor RowPropagate(const torch::Tensor& h, const GraphView& graph);
 
 }  // namespace fgl::nn
 

@@ -54,6 +54,8 @@ struct StackOptions {
   bool train_eps = false;
   bool elu = false;  // ELU instead of ReLU after hidden layers (the GAT paper's choice)
   bool masked = false;  // GCN layers and the linear head with learnable weight masks (FED-PUB)
+  bool row_norm = false;  // GCN layers propagate with D^-1 (A + I) (FedGCN)
+  bool out_relu = false;  // ReLU on the logits (FedEgo's FedGCN baseline code)
   Jk jk = Jk::kNone;
 };
 
@@ -94,7 +96,7 @@ class StackedGnn final : public GnnModel {
     if (o_.jk == Jk::kNone) {
       if (fns_.empty()) embedding = h.dense();
       torch::Tensor logits = head_fn_(fns_.empty() ? h : NodeFeatures(t), graph);
-      return {embedding, logits};
+      return {embedding, o_.out_relu ? torch::relu(logits) : logits};
     }
     embedding = o_.jk == Jk::kMax    ? std::get<0>(torch::stack(hiddens, 0).max(0))
                 : o_.jk == Jk::kLast ? hiddens.back()
@@ -113,7 +115,7 @@ class StackedGnn final : public GnnModel {
     const int64_t out = last ? classes_ : o_.hidden;
     switch (o_.kind) {
       case ConvKind::kGcn: {
-        GCNConv c(GCNConvOptions(in, out).masked(o_.masked));
+        GCNConv c(GCNConvOptions(in, out).masked(o_.masked).row_norm(o_.row_norm));
         list->push_back(c);
         fns_.push_back([c](const NodeFeatures& x, const GraphView& g) mutable { return c->forward(x, g); });
         return out;
@@ -328,6 +330,19 @@ absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int
     if (s.masked && s.kind != ConvKind::kGcn) {
       return absl::InvalidArgumentError(absl::StrCat("model '", spec, "': masked=true needs gcn"));
     }
+    const std::string norm = s.kind == ConvKind::kGcn ? o.String("norm", "sym") : "sym";
+    if (norm != "sym" && norm != "row") {
+      return absl::InvalidArgumentError(absl::StrCat("model '", spec, "': norm=", norm, " (sym|row)"));
+    }
+    s.row_norm = norm == "row";
+    const std::string out_act = o.String("out_act", "none");
+    if (out_act != "none" && out_act != "relu") {
+      return absl::InvalidArgumentError(absl::StrCat("model '", spec, "': out_act=", out_act, " (none|relu)"));
+    }
+    if (out_act == "relu" && s.jk != Jk::kNone) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", spec, "': out_act=relu needs jk=none"));
+    }
+    s.out_relu = out_act == "relu";
     FGL_RETURN_IF_ERROR(CheckRange(s.layers >= (s.jk == Jk::kNone ? 1 : 2), spec, "layers too small"));
     FGL_RETURN_IF_ERROR(CheckRange(s.hidden > 0 && s.heads > 0 && s.out_heads > 0, spec,
                                    "hidden and heads must be > 0"));
@@ -341,6 +356,9 @@ absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int
       absl::StrAppend(&normal, ",heads=", s.heads, ",out_heads=", s.out_heads, ",attn_dropout=", s.attn_dropout);
     if (s.kind == ConvKind::kGin) absl::StrAppend(&normal, ",train_eps=", s.train_eps);
     if (s.masked) absl::StrAppend(&normal, ",masked=1");
+    // Spelled out only when not the default, so existing specs (and their records) keep their keys.
+    if (s.row_norm) absl::StrAppend(&normal, ",norm=row");
+    if (s.out_relu) absl::StrAppend(&normal, ",out_act=relu");
     model = std::make_shared<StackedGnn>(s, in_features, num_classes, normal);
   } else if (name == "mlp" || name == "appnp") {
     FGL_ASSIGN_OR_RETURN(int64_t layers, o.Int("layers", 2));

@@ -39,7 +39,8 @@ TEST_F(GnnModelTest, EverySpecGivesEmbeddingAndLogits) {
                                          {"sgc:k=2", 4}, {"sgc:k=2,hidden=64", 64},
                                          {"appnp:k=10,alpha=0.1", 64}, {"mlp", 64},
                                          {"mlp:layers=1", 12}, {"gcn:layers=3,jk=last", 64},
-                                         {"gcn:layers=3,jk=last,masked=true", 64}}) {
+                                         {"gcn:layers=3,jk=last,masked=true", 64},
+                                         {"gcn:norm=row,out_act=relu", 64}}) {
     ASSERT_OK_AND_ASSIGN(std::shared_ptr<GnnModel> m, MakeModel(c.spec, 12, 4));
     for (bool training : {true, false}) {
       m->train(training);
@@ -105,6 +106,12 @@ TEST_F(GnnModelTest, BadSpecsAndInputsAreErrors) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dropout")));
   EXPECT_THAT(MakeModel("gcn:jk=sum", 12, 4), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("jk=sum")));
   EXPECT_THAT(MakeModel("gcn", 12, 1), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("num_classes")));
+  EXPECT_THAT(MakeModel("gcn:norm=col", 12, 4), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("norm=col")));
+  EXPECT_THAT(MakeModel("sage:norm=row", 12, 4), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("norm")));
+  EXPECT_THAT(MakeModel("gcn:out_act=tanh", 12, 4), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("out_act")));
+  // Non-default options are spelled out in the normalised spec; the defaults are not.
+  EXPECT_THAT((*MakeModel("gcn:norm=row,out_act=relu", 12, 4))->spec(), HasSubstr(",norm=row,out_act=relu"));
+  EXPECT_EQ((*MakeModel("gcn:norm=sym,out_act=none", 12, 4))->spec(), (*MakeModel("gcn", 12, 4))->spec());
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<GnnModel> m, MakeModel("gcn", 12, 4));
   EXPECT_THAT(CheckModelInput(*m, torch::zeros({200, 13}), *view_),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("width 13")));

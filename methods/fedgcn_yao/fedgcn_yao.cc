@@ -1,0 +1,268 @@
+// FedGCN (Yao & Joe-Wong 2022) as FedEgo's baselines run it (seeds_fedego.md §9.6; "fedgcn_yao"
+// so that it is not taken for the FedMpa paper's "FedGCN", a FedAvg of a GCN).
+//   Once, before round 1: each client uploads Â_i X_i (Â = D^-1 (A + I) on its subgraph) with
+//   its nodes' dataset ids; the server averages the rows per id over every client holding the
+//   node and sends each client its rows, which replace the client's features.
+//   Each round: FedAvg of a 2-layer GCN (the table's model "gcn:norm=row,out_act=relu"), each
+//   local epoch one full-batch step on a random share of the training nodes.
+// The global test graph is scored on its own Â_test X_test, as the code does.
+#include <cmath>
+#include <map>
+#include <string>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "fl/local_model.h"
+#include "fl/model_average_server.h"
+#include "fl/registry.h"
+#include "fl/tensor_codec.h"
+#include "graph/random.h"
+#include "methods/fedgcn_yao/fedgcn_yao.pb.h"
+#include "nn/conv/gcn_conv.h"
+#include "nn/ops/dropout.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::methods::fedgcn_yao {
+namespace {
+
+constexpr char kType[] = "fedgcn_yao.weights";
+constexpr char kNeighbourMeans[] = "fedgcn_yao.neighbour_means";
+constexpr char kFeaturesPrefix[] = "averaged/";  // "averaged/features" beside the weights
+
+std::string Shape(const torch::Tensor& t) { return c10::str(t.sizes()); }
+
+// D^-1 (A + I) X on the graph's own topology.
+torch::Tensor NeighbourMeans(const fl::ClientData& graph) {
+  torch::NoGradGuard no_grad;
+  return nn::RowPropagate(graph.features->dense(), *graph.view);
+}
+
+class FedGcnYaoClient final : public fl::ModelClient {
+ public:
+  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
+                                                                   const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(const FedGcnYaoParams p, fl::MethodParams<FedGcnYaoParams>(config));
+    if (static_cast<int64_t>(data->node_ids.size()) != data->data.num_nodes()) {
+      return absl::FailedPreconditionError(absl::StrCat("fedgcn_yao: client ", data->id, " has ", data->node_ids.size(),
+                                                        " node ids for ", data->data.num_nodes(), " nodes"));
+    }
+    auto own = std::make_shared<fl::ClientData>(*data);  // its features are replaced in round 1
+    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(own, config, config.seed));
+    return std::unique_ptr<fl::ClientAlgorithm>(new FedGcnYaoClient(own, config, std::move(model), p));
+  }
+
+  absl::StatusOr<std::optional<fl::proto::Message>> Prepare() override {
+    fl::proto::Message m;
+    m.mutable_header()->set_sender(own_->id);
+    m.mutable_header()->set_type(kNeighbourMeans);
+    fl::AddTensors({{"means", NeighbourMeans(*own_).cpu()}, {"ids", torch::tensor(own_->node_ids, torch::kInt64)}}, &m);
+    return m;
+  }
+
+  absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server, const fl::RoundInfo& round) override {
+    fl::proto::Message weights;
+    FGL_ASSIGN_OR_RETURN(auto averaged, fl::SplitTensors(kFeaturesPrefix, from_server, &weights));
+    if (auto it = averaged.find("features"); it != averaged.end()) FGL_RETURN_IF_ERROR(UseFeatures(it->second));
+    if (!averaged_) {
+      return absl::FailedPreconditionError(absl::StrCat("fedgcn_yao: client ", own_->id, " never received its averaged features"));
+    }
+    FGL_RETURN_IF_ERROR(fl::LoadTensors(weights, model_->SharedParameters()));
+    // Each epoch: one step on a random floor(n_i * fraction) of the training nodes.
+    std::vector<int64_t> pool = fl::MaskedNodes(own_->split.train);
+    const int64_t per_epoch = std::min<int64_t>(
+        static_cast<int64_t>(p_.epoch_fraction() * static_cast<double>(own_->data.num_nodes())), pool.size());
+    graph::Rng rng(round.seed, "fedgcn_yao/mask");
+    nn::DropoutSeedScope dropout(graph::Rng::Derive(round.seed, "fedgcn_yao/dropout"));
+    for (int e = 0; e < config_.local_epochs && per_epoch > 0; ++e) {
+      for (int64_t i = 0; i < per_epoch; ++i) std::swap(pool[i], pool[i + rng.UniformInt(pool.size() - i)]);
+      const torch::Tensor nodes =
+          torch::tensor(std::vector<int64_t>(pool.begin(), pool.begin() + per_epoch), torch::kInt64).to(own_->labels.device());
+      FGL_RETURN_IF_ERROR(model_->Step([&](nn::GnnModel& m) {
+        const nn::ModelOutput out = m.forward(*own_->features, *own_->view);
+        return torch::nn::functional::cross_entropy(out.logits.index_select(0, nodes), own_->labels.index_select(0, nodes));
+      }));
+    }
+    fl::proto::Message reply =
+        fl::ModelReply(model_->SharedParameters(), own_->data.num_nodes(), own_->id, round, kType);
+    fl::AddTrainLoss(model_->last_loss(), &reply);
+    fl::AddWeight(p_.weighting(), &reply);
+    return reply;
+  }
+
+  // The global test graph on its own neighbour means (computed once).
+  absl::StatusOr<torch::Tensor> PredictGraph(const fl::ClientData& graph, const fl::proto::Message* global) override {
+    if (global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, model_->SharedParameters()));
+    if (!test_graph_ || test_graph_source_ != &graph) {
+      auto g = std::make_shared<fl::ClientData>(graph);
+      g->features = std::make_shared<nn::NodeFeatures>(NeighbourMeans(graph));
+      test_graph_ = std::move(g);
+      test_graph_source_ = &graph;
+    }
+    return model_->PredictOn(*test_graph_);
+  }
+
+  absl::StatusOr<fl::proto::Message> SaveState() const override {
+    fl::proto::Message state = model_->SaveState();
+    if (averaged_) fl::AddTensors({{absl::StrCat(kFeaturesPrefix, "features"), own_->features->dense().cpu()}}, &state);
+    return state;
+  }
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    fl::proto::Message model_state;
+    FGL_ASSIGN_OR_RETURN(auto averaged, fl::SplitTensors(kFeaturesPrefix, state, &model_state));
+    FGL_RETURN_IF_ERROR(model_->RestoreState(model_state));
+    if (auto it = averaged.find("features"); it != averaged.end()) FGL_RETURN_IF_ERROR(UseFeatures(it->second));
+    return absl::OkStatus();
+  }
+
+ private:
+  FedGcnYaoClient(std::shared_ptr<fl::ClientData> own, const fl::MethodConfig& config,
+                  std::unique_ptr<fl::LocalModel> model, FedGcnYaoParams p)
+      : ModelClient(own, config, std::move(model)), own_(std::move(own)), p_(std::move(p)) {}
+
+  absl::Status UseFeatures(const torch::Tensor& x) {
+    const std::vector<int64_t> want = {own_->data.num_nodes(), own_->data.num_features()};
+    if (x.sizes() != want || x.scalar_type() != torch::kFloat32 || !torch::isfinite(x).all().item<bool>()) {
+      return absl::InvalidArgumentError(absl::StrCat("fedgcn_yao: client ", own_->id, ": averaged features ", Shape(x),
+                                                     " are not finite float32 [", want[0], ", ", want[1], "]"));
+    }
+    own_->features = std::make_shared<nn::NodeFeatures>(x.to(own_->labels.device()));
+    averaged_ = true;
+    return absl::OkStatus();
+  }
+
+  std::shared_ptr<fl::ClientData> own_;
+  FedGcnYaoParams p_;
+  bool averaged_ = false;
+  std::shared_ptr<const fl::ClientData> test_graph_;
+  const fl::ClientData* test_graph_source_ = nullptr;
+};
+
+class FedGcnYaoServer final : public fl::ServerAlgorithm {
+ public:
+  static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Make(const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(const FedGcnYaoParams p, fl::MethodParams<FedGcnYaoParams>(config));
+    FGL_ASSIGN_OR_RETURN(auto average, fl::ModelAverageServer::Create(config, kType, {fl::WeightScalar(p.weighting())}));
+    return std::unique_ptr<fl::ServerAlgorithm>(
+        new FedGcnYaoServer(std::move(average), config.num_clients, config.num_features));
+  }
+
+  absl::Status AcceptPreparation(const fl::proto::Message& m) override {
+    const int k = m.header().sender();
+    const std::string who = absl::StrCat("fedgcn_yao preparation from client ", k);
+    if (m.header().type() != kNeighbourMeans) return absl::InvalidArgumentError(absl::StrCat(who, ": type '", m.header().type(), "'"));
+    if (k < 0 || k >= n_ || uploads_.count(k)) return absl::InvalidArgumentError(absl::StrCat(who, ": unknown or repeated sender"));
+    FGL_ASSIGN_OR_RETURN(auto t, fl::DecodeTensors(m));
+    auto means = t.find("means"), ids = t.find("ids");
+    if (t.size() != 2 || means == t.end() || ids == t.end()) return absl::InvalidArgumentError(absl::StrCat(who, ": needs exactly 'means' and 'ids'"));
+    const torch::Tensor& x = means->second;
+    const torch::Tensor& id = ids->second;
+    if (id.scalar_type() != torch::kInt64 || id.dim() != 1 || x.scalar_type() != torch::kFloat32 || x.dim() != 2 ||
+        x.size(0) != id.size(0) || x.size(1) != width_) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": means ", Shape(x), " and ids ", Shape(id),
+                                                     " are not float32 [n, ", width_, "] and int64 [n]"));
+    }
+    if (!torch::isfinite(x).all().item<bool>()) return absl::InvalidArgumentError(absl::StrCat(who, ": means not finite"));
+    if (id.numel() > 0 && (id.min().item<int64_t>() < 0 || std::get<0>(torch::_unique(id)).numel() != id.numel())) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": ids must be distinct and >= 0"));
+    }
+    uploads_[k] = {x, id};
+    return absl::OkStatus();
+  }
+
+  // Per dataset id, the mean of the uploaded rows; each client's rows in its own order.
+  absl::Status FinishPreparation() override {
+    std::unordered_map<int64_t, int64_t> row;
+    for (const auto& [k, u] : uploads_) {
+      const int64_t* id = u.ids.data_ptr<int64_t>();
+      for (int64_t i = 0; i < u.ids.numel(); ++i) row.emplace(id[i], static_cast<int64_t>(row.size()));
+    }
+    torch::Tensor sums = torch::zeros({static_cast<int64_t>(row.size()), width_}, torch::kFloat64);
+    torch::Tensor counts = torch::zeros({static_cast<int64_t>(row.size())}, torch::kFloat64);
+    std::map<int, torch::Tensor> rows;
+    for (const auto& [k, u] : uploads_) {
+      std::vector<int64_t> r(u.ids.numel());
+      for (int64_t i = 0; i < u.ids.numel(); ++i) r[i] = row.at(u.ids.data_ptr<int64_t>()[i]);
+      rows[k] = torch::tensor(r, torch::kInt64);
+      sums.index_add_(0, rows[k], u.means.to(torch::kFloat64));
+      counts.index_add_(0, rows[k], torch::ones({u.ids.numel()}, torch::kFloat64));
+    }
+    for (const auto& [k, r] : rows) {
+      pending_[k] = (sums.index_select(0, r) / counts.index_select(0, r).unsqueeze(1)).to(torch::kFloat32);
+    }
+    uploads_.clear();
+    return absl::OkStatus();
+  }
+
+  // The weights, plus the averaged features until the client has replied once.
+  bool PersonalisedBroadcast() const override { return true; }
+  absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message m, average_->Broadcast(round));
+    if (auto it = pending_.find(client); it != pending_.end()) {
+      fl::AddTensors({{absl::StrCat(kFeaturesPrefix, "features"), it->second}}, &m);
+    }
+    return m;
+  }
+  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override { return average_->Broadcast(round); }
+
+  absl::Status Accumulate(const fl::proto::Message& reply) override {
+    FGL_RETURN_IF_ERROR(average_->Accumulate(reply));
+    pending_.erase(reply.header().sender());  // its features arrived
+    return absl::OkStatus();
+  }
+  absl::Status FinishRound(const fl::RoundInfo& round) override { return average_->FinishRound(round); }
+  std::vector<fl::ServerAggregate> Aggregates() override { return average_->Aggregates(); }
+
+  // The global model plus "pending/<k>": the features not yet delivered.
+  absl::StatusOr<fl::proto::Message> SaveState() const override {
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message state, average_->SaveState());
+    fl::NamedTensors pending;
+    for (const auto& [k, x] : pending_) pending.emplace_back(absl::StrCat("pending/", k), x);
+    fl::AddTensors(pending, &state);
+    return state;
+  }
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    fl::proto::Message model;
+    FGL_ASSIGN_OR_RETURN(auto pending, fl::SplitTensors("pending/", state, &model));
+    std::map<int, torch::Tensor> restored;
+    for (auto& [key, x] : pending) {
+      int k = -1;
+      if (!absl::SimpleAtoi(key, &k) || k < 0 || k >= n_ || x.dim() != 2 || x.size(1) != width_ ||
+          x.scalar_type() != torch::kFloat32 || !torch::isfinite(x).all().item<bool>()) {
+        return absl::InvalidArgumentError(absl::StrCat("fedgcn_yao state: bad tensor 'pending/", key, "'"));
+      }
+      restored[k] = x;
+    }
+    FGL_RETURN_IF_ERROR(average_->RestoreState(model));
+    pending_ = std::move(restored);
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Upload {
+    torch::Tensor means, ids;
+  };
+  FedGcnYaoServer(std::unique_ptr<fl::ModelAverageServer> average, int n, int64_t width)
+      : average_(std::move(average)), n_(n), width_(width) {}
+
+  std::unique_ptr<fl::ModelAverageServer> average_;
+  int n_;
+  int64_t width_;
+  std::map<int, Upload> uploads_;         // preparation only
+  std::map<int, torch::Tensor> pending_;  // averaged features not yet delivered, per client
+};
+
+absl::Status Validate(const FedGcnYaoParams& p) {
+  if (!(p.epoch_fraction() > 0 && p.epoch_fraction() <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("fedgcn_yao: epoch_fraction must be in (0, 1], got ", p.epoch_fraction()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+FGL_REGISTER_METHOD("fedgcn_yao", FedGcnYaoClient::Make, FedGcnYaoServer::Make, {fl::TypedParams(&Validate)});
+
+}  // namespace fgl::methods::fedgcn_yao
