@@ -82,8 +82,9 @@ case "$CASE" in
   methods)
     # Every method runs unchanged across processes: personalised broadcasts (GCFL+), a second
     # tensor set (SCAFFOLD), a preparation upload and server-side distillation (FedTAD), local
-    # evaluation with masked models (FED-PUB).
-    for m in gcfl_plus scaffold fedtad fedpub; do
+    # evaluation with masked models (FED-PUB), two exchanges per round (GraphFL), per-node data
+    # exchanged by dataset id in the preparation (FedEgo's FedGCN).
+    for m in gcfl_plus scaffold fedtad fedpub graphfl fedgcn_yao; do
       spec="$T/$m.textproto"
       sed -e "s/^method: .*/method: \"$m\"/" -e 's/^rounds: .*/rounds: 3/' "$SPEC" >"$spec"
       if [[ $m == fedpub ]]; then
@@ -105,7 +106,7 @@ case "$CASE" in
       fi
       echo "$m: test accuracy $(json_field "$T/run_$m.out" test_acc), as in the simulator"
     done
-    echo "PASS: GCFL+, SCAFFOLD, FedTAD and FED-PUB give the simulator's numbers across processes"
+    echo "PASS: GCFL+, SCAFFOLD, FedTAD, FED-PUB, GraphFL and FedGCN give the simulator's numbers across processes"
     ;;
   nfedgnn)
     # One user per client: users 0-38 in one process, user 39 alone in another. Round r + 1 of
