@@ -13,6 +13,7 @@
 #include "nn/conv/linear_layer.h"
 #include "nn/conv/sage_conv.h"
 #include "nn/models/ego_sage.h"
+#include "nn/models/sampled_sage.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -398,9 +399,12 @@ absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int
   } else if (name == "ego_sage") {
     FGL_ASSIGN_OR_RETURN(EgoSageOptions e, ParseEgoSageSpec(spec));
     return std::shared_ptr<GnnModel>(std::make_shared<EgoSage>(e, in_features, num_classes));
+  } else if (name == "sampled_sage") {
+    FGL_ASSIGN_OR_RETURN(SampledSageOptions s, ParseSampledSageSpec(spec));
+    return std::shared_ptr<GnnModel>(std::make_shared<SampledSage>(s, in_features, num_classes));
   } else {
     return absl::NotFoundError(absl::StrCat("unknown model '", name,
-                                            "'; known: gcn, gat, sage, gin, sgc, appnp, mlp, ego_sage"));
+                                            "'; known: gcn, gat, sage, gin, sgc, appnp, mlp, ego_sage, sampled_sage"));
   }
   FGL_RETURN_IF_ERROR(o.CheckAllUsed());
   return model;

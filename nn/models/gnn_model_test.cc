@@ -40,7 +40,7 @@ TEST_F(GnnModelTest, EverySpecGivesEmbeddingAndLogits) {
                                          {"appnp:k=10,alpha=0.1", 64}, {"mlp", 64},
                                          {"mlp:layers=1", 12}, {"gcn:layers=3,jk=last", 64},
                                          {"gcn:layers=3,jk=last,masked=true", 64},
-                                         {"gcn:norm=row,out_act=relu", 64}}) {
+                                         {"gcn:norm=row,out_act=relu", 64}, {"sampled_sage", 32}}) {
     ASSERT_OK_AND_ASSIGN(std::shared_ptr<GnnModel> m, MakeModel(c.spec, 12, 4));
     for (bool training : {true, false}) {
       m->train(training);
