@@ -226,6 +226,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
         shared = SharedMessage::Of(std::move(m));
       }
       for (int k : sampled) {
+        if (accepted[k] < e) continue;  // left out of an earlier exchange: out of this round
         is_sampled[k] = 1;
         ClientTask& t = tasks[k];
         t.kind = ClientTask::Kind::kTrain;

@@ -74,9 +74,12 @@ class FedGcnYaoClient final : public fl::ModelClient {
     std::vector<int64_t> pool = fl::MaskedNodes(own_->split.train);
     const int64_t per_epoch = std::min<int64_t>(
         static_cast<int64_t>(p_.epoch_fraction() * static_cast<double>(own_->data.num_nodes())), pool.size());
+    if (per_epoch <= 0) {
+      return absl::FailedPreconditionError(absl::StrCat("fedgcn_yao: client ", own_->id, " has no training node to learn from"));
+    }
     graph::Rng rng(round.seed, "fedgcn_yao/mask");
     nn::DropoutSeedScope dropout(graph::Rng::Derive(round.seed, "fedgcn_yao/dropout"));
-    for (int e = 0; e < config_.local_epochs && per_epoch > 0; ++e) {
+    for (int e = 0; e < config_.local_epochs; ++e) {
       for (int64_t i = 0; i < per_epoch; ++i) std::swap(pool[i], pool[i + rng.UniformInt(pool.size() - i)]);
       const torch::Tensor nodes =
           torch::tensor(std::vector<int64_t>(pool.begin(), pool.begin() + per_epoch), torch::kInt64).to(own_->labels.device());

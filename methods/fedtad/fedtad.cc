@@ -239,6 +239,12 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> WrapServer(std::unique_ptr<
                                                                  const fl::MethodConfig& config) {
   FGL_ASSIGN_OR_RETURN(const FedTadParams p, fl::MethodParams<FedTadParams>(config));
   FGL_RETURN_IF_ERROR(Validate(p));
+  if (base->ExchangesPerRound() != 1) {
+    // The plug-in distils what each FinishRound() produced: with several exchanges it would
+    // distil the intermediate ones (GraphFL's query gradients) and drop the later exchanges.
+    return absl::InvalidArgumentError(absl::StrCat("fedtad: the base method exchanges ", base->ExchangesPerRound(),
+                                                   " times per round; the plug-in needs one"));
+  }
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<DataFreeDistiller> distiller,
                        DataFreeDistiller::Create(config.model_spec, config.num_features, config.num_classes,
                                                  FromParams(p, config.dropout_at_eval), config.seed, config.device));

@@ -39,8 +39,8 @@ class GraphFlClient final : public fl::ModelClient {
     std::vector<int64_t> pool = fl::MaskedNodes(data->split.train);
     graph::Rng rng(config.seed, absl::StrCat("graphfl/support_query/", data->id));
     rng.Shuffle(pool);
-    const double share = static_cast<double>(p.support_nodes()) / (p.support_nodes() + p.query_nodes());
-    const int64_t wanted = static_cast<int64_t>(p.support_nodes()) + p.query_nodes();
+    const double share = static_cast<double>(p.support_nodes()) / (static_cast<double>(p.support_nodes()) + p.query_nodes());
+    const int64_t wanted = static_cast<int64_t>(p.support_nodes()) + static_cast<int64_t>(p.query_nodes());
     const int64_t support = pool.size() >= static_cast<size_t>(wanted)
                                 ? p.support_nodes()
                                 : static_cast<int64_t>(share * static_cast<double>(pool.size()));
@@ -115,10 +115,7 @@ class GraphFlServer final : public fl::ServerAlgorithm {
   }
 
   int ExchangesPerRound() const override { return 2; }
-  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
-    exchange_ = round.exchange;
-    return average_->Broadcast(round);
-  }
+  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override { return average_->Broadcast(round); }
 
   absl::Status Accumulate(const fl::proto::Message& reply) override {
     const std::string& type = reply.header().type();
@@ -126,7 +123,11 @@ class GraphFlServer final : public fl::ServerAlgorithm {
       return absl::InvalidArgumentError(absl::StrCat("graphfl exchange ", exchange_, ": unexpected '", type,
                                                      "' reply from client ", reply.header().sender()));
     }
-    if (exchange_ == 1) return average_->Accumulate(reply);
+    if (exchange_ == 1) {
+      FGL_RETURN_IF_ERROR(average_->Accumulate(reply));
+      ++averaged_;
+      return absl::OkStatus();
+    }
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
     const std::string what = absl::StrCat("query gradient of client ", reply.header().sender());
     const fl::NamedTensors global = average_->GlobalParameters();
@@ -137,19 +138,38 @@ class GraphFlServer final : public fl::ServerAlgorithm {
     return gradient_->Accumulate(tensors, 1.0);
   }
 
+  // The exchange is the server's own count (0, 1, 0, ...), not the broadcasts': the driver also
+  // broadcasts for evaluation.
   absl::Status FinishRound(const fl::RoundInfo& round) override {
-    if (round.exchange == 1) return average_->FinishRound(round);
+    if (round.exchange != exchange_) {
+      return absl::InternalError(absl::StrCat("graphfl: finishing exchange ", round.exchange, ", expected ", exchange_));
+    }
+    exchange_ = 1 - exchange_;
+    torch::NoGradGuard no_grad;
+    if (round.exchange == 1) {
+      const int averaged = std::exchange(averaged_, 0);
+      FGL_RETURN_IF_ERROR(average_->FinishRound(round));
+      if (averaged == 0) {  // nobody fine-tuned: keep w, not the meta-stepped u
+        for (auto& [name, w] : average_->GlobalParameters()) w.copy_(before_meta_step_.at(name));
+      }
+      return absl::OkStatus();
+    }
+    before_meta_step_.clear();
+    for (auto& [name, w] : average_->GlobalParameters()) before_meta_step_[name] = w.detach().clone();
     std::unique_ptr<fl::WeightedMean> gradient = std::exchange(gradient_, std::make_unique<fl::WeightedMean>());
     if (!gradient->CanReport()) return absl::OkStatus();  // no gradient: the fine-tuning starts from w
     FGL_ASSIGN_OR_RETURN(const auto mean, std::move(*gradient).Report());
-    torch::NoGradGuard no_grad;
     for (auto& [name, w] : average_->GlobalParameters()) w.sub_(meta_lr_ * mean.at(name));
     return absl::OkStatus();
   }
 
   // Checkpoints fall between rounds, where only the global model persists.
   absl::StatusOr<fl::proto::Message> SaveState() const override { return average_->SaveState(); }
-  absl::Status RestoreState(const fl::proto::Message& state) override { return average_->RestoreState(state); }
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    exchange_ = 0;
+    averaged_ = 0;
+    return average_->RestoreState(state);
+  }
   std::vector<fl::ServerAggregate> Aggregates() override { return average_->Aggregates(); }
 
  private:
@@ -158,13 +178,15 @@ class GraphFlServer final : public fl::ServerAlgorithm {
 
   std::unique_ptr<fl::ModelAverageServer> average_;
   double meta_lr_;
-  int exchange_ = 0;
+  int exchange_ = 0;   // the exchange whose replies arrive now
+  int averaged_ = 0;   // exchange-1 replies taken this round
+  std::map<std::string, torch::Tensor> before_meta_step_;  // w, kept through exchange 1
   std::unique_ptr<fl::WeightedMean> gradient_ = std::make_unique<fl::WeightedMean>();
 };
 
 absl::Status Validate(const GraphFlParams& p) {
-  if (p.support_nodes() < 1 || p.query_nodes() < 1) {
-    return absl::InvalidArgumentError("graphfl: support_nodes and query_nodes must be >= 1");
+  if (p.support_nodes() < 1 || p.query_nodes() < 1 || p.support_nodes() > 10000000 || p.query_nodes() > 10000000) {
+    return absl::InvalidArgumentError("graphfl: support_nodes and query_nodes must be in [1, 1e7]");
   }
   if (!(p.meta_lr() >= 0) || !std::isfinite(p.meta_lr())) {
     return absl::InvalidArgumentError(absl::StrCat("graphfl: meta_lr must be finite and >= 0, got ", p.meta_lr()));

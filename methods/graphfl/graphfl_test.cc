@@ -64,6 +64,14 @@ TEST(GraphFlServerTest, MetaStepOnTheMeanQueryGradientThenTheAverage) {
   ASSERT_OK_AND_ASSIGN(auto restored, f.server(Config()));
   ASSERT_OK(restored->RestoreState(saved));
   EXPECT_FLOAT_EQ(First(*restored->Broadcast({2, 21, 0})), 4.0f);
+  // A round whose fine-tuning nobody finished keeps w, not the meta-stepped u.
+  const fl::RoundInfo meta2{2, 21, 0}, tune2{2, 22, 1};
+  ASSERT_OK(restored->Accumulate(reply(1, 2.0f, "graphfl.query_gradient", meta2)));
+  ASSERT_OK(restored->FinishRound(meta2));
+  EXPECT_FLOAT_EQ(First(*restored->Broadcast(tune2)), 3.0f);
+  ASSERT_OK(restored->FinishRound(tune2));
+  EXPECT_FLOAT_EQ(First(*restored->Broadcast({3, 31, 0})), 4.0f);
+  EXPECT_FALSE(restored->FinishRound(tune2).ok());  // out of order
 }
 
 TEST(GraphFlClientTest, RepliesAQueryGradientThenItsWeights) {

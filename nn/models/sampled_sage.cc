@@ -116,7 +116,7 @@ absl::StatusOr<SampledSageOptions> ParseSampledSageSpec(const std::string& spec)
   s.sizes.clear();
   for (absl::string_view part : absl::StrSplit(sizes, '-')) {
     int64_t v = 0;
-    if (!absl::SimpleAtoi(part, &v) || v < 2 || v % 2 != 0) return bad(absl::StrCat("sizes=", sizes, " (even widths >= 2, e.g. 64-32)"));
+    if (!absl::SimpleAtoi(part, &v) || v < 2) return bad(absl::StrCat("sizes=", sizes, " (widths >= 2, e.g. 64-32)"));
     s.sizes.push_back(v);
   }
   FGL_ASSIGN_OR_RETURN(s.fanout, o.Int("fanout", s.fanout));

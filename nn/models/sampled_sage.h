@@ -1,11 +1,11 @@
 // GraphSAGE on sampled neighbours as stellargraph builds it (the FedSage code's LocSage /
 // FedSage / FedSage+ classifier, seeds_fedmpa_nodelevel.md A.6): L mean-aggregator layers on a
 // fixed-shape tree of `fanout` neighbours per hop, drawn with replacement (graph/ego_graph.h);
-// each layer is concat(x_self W_self, mean(x_neigh) W_neigh) + b with half the width each,
+// each layer is concat(x_self W_self, mean(x_neigh) W_neigh) + b (out - out/2 and out/2 wide),
 // dropout on both inputs, ReLU except after the last; the output is L2-normalised and a dense
 // head gives the logits. Glorot kernels, zero biases (Keras).
 //
-// Spec: "sampled_sage:sizes=64-32,fanout=5,dropout=0.5,batch=32,epoch_fraction=1". Trains on
+// Spec: "sampled_sage:sizes=64-32,fanout=5,dropout=0,batch=32,epoch_fraction=1". Trains on
 // mini-batches (GnnModel::MiniBatching): each epoch passes over epoch_fraction of the nodes.
 #ifndef FGL_NN_MODELS_SAMPLED_SAGE_H_
 #define FGL_NN_MODELS_SAMPLED_SAGE_H_
@@ -21,9 +21,9 @@
 namespace fgl::nn {
 
 struct SampledSageOptions {
-  std::vector<int64_t> sizes = {64, 32};  // per layer; even
+  std::vector<int64_t> sizes = {64, 32};  // per layer; the self half gets the odd unit
   int64_t fanout = 5;
-  double dropout = 0.5;
+  double dropout = 0.0;  // stellargraph's default, which the FedSage code keeps
   int64_t batch = 32;
   double epoch_fraction = 1.0;
 };

@@ -58,11 +58,12 @@ TEST(SampledSageTest, MatchesTheLayerFormulasOnTwoNodes) {
 }
 
 TEST(SampledSageTest, BadSpecsAreErrors) {
-  for (const char* spec : {"sampled_sage:sizes=63-32", "sampled_sage:sizes=64-", "sampled_sage:fanout=0",
+  for (const char* spec : {"sampled_sage:sizes=1-32", "sampled_sage:sizes=64-", "sampled_sage:fanout=0",
                            "sampled_sage:dropout=1", "sampled_sage:epoch_fraction=0", "sampled_sage:hidden=3"}) {
     EXPECT_FALSE(ParseSampledSageSpec(spec).ok()) << spec;
   }
-  EXPECT_THAT(ParseSampledSageSpec("sampled_sage:sizes=63-32").status().message(), HasSubstr("sizes=63-32"));
+  EXPECT_THAT(ParseSampledSageSpec("sampled_sage:sizes=1-32").status().message(), HasSubstr("sizes=1-32"));
+  EXPECT_TRUE(ParseSampledSageSpec("sampled_sage:sizes=63-31").ok());  // the self half gets the odd unit
 }
 
 }  // namespace
