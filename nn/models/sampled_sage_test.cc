@@ -57,6 +57,28 @@ TEST(SampledSageTest, MatchesTheLayerFormulasOnTwoNodes) {
   EXPECT_EQ(model.spec(), "sampled_sage:sizes=4-2,fanout=3,dropout=0,batch=32,epoch_fraction=1");
 }
 
+TEST(SampledSageTest, TrainingDrawsFromTheStreamAndRepeats) {
+  const std::vector<int64_t> src = {0, 1, 1, 2}, dst = {1, 0, 2, 1};
+  ASSERT_OK_AND_ASSIGN(graph::CsrGraph g, graph::CsrFromEdges(3, src, dst));
+  ASSERT_OK_AND_ASSIGN(GraphView view, GraphView::Create(g));
+  ASSERT_OK_AND_ASSIGN(SampledSageOptions o, ParseSampledSageSpec("sampled_sage:sizes=8-4,fanout=2,dropout=0.5"));
+  torch::manual_seed(3);
+  SampledSage model(o, 4, 2);
+  const torch::Tensor x = torch::rand({3, 4}) + 0.1;
+  const torch::Tensor centres = torch::tensor({0, 1, 2}, torch::kInt64);
+  auto run = [&](uint64_t seed, bool training) {
+    model.train(training);
+    DropoutSeedScope stream(seed);
+    return model.forward_centres(x, view, centres).logits;
+  };
+  // The same stream gives the same samples and masks; another stream other masks; without
+  // training no dropout acts (the samples still come from the stream).
+  EXPECT_TRUE(torch::equal(run(5, true), run(5, true)));
+  EXPECT_FALSE(torch::equal(run(5, true), run(6, true)));
+  EXPECT_FALSE(torch::equal(run(5, true), run(5, false)));
+  EXPECT_TRUE(torch::equal(run(5, false), run(5, false)));
+}
+
 TEST(SampledSageTest, BadSpecsAreErrors) {
   for (const char* spec : {"sampled_sage:sizes=1-32", "sampled_sage:sizes=64-", "sampled_sage:fanout=0",
                            "sampled_sage:dropout=1", "sampled_sage:epoch_fraction=0", "sampled_sage:hidden=3"}) {
