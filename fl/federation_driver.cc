@@ -1,7 +1,6 @@
 #include "fl/federation_driver.h"
 
 #include <chrono>
-#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -240,7 +239,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
         }
       }
       if (e == 0) attach_evaluation(tasks);  // the previous round's scoring rides on the first
-      RoundRecord counted = EmptyRecord(r, n);  // this exchange's participants
+      RoundRecord counted = EmptyRecord(r, 0);  // this exchange's counts; the round's are set after the last
       absl::Status failed;
       channel.Exchange(tasks, [&](int k, ClientAnswer& a) {
         if (!failed.ok()) return;
@@ -260,9 +259,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
           reply = std::move(*a.reply);
           a.reply.reset();  // aggregated: the message is not needed again
         }
-        ClientRecord& ce = counted.clients[k];
-        absl::Status st = AccumulateReply(server, reply, ce, counted);
-        if (!std::isnan(ce.train_loss)) cr.train_loss = ce.train_loss;
+        const absl::Status st = AccumulateReply(server, reply, cr, counted);
         accepted[k] += st.ok();
         if (!st.ok() && o.strict) failed = st;
       });

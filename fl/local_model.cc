@@ -89,7 +89,7 @@ absl::Status LocalModel::TrainMiniBatches(int epochs, uint64_t seed, const Hooks
   graph::Rng rng(seed, "minibatch");
   for (int e = 0; e < epochs; ++e) {
     // A fresh random subset of the training nodes each epoch, in batches (FedEgo §4 step 2).
-    for (int64_t i = 0; i < per_epoch; ++i) std::swap(pool[i], pool[i + rng.UniformInt(pool.size() - i)]);
+    rng.ShuffleFront(pool, per_epoch);
     double sum = 0;
     int batches = 0;
     for (int64_t begin = 0; begin < per_epoch; begin += mb.batch_size) {

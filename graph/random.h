@@ -35,6 +35,12 @@ class Rng {
   void Shuffle(std::vector<T>& v) {
     for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[UniformInt(i)]);
   }
+  // The first k entries (k <= size) become a uniform random k-subset of v, in random order: the
+  // first k steps of a Fisher-Yates pass from the front (an epoch's random training nodes).
+  template <typename T>
+  void ShuffleFront(std::vector<T>& v, size_t k) {
+    for (size_t i = 0; i < k; ++i) std::swap(v[i], v[i + UniformInt(v.size() - i)]);
+  }
 
   // Mixes a seed with a stream name (stable across runs and platforms).
   static uint64_t Derive(uint64_t seed, std::string_view stream);

@@ -99,9 +99,8 @@ const torch::Tensor& GraphView::row_weights() const {
   std::call_once(cache_->row_once, [&] {
     const CsrPattern& p = adjacency_with_self_loops();
     const torch::Tensor rp = p.row_ptr().to(torch::kCPU);
-    const torch::Tensor counts = (rp.slice(0, 1) - rp.slice(0, 0, num_nodes_)).to(torch::kFloat32);
-    const torch::Tensor row = torch::repeat_interleave(torch::arange(num_nodes_), rp.slice(0, 1) - rp.slice(0, 0, num_nodes_));
-    cache_->row = counts.reciprocal().index_select(0, row).to(device_);
+    const torch::Tensor counts = rp.slice(0, 1) - rp.slice(0, 0, num_nodes_);  // every row has its self-loop
+    cache_->row = torch::repeat_interleave(counts.to(torch::kFloat32).reciprocal(), counts).to(device_);
   });
   return cache_->row;
 }

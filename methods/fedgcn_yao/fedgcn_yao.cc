@@ -80,7 +80,7 @@ class FedGcnYaoClient final : public fl::ModelClient {
     graph::Rng rng(round.seed, "fedgcn_yao/mask");
     nn::DropoutSeedScope dropout(graph::Rng::Derive(round.seed, "fedgcn_yao/dropout"));
     for (int e = 0; e < config_.local_epochs; ++e) {
-      for (int64_t i = 0; i < per_epoch; ++i) std::swap(pool[i], pool[i + rng.UniformInt(pool.size() - i)]);
+      rng.ShuffleFront(pool, per_epoch);
       const torch::Tensor nodes =
           torch::tensor(std::vector<int64_t>(pool.begin(), pool.begin() + per_epoch), torch::kInt64).to(own_->labels.device());
       FGL_RETURN_IF_ERROR(model_->Step([&](nn::GnnModel& m) {
