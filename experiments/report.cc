@@ -138,6 +138,20 @@ std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& c
       }
       break;
     }
+    case proto::Claim::COLUMN_AT_LEAST_OTHERS:
+      for (const proto::Row& r : t.rows()) {
+        if (!claim.row().empty() && r.key() != claim.row()) continue;
+        for (const proto::Column& c : t.columns()) {
+          const bool listed = claim.others().empty() ||
+                              std::find(claim.others().begin(), claim.others().end(), c.key()) != claim.others().end();
+          double x, y;
+          if (c.key() != claim.column() && listed && OurMean(cells, r.key(), claim.column(), &x) &&
+              OurMean(cells, r.key(), c.key(), &y)) {
+            out.push_back({absl::StrCat(r.key(), ": ", claim.column(), " vs ", c.key()), x, y, 0});
+          }
+        }
+      }
+      break;
     case proto::Claim::MATCHES_PAPER:
       for (const proto::Cell& cell : t.cells()) {
         double ours;
@@ -186,6 +200,34 @@ std::string ClaimsSection(const proto::Table& t,
     absl::StrAppend(&md, "- ", claim.text(), " — ", verdict, "\n");
   }
   return md;
+}
+
+// How many filled cells lie within max(the paper's std, agreement_min_points) of its mean.
+std::string AgreementSection(const proto::Table& t,
+                             const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  if (t.agreement_min_points() <= 0) return "";
+  std::map<std::string, std::pair<int, int>> per_row;  // row -> (within, filled)
+  for (const proto::Cell& c : t.cells()) {
+    double ours;
+    if (!c.paper().present() || !OurMean(cells, c.row(), c.column(), &ours)) continue;
+    const double band = std::max(c.paper().std(), t.agreement_min_points());
+    auto& [within, filled] = per_row[c.row()];
+    within += std::abs(ours - c.paper().mean()) <= band + 1e-9;
+    ++filled;
+  }
+  int within = 0, filled = 0;
+  std::vector<std::string> rows;
+  for (const proto::Row& r : t.rows()) {
+    auto it = per_row.find(r.key());
+    if (it == per_row.end()) continue;
+    within += it->second.first;
+    filled += it->second.second;
+    rows.push_back(absl::StrCat(Label(r), " ", it->second.first, "/", it->second.second));
+  }
+  return absl::StrFormat(
+      "\n**Agreement with the paper**: %d of %d filled cells lie within the paper's std of its mean, or within "
+      "%g points where that is larger. Per row: %s.\n",
+      within, filled, t.agreement_min_points(), rows.empty() ? "none filled" : absl::StrJoin(rows, ", "));
 }
 
 }  // namespace
@@ -506,6 +548,7 @@ std::string MarkdownReport(const proto::Table& t,
     }
     absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
   }
+  absl::StrAppend(&md, AgreementSection(t, cells));
   absl::StrAppend(&md, AveragesSection(t, cells));
   absl::StrAppend(&md, GainSection(t, cells, paper, ""));
   if (!t.gain_plugin_suffix().empty()) absl::StrAppend(&md, GainSection(t, cells, paper, t.gain_plugin_suffix()));

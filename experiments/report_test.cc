@@ -198,6 +198,69 @@ TEST(ReportTest, ClaimsAreCheckedOnOurNumbers) {
   EXPECT_THAT(md, HasSubstr("about a row we have not run — not checkable yet"));
 }
 
+// A claim about a setting: one column against the others, in every row (or one).
+TEST(ReportTest, ColumnClaimComparesWithinRows) {
+  proto::Table t;
+  for (const char* key : {"x", "y"}) t.add_rows()->set_key(key);
+  for (const char* key : {"h16", "h64", "h128"}) t.add_columns()->set_key(key);
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  auto done = [](double v) { return CellResult{CellResult::State::kDone, {v}, "", 0}; };
+  cells[{"x", "h16"}] = done(60);
+  cells[{"x", "h64"}] = done(65);
+  cells[{"x", "h128"}] = done(64);
+  cells[{"y", "h16"}] = done(70);
+  cells[{"y", "h64"}] = done(68);
+  for (const auto& [row_col, r] : cells) {
+    auto* cell = t.add_cells();
+    cell->set_row(row_col.first);
+    cell->set_column(row_col.second);
+  }
+  auto* all = t.add_claims();
+  all->set_text("h64 is optimal");
+  all->set_kind(proto::Claim::COLUMN_AT_LEAST_OTHERS);
+  all->set_column("h64");
+  auto* one = t.add_claims();
+  one->set_text("h64 beats h128 for x");
+  one->set_kind(proto::Claim::COLUMN_AT_LEAST_OTHERS);
+  one->set_column("h64");
+  one->set_row("x");
+  one->add_others("h128");
+  const std::string md = MarkdownReport(t, cells, Provenance(), "");
+  // x: 65>=60, 65>=64; y: 68<70 (y has no h128).
+  EXPECT_THAT(md, HasSubstr("h64 is optimal — **does not hold**: 2 of 3 comparisons; worst y: h64 vs h16"));
+  EXPECT_THAT(md, HasSubstr("h64 beats h128 for x — **holds**: 1 of 1 comparisons"));
+}
+
+// The agreement count: within the paper's std, or the table's minimum band where that is larger.
+TEST(ReportTest, AgreementCountsCellsWithinTheBand) {
+  proto::Table t;
+  for (const char* key : {"x", "y"}) t.add_rows()->set_key(key);
+  t.add_columns()->set_key("a");
+  t.add_columns()->set_key("b");
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  auto done = [](double v) { return CellResult{CellResult::State::kDone, {v}, "", 0}; };
+  auto cell = [&](const char* row, const char* col, double paper_mean, double paper_std) {
+    auto* c = t.add_cells();
+    c->set_row(row);
+    c->set_column(col);
+    c->mutable_paper()->set_present(true);
+    c->mutable_paper()->set_mean(paper_mean);
+    c->mutable_paper()->set_std(paper_std);
+  };
+  cell("x", "a", 70, 1);   // ours 74: outside the std, inside 5 points
+  cell("x", "b", 70, 8);   // ours 62: inside the std of 8
+  cell("y", "a", 70, 1);   // ours 80: outside both
+  cell("y", "b", 70, 1);   // not run: not counted
+  cells[{"x", "a"}] = done(74);
+  cells[{"x", "b"}] = done(62);
+  cells[{"y", "a"}] = done(80);
+  EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""), Not(HasSubstr("Agreement")));
+  t.set_agreement_min_points(5);
+  EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""),
+              HasSubstr("2 of 3 filled cells lie within the paper's std of its mean, or within 5 points where that "
+                        "is larger. Per row: x 2/2, y 0/1."));
+}
+
 TEST(ReportTest, CommunicationCellsMatchThePaperToItsPrintedPrecision) {
   proto::Table t;
   t.set_title("T");

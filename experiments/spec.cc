@@ -280,17 +280,26 @@ absl::Status ValidateTable(const proto::Table& t, const std::string& where) {
     if (!rows.count(r)) return absl::InvalidArgumentError(absl::StrCat(where, ": partition_spread names unknown row '", r, "'"));
   }
   for (const proto::Claim& claim : t.claims()) {
-    std::vector<std::string> named_rows(claim.others().begin(), claim.others().end());
+    // `others` are columns for a column claim, rows for every other kind.
+    const bool column_claim = claim.kind() == proto::Claim::COLUMN_AT_LEAST_OTHERS;
+    std::vector<std::string> named_rows, named_columns;
+    (column_claim ? named_columns : named_rows).assign(claim.others().begin(), claim.others().end());
     if (!claim.row().empty()) named_rows.push_back(claim.row());
     if (!claim.base().empty()) named_rows.push_back(claim.base());
+    if (!claim.column().empty()) named_columns.push_back(claim.column());
+    if (column_claim && claim.column().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": column claim '", claim.text(), "' names no column"));
+    }
     for (const std::string& r : named_rows) {
       if (!rows.count(r)) {
         return absl::InvalidArgumentError(absl::StrCat(where, ": claim '", claim.text(), "' names unknown row '", r, "'"));
       }
     }
-    if (!claim.column().empty() && !cols.count(claim.column())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": claim '", claim.text(), "' names unknown column '", claim.column(), "'"));
+    for (const std::string& c : named_columns) {
+      if (!cols.count(c)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": claim '", claim.text(), "' names unknown column '", c, "'"));
+      }
     }
   }
   std::set<std::pair<std::string, std::string>> cells;

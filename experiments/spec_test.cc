@@ -279,6 +279,18 @@ TEST(TableTest, CellsMergeBaseRowColumnAndRejectBadKeys) {
   const std::string claim = Write("claim.textproto", R"(
     id: "t" rows { key: "a" } columns { key: "c" } claims { text: "x" row: "a" others: "b" })");
   EXPECT_THAT(LoadTable(claim), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown row 'b'")));
+  // A column claim's `others` are columns.
+  const std::string column_claim = Write("column_claim.textproto", R"(
+    id: "t" rows { key: "a" } columns { key: "c" } columns { key: "d" }
+    claims { text: "x" kind: COLUMN_AT_LEAST_OTHERS column: "c" others: "a" })");
+  EXPECT_THAT(LoadTable(column_claim), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown column 'a'")));
+  const std::string no_column = Write("no_column.textproto", R"(
+    id: "t" rows { key: "a" } columns { key: "c" } claims { text: "x" kind: COLUMN_AT_LEAST_OTHERS })");
+  EXPECT_THAT(LoadTable(no_column), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("names no column")));
+  const std::string good = Write("good_column_claim.textproto", R"(
+    id: "t" rows { key: "a" } columns { key: "c" } columns { key: "d" }
+    claims { text: "x" kind: COLUMN_AT_LEAST_OTHERS column: "c" others: "d" })");
+  EXPECT_TRUE(LoadTable(good).ok());
 }
 
 }  // namespace
