@@ -17,6 +17,10 @@
 
 namespace fgl::fl {
 
+uint64_t PrivateInitSeed(const MethodConfig& config, const ClientData& data) {
+  return graph::Rng::Derive(config.seed, absl::StrCat("private_init/", data.id));
+}
+
 LocalModel::LocalModel(std::shared_ptr<const ClientData> data, const MethodConfig& config,
                        std::shared_ptr<nn::GnnModel> model)
     : data_(std::move(data)), config_(config), model_(std::move(model)) {

@@ -21,6 +21,11 @@ namespace fgl::fl {
 // Ids of the nodes where `mask` (bool [N]) is true, ascending: a client's training pool.
 std::vector<int64_t> MaskedNodes(const torch::Tensor& mask);
 
+// The initialisation seed of a model a client keeps to itself (a private body, a personalised
+// model): its own per client, as every client of the papers' code draws its own initialisation.
+// Shared models keep config.seed: the server's first broadcast replaces them anyway.
+uint64_t PrivateInitSeed(const MethodConfig& config, const ClientData& data);
+
 class LocalModel {
  public:
   // Builds config.model_spec with parameters drawn from `init_seed`.

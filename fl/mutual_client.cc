@@ -19,7 +19,7 @@ absl::StatusOr<std::unique_ptr<MutualClient>> MutualClient::Make(std::shared_ptr
                                                                  const MethodConfig& config,
                                                                  const std::string& shared_model_spec, Losses losses,
                                                                  std::string type) {
-  FGL_ASSIGN_OR_RETURN(auto own, LocalModel::Create(data, config, config.seed));
+  FGL_ASSIGN_OR_RETURN(auto own, LocalModel::Create(data, config, PrivateInitSeed(config, *data)));
   FGL_ASSIGN_OR_RETURN(auto shared, LocalModel::Create(data, SharedModelConfig(config, shared_model_spec), config.seed));
   return std::unique_ptr<MutualClient>(
       new MutualClient(std::move(data), config, std::move(losses), std::move(type), std::move(own), std::move(shared)));

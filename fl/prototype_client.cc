@@ -49,7 +49,7 @@ PrototypeClient::PrototypeClient(std::shared_ptr<const ClientData> data, const M
 absl::StatusOr<std::unique_ptr<ClientAlgorithm>> PrototypeClient::Make(std::shared_ptr<const ClientData> data,
                                                                        const MethodConfig& config,
                                                                        double proto_weight, const std::string& type) {
-  FGL_ASSIGN_OR_RETURN(auto model, LocalModel::Create(data, config, config.seed));
+  FGL_ASSIGN_OR_RETURN(auto model, LocalModel::Create(data, config, PrivateInitSeed(config, *data)));
   return std::unique_ptr<ClientAlgorithm>(
       new PrototypeClient(std::move(data), config, std::move(model), proto_weight, type));
 }

@@ -56,6 +56,7 @@ absl::Status Validate(const FedKdParams& p) {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedkd", MakeClient, MakeServer, {fl::TypedParams(&Validate)});
+// Version 2: each client's mentor initialised from its own seed (version 1: one seed for all).
+FGL_REGISTER_METHOD("fedkd", MakeClient, MakeServer, {fl::TypedParams(&Validate)}, 2);
 
 }  // namespace fgl::methods::fedkd

@@ -1,5 +1,6 @@
-// FedProto: only prototypes travel; the server averages them per class; λ = 0 is local training.
+// FedProto: only prototypes travel; the server averages them per class; λ = 0 is local training from the client's own init.
 #include "fl/aggregate/prototypes.h"
+#include "fl/local_model.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/testing/client_data.h"
@@ -71,7 +72,49 @@ TEST(FedProtoTest, OnlyPrototypesTravelAndTheyShapeTheSecondRound) {
   EXPECT_GT(with.scalars().at("train_loss"), without.scalars().at("train_loss"));
 }
 
-TEST(FedProtoTest, WithoutTheTermItIsLocalTrainingOnHeterogeneousClients) {
+// λ = 0: a FedProto client is a Local client whose model starts from the client's own seed
+// (fl::PrivateInitSeed), whatever prototypes the server sends.
+TEST(FedProtoTest, WithoutTheTermItIsLocalTrainingFromTheClientsOwnInit) {
+  fl::MethodConfig config;
+  config.num_features = 8;
+  config.num_classes = 3;
+  config.seed = 4;
+  config.local_epochs = 2;
+  config.model_spec = "sage:layers=2,hidden=64";
+  auto data = fl::testing::CsbmClient(200, 8, 3, 11);
+  FedProtoParams zero;
+  zero.set_proto_weight(0);
+  fl::MethodConfig proto0 = config;
+  proto0.params.emplace_back().PackFrom(zero);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories fedproto, fl::FindMethod("fedproto"));
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories local, fl::FindMethod("local"));
+  ASSERT_OK_AND_ASSIGN(auto proto_client, fedproto.client(data, proto0));
+  fl::MethodConfig own_init = config;
+  own_init.seed = fl::PrivateInitSeed(config, *data);
+  ASSERT_OK_AND_ASSIGN(auto local_client, local.client(data, own_init));
+  // Prototypes from another client's model: they would pull the embedding if λ were not 0.
+  auto other = fl::testing::CsbmClient(200, 8, 3, 12, /*id=*/1);
+  ASSERT_OK_AND_ASSIGN(auto other_client, fedproto.client(other, config));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message other_reply, other_client->Train(fl::proto::Message(), {1, 1}));
+  ASSERT_OK_AND_ASSIGN(auto server, fedproto.server(config));
+  ASSERT_OK(server->Accumulate(other_reply));
+  ASSERT_OK(server->FinishRound({1, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({2, 2}));
+  ASSERT_GT(global.tensors_size(), 0);
+  for (int r = 1; r <= 3; ++r) {
+    const fl::RoundInfo round{r, static_cast<uint64_t>(100 + r)};
+    ASSERT_OK(proto_client->Train(r == 1 ? fl::proto::Message() : global, round).status());
+    ASSERT_OK(local_client->Train(fl::proto::Message(), round).status());
+  }
+  ASSERT_OK_AND_ASSIGN(torch::Tensor a, proto_client->Predict(nullptr));
+  ASSERT_OK_AND_ASSIGN(torch::Tensor b, local_client->Predict(nullptr));
+  EXPECT_TRUE(torch::equal(a, b));
+  // Clients start from different models: the seed is their own.
+  EXPECT_NE(fl::PrivateInitSeed(config, *data), fl::PrivateInitSeed(config, *other));
+}
+
+// λ = 1 changes the numbers of a heterogeneous federation.
+TEST(FedProtoTest, TheTermChangesAHeterogeneousFederation) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedproto");
   o.spec.set_model("gcn:layers=2,hidden=64;sage:layers=2,hidden=64;gat:layers=2,heads=1,hidden=64");
   o.spec.mutable_eval()->set_model("local");
@@ -79,16 +122,11 @@ TEST(FedProtoTest, WithoutTheTermItIsLocalTrainingOnHeterogeneousClients) {
   zero.set_proto_weight(0);
   o.spec.add_method_params()->PackFrom(zero);
   ASSERT_OK_AND_ASSIGN(fl::FederationResult proto0, fl::RunFederation(o));
-  o.spec.set_method("local");
   o.spec.clear_method_params();
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult local, fl::RunFederation(o));
-  ASSERT_EQ(proto0.rounds.size(), local.rounds.size());
-  for (size_t r = 0; r < local.rounds.size(); ++r) EXPECT_EQ(proto0.rounds[r].test_acc, local.rounds[r].test_acc);
-  // λ = 1 changes the numbers.
-  o.spec.set_method("fedproto");
   ASSERT_OK_AND_ASSIGN(fl::FederationResult proto1, fl::RunFederation(o));
+  ASSERT_EQ(proto0.rounds.size(), proto1.rounds.size());
   EXPECT_NE(proto1.rounds.back().test_acc + proto1.rounds.back().val_acc,
-            local.rounds.back().test_acc + local.rounds.back().val_acc);
+            proto0.rounds.back().test_acc + proto0.rounds.back().val_acc);
 }
 
 }  // namespace

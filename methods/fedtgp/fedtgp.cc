@@ -159,6 +159,7 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedtgp", MakeClient, MakeServer, {fl::TypedParams(&Validate)});
+// Version 2: each client's model initialised from its own seed (version 1: one seed for all).
+FGL_REGISTER_METHOD("fedtgp", MakeClient, MakeServer, {fl::TypedParams(&Validate)}, 2);
 
 }  // namespace fgl::methods::fedtgp

@@ -53,6 +53,7 @@ absl::Status Validate(const FmlParams& p) {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fml", MakeClient, MakeServer, {fl::TypedParams(&Validate)});
+// Version 2: each client's private model initialised from its own seed (version 1: one seed for all).
+FGL_REGISTER_METHOD("fml", MakeClient, MakeServer, {fl::TypedParams(&Validate)}, 2);
 
 }  // namespace fgl::methods::fml

@@ -39,7 +39,7 @@ class LgFedAvgClient final : public fl::ModelClient {
 
   static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
                                                                    const fl::MethodConfig& config) {
-    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
+    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, fl::PrivateInitSeed(config, *data)));
     FGL_RETURN_IF_ERROR(CheckLinearHead(config, model->model()));
     return std::unique_ptr<fl::ClientAlgorithm>(new LgFedAvgClient(std::move(data), config, std::move(model)));
   }
@@ -63,6 +63,7 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
 
 }  // namespace
 
-FGL_REGISTER_METHOD("lg_fedavg", &LgFedAvgClient::Make, MakeServer);
+// Version 2: each client's body initialised from its own seed (version 1: one seed for all).
+FGL_REGISTER_METHOD("lg_fedavg", &LgFedAvgClient::Make, MakeServer, {}, 2);
 
 }  // namespace fgl::methods::lg_fedavg
