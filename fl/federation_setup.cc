@@ -103,8 +103,29 @@ absl::StatusOr<PartitionedDataset> LoadPartitionedDataset(const FederationOption
   return out;
 }
 
-absl::StatusOr<std::shared_ptr<const ClientData>> MakeGlobalTestData(const PartitionedDataset& loaded,
+absl::StatusOr<std::shared_ptr<const ClientData>> MakeGlobalTestData(const FederationOptions& o,
+                                                                     const PartitionedDataset& loaded,
                                                                      torch::Device device) {
+  if (o.spec.eval().global_test() == "whole_graph") {
+    const graph::Partition& partition = loaded.partition;
+    if (!partition.server_nodes.empty() || partition.server_keeps_topology) {
+      return absl::InvalidArgumentError(
+          "eval.global_test whole_graph: the partition already sets a server-side test (server nodes or "
+          "node-level topology); use the default");
+    }
+    const int64_t n = loaded.data.num_nodes();
+    graph::NodeSplit split{torch::zeros({n}, torch::kBool), torch::zeros({n}, torch::kBool),
+                           torch::zeros({n}, torch::kBool)};
+    for (int k = 0; k < partition.num_clients(); ++k) {
+      FGL_ASSIGN_OR_RETURN(graph::Dataset sub, graph::SubDataset(loaded.data, partition.clients[k]));
+      FGL_ASSIGN_OR_RETURN(graph::NodeSplit own, ClientSplit(o, partition, sub, k));
+      split.test.index_put_({torch::tensor(partition.clients[k], torch::kInt64)}, own.test);
+    }
+    FGL_ASSIGN_OR_RETURN(std::shared_ptr<ClientData> data, MakeClientData(-1, loaded.data, std::move(split), device));
+    data->node_ids.resize(n);
+    std::iota(data->node_ids.begin(), data->node_ids.end(), int64_t{0});
+    return std::shared_ptr<const ClientData>(std::move(data));
+  }
   const std::vector<int64_t>& nodes = loaded.partition.server_nodes;
   if (nodes.empty() || loaded.partition.server_keeps_topology) return std::shared_ptr<const ClientData>();
   FGL_ASSIGN_OR_RETURN(graph::Dataset sub, graph::SubDataset(loaded.data, nodes));
@@ -138,7 +159,7 @@ absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOption
   if (partition.server_keeps_topology) {
     FGL_ASSIGN_OR_RETURN(global_split, graph::MakeSplit(o.spec.split(), data, o.spec.partition_seed()));
   }
-  FGL_ASSIGN_OR_RETURN(std::shared_ptr<const ClientData> global_test, MakeGlobalTestData(loaded, device));
+  FGL_ASSIGN_OR_RETURN(std::shared_ptr<const ClientData> global_test, MakeGlobalTestData(o, loaded, device));
   for (int client : clients) {
     if (client < 0 || client >= partition.num_clients()) {
       return absl::InvalidArgumentError(absl::StrCat("client id ", client, " outside [0, ",
@@ -248,8 +269,9 @@ absl::StatusOr<EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, const Clie
     if (global_logits.dim() != 2 || global_logits.size(0) != g.labels.size(0)) {
       return absl::InternalError(absl::StrCat("client ", client.id, ": PredictGraph returned the wrong shape"));
     }
-    c.global_n = g.labels.size(0);
-    c.global_correct = (global_logits.argmax(1) == g.labels).sum().item<int64_t>();
+    // Its test nodes only: all of a server-node graph, the clients' test nodes of the whole graph.
+    c.global_n = g.split.test.sum().item<int64_t>();
+    c.global_correct = (global_logits.argmax(1) == g.labels).logical_and(g.split.test).sum().item<int64_t>();
   }
   return c;
 }

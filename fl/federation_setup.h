@@ -44,9 +44,12 @@ struct PartitionedDataset {
 };
 absl::StatusOr<PartitionedDataset> LoadPartitionedDataset(const FederationOptions& o);
 
-// The shared global test graph every client also scores: the subgraph induced by the partition's
-// server nodes (FedEgo's 30% global test), all of them test nodes; null when there are none.
-absl::StatusOr<std::shared_ptr<const ClientData>> MakeGlobalTestData(const PartitionedDataset& loaded,
+// The shared global test graph every client also scores (eval.global_test): by default the
+// subgraph induced by the partition's server nodes (FedEgo's 30% global test), all of them test
+// nodes, null when there are none; "whole_graph": the original graph with every edge, its test
+// nodes the union of the clients' test nodes.
+absl::StatusOr<std::shared_ptr<const ClientData>> MakeGlobalTestData(const FederationOptions& o,
+                                                                     const PartitionedDataset& loaded,
                                                                      torch::Device device);
 
 // One client's share of a federation: loads the dataset, partitions it (cached) and keeps only

@@ -50,6 +50,9 @@ absl::StatusOr<proto::FederationSpec> ResolveFederationSpec(proto::FederationSpe
   if (!models->count(e.model())) return bad("eval.model", e.model(), "must be global, local or personalized");
   if (!weightings->count(e.weighting())) return bad("eval.weighting", e.weighting(), "must be node or unweighted");
   if (!rounds->count(e.round())) return bad("eval.round", e.round(), "must be best_val, last or best_test");
+  if (e.global_test() != "" && e.global_test() != "whole_graph") {
+    return bad("eval.global_test", e.global_test(), "must be empty (the partition's server nodes) or whole_graph");
+  }
   return s;
 }
 

@@ -6,6 +6,7 @@
 
 #include "fl/aggregate/weighted_mean.h"
 #include "fl/federation_driver.h"
+#include "fl/federation_setup.h"
 #include "fl/simulator.h"
 #include "fl/testing/client_data.h"
 #include "fl/testing/majority_method.h"
@@ -298,6 +299,35 @@ TEST(SimulatorTest, SameNumbersOnAnyThreadCountAndAfterResume) {
   }
   o.spec.set_lr(0.02);  // a checkpoint of a different run is refused
   EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("different run")));
+}
+
+// FedMpa's whole-graph test (the FedSage code's): every node and edge of the original graph, its
+// test nodes exactly the union of the clients' test nodes.
+TEST(GlobalTestTest, WholeGraphHoldsEveryEdgeAndTheClientsTestNodes) {
+  FederationOptions o = testing::SmallFederation("testing_majority");
+  o.spec.mutable_eval()->set_global_test("whole_graph");
+  ASSERT_OK_AND_ASSIGN(o, ResolveOptions(o));
+  ASSERT_OK_AND_ASSIGN(PartitionedDataset loaded, LoadPartitionedDataset(o));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ClientData> g, MakeGlobalTestData(o, loaded, torch::kCPU));
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->data.num_nodes(), loaded.data.num_nodes());
+  EXPECT_EQ(g->data.graph.num_entries(), loaded.data.graph.num_entries());
+  EXPECT_EQ(g->split.train.sum().item<int64_t>() + g->split.val.sum().item<int64_t>(), 0);
+  int64_t union_size = 0;
+  for (int k = 0; k < loaded.partition.num_clients(); ++k) {
+    ASSERT_OK_AND_ASSIGN(ClientShard shard, LoadClientShard(o, k));
+    const torch::Tensor ids = torch::tensor(shard.data->node_ids, torch::kInt64);
+    EXPECT_TRUE(torch::equal(g->split.test.index_select(0, ids), shard.data->split.test)) << k;
+    union_size += shard.data->split.test.sum().item<int64_t>();
+  }
+  EXPECT_GT(union_size, 0);
+  EXPECT_EQ(g->split.test.sum().item<int64_t>(), union_size);  // nothing outside the clients' tests
+  // The default is FedEgo's server-node test: none for a Louvain partition.
+  o.spec.mutable_eval()->clear_global_test();
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ClientData> none, MakeGlobalTestData(o, loaded, torch::kCPU));
+  EXPECT_EQ(none, nullptr);
+  o.spec.mutable_eval()->set_global_test("whole");
+  EXPECT_THAT(ResolveOptions(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("eval.global_test")));
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
     clients.push_back(std::move(c));
     method = "fedavg";
   } else {
-    FGL_ASSIGN_OR_RETURN(std::shared_ptr<const ClientData> global_test, MakeGlobalTestData(loaded, device));
+    FGL_ASSIGN_OR_RETURN(std::shared_ptr<const ClientData> global_test, MakeGlobalTestData(o, loaded, device));
     for (int k = 0; k < partition.num_clients(); ++k) {
       FGL_ASSIGN_OR_RETURN(auto c, MakeClientData(k, std::move(subsets[k]), splits[k], device));
       c->global_test = global_test;

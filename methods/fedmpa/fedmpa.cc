@@ -162,6 +162,13 @@ class MpaClient final : public fl::ClientAlgorithm {
     if (mlp_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(v_.name, ": no model before the local stage"));
     return mlp_->Predict(global);
   }
+  // The same model on another graph (the whole-graph test of FedMpa's A.5.3).
+  absl::StatusOr<torch::Tensor> PredictGraph(const fl::ClientData& graph, const fl::proto::Message* global) override {
+    if (local_done_) return appnp_->PredictOn(graph);
+    if (mlp_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(v_.name, ": no model before the local stage"));
+    if (global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, mlp_->SharedParameters()));
+    return mlp_->PredictOn(graph);
+  }
 
   absl::StatusOr<fl::proto::Message> SaveState() const override {
     fl::proto::Message m;

@@ -175,6 +175,11 @@ class FedSageClient final : public fl::ClientAlgorithm {
     if (v_.federated && global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, model_->SharedParameters()));
     return model_->Predict().slice(0, 0, data_->data.num_nodes());
   }
+  // The same classifier on another graph (the FedSage code's whole-graph test).
+  absl::StatusOr<torch::Tensor> PredictGraph(const fl::ClientData& graph, const fl::proto::Message* global) override {
+    if (v_.federated && global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, model_->SharedParameters()));
+    return model_->PredictOn(graph);
+  }
 
   absl::StatusOr<fl::proto::Message> SaveState() const override {
     fl::proto::Message m = model_->SaveState();
