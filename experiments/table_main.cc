@@ -19,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <string>
@@ -167,10 +168,15 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
   // Accuracies are percent in the records; a table that compares with printed fractions shows
   // fractions.
   const double accuracy_unit = table.fraction() ? 0.01 : 1.0;
-  r.values.push_back(r.value == proto::Table::UPLOADED_MIB ? static_cast<double>(result.bytes_up()) / kMiB
-                     : r.value == proto::Table::GLOBAL_TEST_ACCURACY
-                         ? accuracy_unit * result.global_test_acc()
-                         : accuracy_unit * result.test_acc());
+  double value = accuracy_unit * result.test_acc();
+  if (r.value == proto::Table::UPLOADED_MIB) value = static_cast<double>(result.bytes_up()) / kMiB;
+  if (r.value == proto::Table::GLOBAL_TEST_ACCURACY) value = accuracy_unit * result.global_test_acc();
+  if (r.value == proto::Table::LAST_ROUND_TIME_SHARE) {
+    const auto& s = record.seconds_curve();
+    const double total = std::accumulate(s.begin(), s.end(), 0.0);
+    value = total > 0 ? 100.0 * s[s.size() - 1] / total : 0.0;
+  }
+  r.values.push_back(value);
   r.traffic_mib.push_back(static_cast<double>(result.bytes_up() + result.bytes_down()) / kMiB);
   r.run_seconds += result.wall_s();
 }
@@ -249,6 +255,7 @@ absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto:
     record.add_test_curve(round.test_acc());
     if (round.has_global_test_acc()) record.add_global_test_curve(round.global_test_acc());
     if (round.has_train_loss()) record.add_loss_curve(round.train_loss());
+    record.add_seconds_curve(round.seconds());
   }
   return record;
 }
@@ -479,6 +486,12 @@ int Run() {
                   record.spec() == KeyedSpecText(resolved);
       const bool stale = have && RecordVersion(record, resolved.method()) != CurrentVersion(resolved.method());
       have &= !stale;
+      // A time share needs the per-round seconds that older records lack: such a run is redone
+      // (same numbers, the curve added).
+      if (r.value == proto::Table::LAST_ROUND_TIME_SHARE &&
+          (record.seconds_curve_size() == 0 || record.seconds_curve_size() != record.test_curve_size())) {
+        have = false;
+      }
       if (have) {
         commits.insert(record.result().code_commit().empty() ? "unknown" : record.result().code_commit());
         machines.insert(record.result().machine().empty() ? "unknown" : record.result().machine());
