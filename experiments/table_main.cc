@@ -489,7 +489,8 @@ int Run() {
       // A time share needs the per-round seconds that older records lack: such a run is redone
       // (same numbers, the curve added).
       if (r.value == proto::Table::LAST_ROUND_TIME_SHARE &&
-          (record.seconds_curve_size() == 0 || record.seconds_curve_size() != record.test_curve_size())) {
+          (record.seconds_curve_size() == 0 || record.seconds_curve_size() != record.test_curve_size() ||
+           std::accumulate(record.seconds_curve().begin(), record.seconds_curve().end(), 0.0) <= 0)) {
         have = false;
       }
       if (have) {

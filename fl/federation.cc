@@ -18,6 +18,7 @@ EvalProtocol FederationOptions::eval() const {
             : e.round() == "best_test" ? EvalProtocol::Round::kBestTest
                                        : EvalProtocol::Round::kBestVal;
   p.dropout_at_eval = e.dropout_at_eval();
+  p.whole_graph_test = e.global_test() == "whole_graph";
   return p;
 }
 
@@ -37,7 +38,8 @@ std::string EvalProtocol::Card() const {
                       model == Model::kGlobal ? "global" : model == Model::kLocal ? "local" : "personalized",
                       " weighting=", node_weighted ? "node" : "unweighted", " round=",
                       round == Round::kBestVal ? "best_val" : round == Round::kLast ? "last" : "best_test(optimistic)",
-                      " dropout_at_eval=", dropout_at_eval ? "on" : "off");
+                      " dropout_at_eval=", dropout_at_eval ? "on" : "off",
+                      whole_graph_test ? " global_test=whole_graph" : "");
 }
 
 }  // namespace fgl::fl

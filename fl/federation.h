@@ -24,6 +24,7 @@ struct EvalProtocol {
   bool node_weighted = true;     // client accuracies weighted by node count (FedTAD, OpenFGL)
   Round round = Round::kBestVal;  // best_test exists only because FedEgo reports it (optimistic)
   bool dropout_at_eval = false;  // FedTAD's official code leaves dropout on when evaluating
+  bool whole_graph_test = false;  // eval.global_test "whole_graph" (named in the card only when set)
 
   std::string Card() const;  // e.g. "model=global weighting=node round=best_val dropout_at_eval=0"
 };

@@ -114,6 +114,16 @@ absl::StatusOr<std::shared_ptr<const ClientData>> MakeGlobalTestData(const Feder
           "node-level topology); use the default");
     }
     const int64_t n = loaded.data.num_nodes();
+    // The union of the clients' tests is well defined only when no node belongs to two clients.
+    std::vector<char> owned(n, 0);
+    for (const std::vector<int64_t>& nodes : partition.clients) {
+      for (int64_t v : nodes) {
+        if (v < 0 || v >= n || owned[v]++) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "eval.global_test whole_graph needs disjoint clients; node ", v, " is in two clients or out of range"));
+        }
+      }
+    }
     graph::NodeSplit split{torch::zeros({n}, torch::kBool), torch::zeros({n}, torch::kBool),
                            torch::zeros({n}, torch::kBool)};
     for (int k = 0; k < partition.num_clients(); ++k) {
@@ -183,7 +193,7 @@ absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOption
     shard.data->node_ids = partition.clients[client];
     shards.push_back(std::move(shard));
   }
-  return shards;  // the rest of the graph goes with `data`: not these clients' to keep
+  return shards;  // the rest of the graph goes with `data` (but for a whole-graph test, shared above)
 }
 
 absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int64_t num_features,

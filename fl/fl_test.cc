@@ -312,6 +312,12 @@ TEST(GlobalTestTest, WholeGraphHoldsEveryEdgeAndTheClientsTestNodes) {
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->data.num_nodes(), loaded.data.num_nodes());
   EXPECT_EQ(g->data.graph.num_entries(), loaded.data.graph.num_entries());
+  int64_t client_entries = 0;  // the cross-client edges are what the clients' subgraphs lack
+  for (const std::vector<int64_t>& nodes : loaded.partition.clients) {
+    ASSERT_OK_AND_ASSIGN(graph::Dataset sub, graph::SubDataset(loaded.data, nodes));
+    client_entries += sub.graph.num_entries();
+  }
+  EXPECT_LT(client_entries, g->data.graph.num_entries());
   EXPECT_EQ(g->split.train.sum().item<int64_t>() + g->split.val.sum().item<int64_t>(), 0);
   int64_t union_size = 0;
   for (int k = 0; k < loaded.partition.num_clients(); ++k) {
