@@ -15,6 +15,7 @@
 #include "fl/federation_spec.h"
 #include "graph/datasets.h"
 #include "graph/partition/partition_cache.h"
+#include "graph/partition/partitioner.h"
 #include "graph/partition/partitioner_registry.h"
 #include "graph/random.h"
 #include "nn/device.h"
@@ -115,14 +116,8 @@ absl::StatusOr<std::shared_ptr<const ClientData>> MakeGlobalTestData(const Feder
     }
     const int64_t n = loaded.data.num_nodes();
     // The union of the clients' tests is well defined only when no node belongs to two clients.
-    std::vector<char> owned(n, 0);
-    for (const std::vector<int64_t>& nodes : partition.clients) {
-      for (int64_t v : nodes) {
-        if (v < 0 || v >= n || owned[v]++) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "eval.global_test whole_graph needs disjoint clients; node ", v, " is in two clients or out of range"));
-        }
-      }
+    if (absl::Status s = graph::ValidatePartition(partition, n, /*disjoint=*/true); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("eval.global_test whole_graph needs disjoint clients: ", s.message()));
     }
     graph::NodeSplit split{torch::zeros({n}, torch::kBool), torch::zeros({n}, torch::kBool),
                            torch::zeros({n}, torch::kBool)};
