@@ -14,8 +14,6 @@ uint64_t SplitMix64(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
 }  // namespace
 
 uint64_t Fnv1a64(const void* data, size_t size, uint64_t h) {
@@ -38,18 +36,6 @@ Rng::Rng(uint64_t seed) {
 }
 
 Rng::Rng(uint64_t seed, std::string_view stream) : Rng(Derive(seed, stream)) {}
-
-uint64_t Rng::NextU64() {
-  const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
-  const uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = Rotl(s_[3], 45);
-  return result;
-}
 
 double Rng::Uniform() { return static_cast<double>(NextU64() >> 11) * 0x1.0p-53; }
 

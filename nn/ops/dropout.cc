@@ -36,13 +36,14 @@ torch::Tensor Dropout(const torch::Tensor& x, double p, bool training) {
   torch::Tensor mask = torch::empty({n}, torch::kFloat32);
   float* m = mask.data_ptr<float>();
   const float scale = static_cast<float>(1.0 / (1.0 - p));
-  // Keep an entry when a 32-bit uniform is >= p * 2^32: two entries per 64-bit draw.
+  // Keep an entry when a 32-bit uniform is >= p * 2^32: two entries per 64-bit draw. Branch-free
+  // (scale * 1 or scale * 0): a branch on a random bit mispredicts half the time.
   const uint64_t threshold = static_cast<uint64_t>(p * 4294967296.0);
   int64_t i = 0;
   for (; i + 1 < n; i += 2) {
     const uint64_t r = rng.NextU64();
-    m[i] = (r & 0xffffffffu) >= threshold ? scale : 0.0f;
-    m[i + 1] = (r >> 32) >= threshold ? scale : 0.0f;
+    m[i] = scale * static_cast<float>((r & 0xffffffffu) >= threshold);
+    m[i + 1] = scale * static_cast<float>((r >> 32) >= threshold);
   }
   if (i < n) m[i] = (rng.NextU64() & 0xffffffffu) >= threshold ? scale : 0.0f;
   return x * mask.view(x.sizes()).to(x.device());

@@ -11,13 +11,13 @@ namespace {
 // own accumulator and adds its features in ascending order, so every sum is rounded exactly as a
 // per-pair loop would round it, while the loop runs across pairs in vector lanes. (A per-pair
 // float sum cannot be vectorised without reordering it.)
-__attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+__attribute__((target_clones("avx512f", "avx2", "default")))
 void AddAbsDiffAcrossPairs(float a_t, const float* __restrict c, int64_t n, float* __restrict acc) {
   for (int64_t j = 0; j < n; ++j) acc[j] += std::fabs(a_t - c[j]);
 }
 
 // oa += w sign(a - c), oc -= w sign(a - c); branch-free so that it vectorises.
-__attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+__attribute__((target_clones("avx512f", "avx2", "default")))
 void AddSigned(const float* __restrict a, const float* __restrict c, float w, int64_t f,
                float* __restrict oa, float* __restrict oc) {
   for (int64_t t = 0; t < f; ++t) {

@@ -8,8 +8,11 @@ namespace {
 
 // One output row, o = sum_e v[e] * x[col[e], :], in column blocks of 64 whose partial sums stay
 // in registers (a load-add-store per product otherwise makes the loop L1-bound). Compiled for
-// AVX-512, AVX2+FMA and baseline x86-64 and picked at load time.
-__attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+// AVX-512F, AVX2 and baseline x86-64 and picked at load time by CPU feature (an `arch=` clone is
+// picked by CPU model, so an AMD CPU with AVX-512 ran the scalar one). The BUILD file turns off
+// FMA contraction: every clone rounds each product and each sum as the scalar loop does, so the
+// result does not depend on the CPU.
+__attribute__((target_clones("avx512f", "avx2", "default")))
 void CsrRow(const int64_t* __restrict col, const float* __restrict v, int64_t begin, int64_t end,
             const float* __restrict x, int64_t f, float* __restrict o) {
   constexpr int64_t kBlock = 64;
