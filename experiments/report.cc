@@ -473,15 +473,24 @@ std::string ProtocolSection(const proto::Table& t,
   std::string rows;
   for (const proto::Row& row : t.rows()) {
     std::map<std::string, std::vector<std::string>> by_card;  // card -> columns, where not `shared`
-    std::string params;
+    // params -> columns, in column order of first use (a figure may set them per cell).
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_params;
     for (const proto::Column& c : t.columns()) {
       const CellResult& r = Lookup(cells, row.key(), c.key());
       if (!r.protocol.empty() && r.protocol != shared) by_card[r.protocol].push_back(Label(c));
-      if (params.empty()) params = r.params;
+      if (r.params.empty()) continue;
+      auto it = std::find_if(by_params.begin(), by_params.end(), [&](const auto& p) { return p.first == r.params; });
+      if (it == by_params.end()) it = by_params.insert(by_params.end(), {r.params, {}});
+      it->second.push_back(Label(c));
     }
-    if (by_card.empty() && params.empty()) continue;
+    if (by_card.empty() && by_params.empty()) continue;
     absl::StrAppend(&rows, "- ", Label(row), ":",
-                    params.empty() ? "" : absl::StrCat(" `", params, "`"), "\n");
+                    by_params.size() == 1 ? absl::StrCat(" `", by_params[0].first, "`") : "", "\n");
+    if (by_params.size() > 1) {
+      for (const auto& [params, columns] : by_params) {
+        absl::StrAppend(&rows, "  - ", absl::StrJoin(columns, ", "), ": `", params, "`\n");
+      }
+    }
     // Only the parts of a card that differ from the shared one.
     const std::vector<std::string> shared_parts = absl::StrSplit(shared, "; ");
     for (const auto& [card, columns] : by_card) {

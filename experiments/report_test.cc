@@ -315,9 +315,14 @@ TEST(ReportTest, ProtocolCardPerRowWithColumnExceptions) {
   cells[{"r", "c"}].protocol = "card two";
   cells[{"s", "c"}].protocol = "card one";
   cells[{"s", "a"}].params = "moon { mu: 2 }";
+  // A figure setting parameters per cell: each set is listed with its columns.
+  cells[{"r", "a"}].params = "fedmpa { reconstruction_weight: 0.1 }";
+  cells[{"r", "b"}].params = "fedmpa { reconstruction_weight: 5 }";
+  cells[{"r", "c"}].params = "fedmpa { reconstruction_weight: 0.1 }";
   const std::string md = MarkdownReport(t, cells, Provenance(), "");
   EXPECT_THAT(md, HasSubstr("**Protocol** (every cell unless listed below; dataset and clients are the column's): card one."));
-  EXPECT_THAT(md, HasSubstr("- r:\n  - c: card two\n"));
+  EXPECT_THAT(md, HasSubstr("- r:\n  - a, c: `fedmpa { reconstruction_weight: 0.1 }`\n"
+                            "  - b: `fedmpa { reconstruction_weight: 5 }`\n  - c: card two\n"));
   EXPECT_THAT(md, HasSubstr("- s: `moon { mu: 2 }`\n"));
 }
 
