@@ -12,7 +12,7 @@ bool SetComputeThreads(int n) {
   using SetThreads = void (*)(int);
   auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
   if (set == nullptr) return false;
-  set(n);
+  set(1);
   return true;
 }
 

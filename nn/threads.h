@@ -1,13 +1,15 @@
-// One knob for CPU threads: LibTorch's intra-op pool and OpenBLAS's own pool. Left alone, OpenBLAS
-// starts a thread per core that spins in sched_yield between the small GEMMs of a GNN epoch
-// (measured: ~40% of a Cora GCN epoch's CPU time when another process shares the cores).
+// One knob for CPU threads: LibTorch's intra-op pool gets them; OpenBLAS's own pool is kept at one
+// thread. Its workers spin in sched_yield after every multithreaded GEMM and take the core from
+// LibTorch's workers: a two-thread GCN epoch took 5.2-7.7 ms on Cora and 70-85 ms on Physics
+// against 2.4-2.6 and 53-64 ms with one; with OpenBLAS at one thread, 2.5-2.8 and 56-58 ms
+// (nn/README.md). The dense GEMMs of these models are small (N x 64 by 64 x C).
 #ifndef FGL_NN_THREADS_H_
 #define FGL_NN_THREADS_H_
 
 namespace fgl::nn {
 
-// Sets both pools to `n` threads (n >= 1). Returns false if OpenBLAS is not the loaded BLAS
-// (then only LibTorch's pool is set).
+// Sets LibTorch's pool to `n` threads (n >= 1) and OpenBLAS's to one. Returns false if OpenBLAS
+// is not the loaded BLAS (then only LibTorch's pool is set).
 bool SetComputeThreads(int n);
 
 }  // namespace fgl::nn
