@@ -234,14 +234,32 @@ std::string AgreementSection(const proto::Table& t,
 
 int AccuracyDecimals(const proto::Table& t) { return t.fraction() ? 3 : 1; }
 
+int64_t SelectedTensorBytes(const std::map<std::string, int64_t>& by_group, const std::vector<std::string>& groups) {
+  std::set<std::string> included, excluded;
+  for (const std::string& g : groups) (!g.empty() && g[0] == '-' ? excluded : included).insert(g.substr(g[0] == '-'));
+  int64_t total = 0;
+  for (const auto& [group, bytes] : by_group) {
+    if (excluded.count(group) || (!included.empty() && !included.count(group))) continue;
+    total += bytes;
+  }
+  return total;
+}
+
+bool IsAccuracy(proto::Table::Value value) {
+  return value == proto::Table::TEST_ACCURACY || value == proto::Table::GLOBAL_TEST_ACCURACY;
+}
+
 std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, proto::Table::Value value,
                        int decimals) {
   const bool mib = value == proto::Table::UPLOADED_MIB;
+  const bool tensor_mib = value == proto::Table::UPLOADED_TENSOR_MIB;
+  const bool minutes = value == proto::Table::TRAINING_MINUTES;
   // Communication is deterministic and printed as the paper prints it: 2 decimals, or 3
   // significant digits in e-notation from 10^4 on.
   auto amount = [](double v) { return v < 1e4 ? absl::StrFormat("%.2f", v) : absl::StrFormat("%.3e", v); };
-  const std::string published = !paper.present() ? "–"
-                                : mib            ? amount(paper.mean())
+  const std::string published = !paper.present()    ? "–"
+                                : mib || tensor_mib ? amount(paper.mean())
+                                : minutes           ? absl::StrFormat("%g", paper.mean())
                                 : paper.std() == 0 ? absl::StrFormat("%.*f", decimals, paper.mean())  // no ± printed
                                                  : absl::StrFormat("%.*f ± %.*f", decimals, paper.mean(), decimals, paper.std());
   switch (r.state) {
@@ -267,6 +285,13 @@ std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, 
     return absl::StrCat(amount(mean), spread == 0 ? "" : absl::StrFormat(" (seeds differ by %g)", spread),
                         " (up+down ", amount(MeanStd(r.traffic_mib).first), ") / ", published);
   }
+  if (tensor_mib) {
+    const double spread = *std::max_element(r.values.begin(), r.values.end()) -
+                          *std::min_element(r.values.begin(), r.values.end());
+    return absl::StrCat(amount(mean), spread == 0 ? "" : absl::StrFormat(" (seeds differ by %g)", spread), " / ",
+                        published);
+  }
+  if (minutes) return absl::StrFormat("%.1f ± %.1f / %s", mean, std, published);
   return absl::StrFormat("%.*f ± %.*f / %s", decimals, mean, decimals, std, published);
 }
 
@@ -294,7 +319,9 @@ std::string GainSection(const proto::Table& t,
   auto mean_of = [&](const std::string& row, const std::string& col, double* ours, double* theirs) {
     const CellResult& r = Lookup(cells, row, col);
     auto it = paper.find({row, col});
-    if (r.state != CellResult::State::kDone || it == paper.end() || !it->second.present()) return false;
+    if (r.state != CellResult::State::kDone || it == paper.end() || !it->second.present() || !IsAccuracy(r.value)) {
+      return false;
+    }
     *ours = MeanStd(r.values).first;
     *theirs = it->second.mean();
     return true;
@@ -553,7 +580,9 @@ std::string MarkdownReport(const proto::Table& t,
     std::vector<std::string> line = {Label(r)};
     for (const proto::Column& c : t.columns()) {
       auto it = paper.find({r.key(), c.key()});
-      line.push_back(it == paper.end() ? "–" : FormatCell(Lookup(cells, r.key(), c.key()), it->second, t.value(), AccuracyDecimals(t)));
+      line.push_back(it == paper.end() ? "–"
+                                       : FormatCell(Lookup(cells, r.key(), c.key()), it->second,
+                                                    c.has_value() ? c.value() : t.value(), AccuracyDecimals(t)));
     }
     absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
   }
@@ -731,7 +760,9 @@ std::string FidelitySvg(const proto::Table& t,
   double lo = 100, hi = 0;
   for (const proto::Cell& c : t.cells()) {
     const CellResult& r = Lookup(cells, c.row(), c.column());
-    if (r.state != CellResult::State::kDone || r.values.empty() || !c.paper().present()) continue;
+    if (r.state != CellResult::State::kDone || r.values.empty() || !c.paper().present() || !IsAccuracy(r.value)) {
+      continue;
+    }
     size_t row = 0;
     while (row < labels.size() && labels[row] != c.row()) ++row;
     if (row == labels.size()) labels.push_back(c.row());
@@ -741,9 +772,11 @@ std::string FidelitySvg(const proto::Table& t,
     hi = std::max({hi, ours, c.paper().mean()});
   }
   if (points.empty()) return "";
-  lo = std::floor(lo / 10) * 10;
-  hi = std::min(100.0, std::ceil(hi / 10) * 10);
-  if (hi <= lo) hi = lo + 10;
+  // Percent, or fractions (Table.fraction): the axes' step and the agreement band scale alike.
+  const double step = t.fraction() ? 0.1 : 10, band = t.fraction() ? 0.02 : 2;
+  lo = std::floor(lo / step) * step;
+  hi = std::min(10 * step, std::ceil(hi / step) * step);
+  if (hi <= lo) hi = lo + step;
   const double side = std::min(kW - kLeft - kRight, kH - kTop - kBottom);
   auto x = [&](double a) { return kLeft + side * (a - lo) / (hi - lo); };
   auto y = [&](double a) { return kTop + side * (1 - (a - lo) / (hi - lo)); };
@@ -757,19 +790,20 @@ std::string FidelitySvg(const proto::Table& t,
       kW, kH, kLeft, Escape(t.id()), kLeft);
   // The ±2-point band around the diagonal, then the diagonal.
   absl::StrAppend(&svg, absl::StrFormat(
-      "<polygon fill=\"#eef\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n", x(lo), y(lo + 2), x(hi - 2), y(hi),
-      x(hi), y(hi - 2), x(lo + 2), y(lo)));
+      "<polygon fill=\"#eef\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n", x(lo), y(lo + band),
+      x(hi - band), y(hi), x(hi), y(hi - band), x(lo + band), y(lo)));
   absl::StrAppend(&svg, absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>\n",
                                         x(lo), y(lo), x(hi), y(hi)));
   for (double a = lo; a <= hi + 1e-9; a += (hi - lo) / 5) {
     absl::StrAppend(&svg, absl::StrFormat(
-        "<text x=\"5\" y=\"%.1f\">%.0f</text><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n",
-        y(a) + 4, a, x(a), kTop + side + 15, a));
+        "<text x=\"5\" y=\"%.1f\">%.*f</text><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.*f</text>\n",
+        y(a) + 4, t.fraction() ? 2 : 0, a, x(a), kTop + side + 15, t.fraction() ? 2 : 0, a));
   }
   absl::StrAppend(&svg, absl::StrFormat(
-      "<text x=\"%.0f\" y=\"%.0f\">paper (%%)</text><text x=\"5\" y=\"%.0f\">ours (%%)</text>\n"
-      "<text x=\"%.0f\" y=\"%.0f\" fill=\"#88a\">shaded: within ±2 points</text>\n",
-      kLeft + side / 2 - 20, kTop + side + 32, kTop - 12, kLeft + side - 130, kTop + side - 8));
+      "<text x=\"%.0f\" y=\"%.0f\">paper (%s)</text><text x=\"5\" y=\"%.0f\">ours (%s)</text>\n"
+      "<text x=\"%.0f\" y=\"%.0f\" fill=\"#88a\">shaded: within ±%s</text>\n",
+      kLeft + side / 2 - 20, kTop + side + 32, t.fraction() ? "fraction" : "%", kTop - 12,
+      t.fraction() ? "fraction" : "%", kLeft + side - 130, kTop + side - 8, t.fraction() ? "0.02" : "2 points"));
   for (const Point& p : points) {
     absl::StrAppend(&svg, absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", x(p.paper),
                                           y(p.ours), kColors[p.row % 10]));

@@ -3,6 +3,7 @@
 #ifndef FGL_EXPERIMENTS_REPORT_H_
 #define FGL_EXPERIMENTS_REPORT_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -26,7 +27,15 @@ struct CellResult {
   std::vector<double> traffic_mib;  // one per seed: MiB up + down
   // What `values` hold: the table's value, or the column's when it sets one.
   proto::Table::Value value = proto::Table::TEST_ACCURACY;
+  std::vector<std::string> tensor_groups;  // the column's, for UPLOADED_TENSOR_MIB
 };
+
+// The bytes of the uploaded tensors of `groups` (Column.tensor_groups: names, or "-name" for all
+// but that one; empty: all) out of a run's per-group counts.
+int64_t SelectedTensorBytes(const std::map<std::string, int64_t>& by_group, const std::vector<std::string>& groups);
+
+// Whether a value kind is an accuracy (shown as percent or fraction, compared with the paper's).
+bool IsAccuracy(proto::Table::Value value);
 
 // How a cell was run, in one line: evaluation protocol, model, split, partitioner, schedule and
 // optimiser (dataset and clients are the column's).

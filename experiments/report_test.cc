@@ -36,6 +36,23 @@ TEST(ReportTest, CellsShowOursPaperAndDelta) {
   EXPECT_THAT(FormatCell(r, Paper(1, 0)), HasSubstr("RUN FAILED"));
 }
 
+TEST(ReportTest, TensorGroupsSelectAndCostsPrintAsAmounts) {
+  const std::map<std::string, int64_t> by_group = {{"reduction", 100}, {"mashed", 30}, {"body", 5}};
+  EXPECT_EQ(SelectedTensorBytes(by_group, {}), 135);
+  EXPECT_EQ(SelectedTensorBytes(by_group, {"mashed"}), 30);
+  EXPECT_EQ(SelectedTensorBytes(by_group, {"-mashed"}), 105);
+  EXPECT_EQ(SelectedTensorBytes(by_group, {"reduction", "body"}), 105);
+  EXPECT_EQ(SelectedTensorBytes(by_group, {"absent"}), 0);
+  CellResult r;
+  r.state = CellResult::State::kDone;
+  r.values = {2801.0, 2801.0};
+  EXPECT_EQ(FormatCell(r, Paper(2801, 0), proto::Table::UPLOADED_TENSOR_MIB), "2801.00 / 2801.00");
+  r.values = {10.0, 12.0};
+  EXPECT_EQ(FormatCell(r, Paper(57.674, 0), proto::Table::TRAINING_MINUTES), "11.0 ± 1.4 / 57.674");
+  EXPECT_TRUE(IsAccuracy(proto::Table::GLOBAL_TEST_ACCURACY));
+  EXPECT_FALSE(IsAccuracy(proto::Table::UPLOADED_TENSOR_MIB));
+}
+
 TEST(ReportTest, MeanGainClaimAndAverageColumns) {
   proto::Table t;
   t.set_title("T");

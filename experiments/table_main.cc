@@ -171,6 +171,12 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
   double value = accuracy_unit * result.test_acc();
   if (r.value == proto::Table::UPLOADED_MIB) value = static_cast<double>(result.bytes_up()) / kMiB;
   if (r.value == proto::Table::GLOBAL_TEST_ACCURACY) value = accuracy_unit * result.global_test_acc();
+  if (r.value == proto::Table::TRAINING_MINUTES) value = result.train_s() / 60;
+  if (r.value == proto::Table::UPLOADED_TENSOR_MIB) {
+    const std::map<std::string, int64_t> by_group(result.uploaded_tensor_bytes_by_group().begin(),
+                                                  result.uploaded_tensor_bytes_by_group().end());
+    value = static_cast<double>(SelectedTensorBytes(by_group, r.tensor_groups)) / kMiB;
+  }
   if (r.value == proto::Table::LAST_ROUND_TIME_SHARE) {
     const auto& s = record.seconds_curve();
     const double total = std::accumulate(s.begin(), s.end(), 0.0);
@@ -191,22 +197,27 @@ std::string WriteColumnCurves(const proto::Table& table,
   std::ofstream csv(report_dir + "/" + stem + "_curves.csv");
   csv << "row,column,seeds,round,test_acc_mean,loss_mean\n";
   for (const proto::Column& c : table.columns()) {
+    // A global-test column (FedEgo Fig. 4 a/c) draws the shared global test graph's curve.
+    const bool global = (c.has_value() ? c.value() : table.value()) == proto::Table::GLOBAL_TEST_ACCURACY;
+    auto curve = [global](const proto::RunRecord& rec) -> const google::protobuf::RepeatedField<double>& {
+      return global ? rec.global_test_curve() : rec.test_curve();
+    };
     std::vector<Series> accuracy, loss;
     for (const proto::Row& row : table.rows()) {
       auto it = runs.find({row.key(), c.key()});
       if (it == runs.end() || it->second.empty()) continue;
       const std::vector<proto::RunRecord>& recs = it->second;
-      size_t rounds = recs[0].test_curve_size();
+      size_t rounds = curve(recs[0]).size();
       bool has_loss = true;
       for (const proto::RunRecord& rec : recs) {
-        rounds = std::min<size_t>(rounds, rec.test_curve_size());
+        rounds = std::min<size_t>(rounds, curve(rec).size());
         has_loss &= rec.loss_curve_size() == rec.test_curve_size();
       }
       Series a{row.label().empty() ? row.key() : row.label(), {}}, l{a.label, {}};
       for (size_t i = 0; i < rounds; ++i) {
         double acc = 0, lo = 0;
         for (const proto::RunRecord& rec : recs) {
-          acc += rec.test_curve(i) / recs.size();
+          acc += curve(rec)[i] / recs.size();
           if (has_loss) lo += rec.loss_curve(i) / recs.size();
         }
         a.points.emplace_back(i + 1, acc);
@@ -221,8 +232,8 @@ std::string WriteColumnCurves(const proto::Table& table,
     const std::string label = c.label().empty() ? c.key() : c.label();
     const std::string name = absl::StrCat(stem, "_", c.key());
     std::ofstream(absl::StrCat(report_dir, "/", name, ".svg"))
-        << AccuracySvg(absl::StrCat(label, ": test accuracy (mean over seeds)"), accuracy);
-    absl::StrAppend(&md, "\n### ", label, "\n\n![", label, " test accuracy](", name, ".svg)\n");
+        << AccuracySvg(absl::StrCat(label, global ? ": global test" : ": test", " accuracy (mean over seeds)"), accuracy);
+    absl::StrAppend(&md, "\n### ", label, "\n\n![", label, global ? " global" : "", " test accuracy](", name, ".svg)\n");
     if (!loss.empty()) {
       std::ofstream(absl::StrCat(report_dir, "/", name, "_loss.svg"))
           << CurveSvg(absl::StrCat(label, ": training loss (mean over seeds)"), loss, /*percent=*/false);
@@ -493,6 +504,8 @@ int Run() {
            std::accumulate(record.seconds_curve().begin(), record.seconds_curve().end(), 0.0) <= 0)) {
         have = false;
       }
+      // Likewise the uploaded tensors' bytes, counted since 2026-11-25.
+      if (r.value == proto::Table::UPLOADED_TENSOR_MIB && !record.result().has_uploaded_tensor_bytes()) have = false;
       if (have) {
         commits.insert(record.result().code_commit().empty() ? "unknown" : record.result().code_commit());
         machines.insert(record.result().machine().empty() ? "unknown" : record.result().machine());
@@ -540,6 +553,7 @@ int Run() {
     r.value = table->value();
     for (const proto::Column& c : table->columns()) {
       if (c.key() == cell.column() && c.has_value()) r.value = c.value();
+      if (c.key() == cell.column()) r.tensor_groups.assign(c.tensor_groups().begin(), c.tensor_groups().end());
     }
     absl::StatusOr<proto::Experiment> exp = CellExperiment(*table, cell);
     if (!exp.ok()) {

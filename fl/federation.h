@@ -71,6 +71,8 @@ struct RoundRecord {
   double global_test_acc = std::numeric_limits<double>::quiet_NaN();
   int participants = 0, failed_clients = 0;
   int64_t bytes_up = 0, bytes_down = 0;  // this round
+  // The uploaded tensors' raw bytes by group (fl::AddTensorBytesByGroup), this round.
+  std::map<std::string, int64_t> tensor_bytes_up;
   double seconds = 0;
   // The server's training loss, for methods that compute it centrally (nFedGNN); NaN otherwise.
   double train_loss = std::numeric_limits<double>::quiet_NaN();
@@ -88,6 +90,7 @@ struct FederationResult {
   double global_test_acc = std::numeric_limits<double>::quiet_NaN();
   int64_t bytes_up = 0, bytes_down = 0;
   int64_t preparation_bytes_up = 0;  // the one-off uploads before round 1
+  std::map<std::string, int64_t> tensor_bytes_up;  // over the rounds, by group (not preparation)
   double wall_s = 0, train_s = 0;  // whole run; rounds only (no loading/partitioning)
   std::string protocol;            // EvalProtocol::Card() plus split and partition description
   std::vector<int64_t> client_sizes;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "fl/federation_setup.h"
 #include "fl/proto/checkpoint.pb.h"
+#include "fl/tensor_codec.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -92,6 +93,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       result.rounds.push_back(RoundRecordFromProto(p));
       result.bytes_up += p.bytes_up();
       result.bytes_down += p.bytes_down();
+      for (const auto& [group, bytes] : p.tensor_bytes_up()) result.tensor_bytes_up[group] += bytes;
     }
     RoundRecord rec = RoundRecordFromProto(ckpt.pending_record());
     if (static_cast<int>(rec.clients.size()) != n) rec = [&] {
@@ -100,6 +102,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       full.failed_clients = rec.failed_clients;
       full.bytes_up = rec.bytes_up;
       full.bytes_down = rec.bytes_down;
+      full.tensor_bytes_up = rec.tensor_bytes_up;
       return full;
     }();
     pending = PendingEval{std::move(rec),
@@ -191,6 +194,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     if (rec.seconds == 0) rec.seconds = Seconds(pending->start);
     result.bytes_up += rec.bytes_up;
     result.bytes_down += rec.bytes_down;
+    for (const auto& [group, bytes] : rec.tensor_bytes_up) result.tensor_bytes_up[group] += bytes;
     result.rounds.push_back(rec);
     if (rec.round == o.spec.rounds() && pending->global.bytes) result.final_global = *pending->global.bytes;
     VLOG(1) << "round " << rec.round << ": " << rec.participants << " participants, " << rec.failed_clients
@@ -256,6 +260,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
         } else if (a.reply) {
           cr.bytes_up += a.bytes_up;
           rec.bytes_up += a.bytes_up;
+          AddTensorBytesByGroup(*a.reply, &rec.tensor_bytes_up);
           reply = std::move(*a.reply);
           a.reply.reset();  // aggregated: the message is not needed again
         }

@@ -384,6 +384,7 @@ RoundRecord RoundRecordFromProto(const proto::RoundRecord& p) {
   r.bytes_down = p.bytes_down();
   r.seconds = p.seconds();
   if (p.has_train_loss()) r.train_loss = p.train_loss();
+  r.tensor_bytes_up.insert(p.tensor_bytes_up().begin(), p.tensor_bytes_up().end());
   for (const proto::ClientRoundRecord& q : p.clients()) {
     ClientRecord& c = r.clients.emplace_back();
     c.id = q.id();
@@ -411,6 +412,7 @@ proto::RoundRecord RoundRecordToProto(const RoundRecord& r, bool with_clients) {
   p.set_bytes_down(r.bytes_down);
   p.set_seconds(r.seconds);
   if (std::isfinite(r.train_loss)) p.set_train_loss(r.train_loss);
+  p.mutable_tensor_bytes_up()->insert(r.tensor_bytes_up.begin(), r.tensor_bytes_up.end());
   if (!with_clients) return p;
   for (const ClientRecord& c : r.clients) {
     proto::ClientRoundRecord& q = *p.add_clients();
@@ -445,6 +447,12 @@ proto::RunResult RunResultToProto(const FederationOptions& o, const FederationRe
   p.set_bytes_up(r.bytes_up);
   p.set_bytes_down(r.bytes_down);
   p.set_preparation_bytes_up(r.preparation_bytes_up);
+  int64_t tensor_bytes = 0;
+  for (const auto& [group, bytes] : r.tensor_bytes_up) {
+    (*p.mutable_uploaded_tensor_bytes_by_group())[group] = bytes;
+    tensor_bytes += bytes;
+  }
+  p.set_uploaded_tensor_bytes(tensor_bytes);
   p.set_wall_s(r.wall_s);
   p.set_train_s(r.train_s);
   p.set_protocol(r.protocol);

@@ -3,6 +3,7 @@
 // global test graph that repeats bit for bit.
 #include <cmath>
 
+#include "fl/federation_setup.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/testing/client_data.h"
@@ -179,6 +180,33 @@ TEST(FedEgoTest, FederationScoresBothTestsAndRepeats) {
   double best_global = 0;
   for (const fl::RoundRecord& r : rounds) best_global = std::max(best_global, r.global_test_acc);
   EXPECT_EQ(a.global_test_acc, best_global);
+}
+
+// Note §12: per round every client uploads Θ_i (d·h + h floats; Cora 734,208) and its mashed
+// ego-graphs (per graph, tree-size × (h + C) floats); Table 7's cost columns are these sums.
+TEST(FedEgoTest, UploadsAreThetaAndMashedEgoGraphs) {
+  std::vector<fl::RoundRecord> rounds;
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult r,
+                       fl::RunFederation(EgoFederation(), [&](const fl::RoundRecord& x) { rounds.push_back(x); }));
+  constexpr int64_t kClients = 3, kFeatures = 16, kHidden = 32, kClasses = 4, kTreeNodes = 1 + 3 + 9;
+  const int64_t theta_bytes = kClients * (kFeatures * kHidden + kHidden) * 4;
+  const int64_t graph_bytes = kTreeNodes * (kHidden + kClasses) * 4;
+  int64_t theta_total = 0, mashed_total = 0;
+  for (const fl::RoundRecord& round : rounds) {
+    ASSERT_EQ(round.tensor_bytes_up.size(), 2u) << round.round;
+    EXPECT_EQ(round.tensor_bytes_up.at("reduction"), theta_bytes);
+    const int64_t mashed = round.tensor_bytes_up.at("mashed");
+    EXPECT_GT(mashed, 0);
+    EXPECT_EQ(mashed % graph_bytes, 0) << mashed;
+    EXPECT_LT(round.tensor_bytes_up.at("reduction") + mashed, round.bytes_up);  // framing on top
+    theta_total += theta_bytes;
+    mashed_total += mashed;
+  }
+  EXPECT_EQ(r.tensor_bytes_up.at("reduction"), theta_total);
+  EXPECT_EQ(r.tensor_bytes_up.at("mashed"), mashed_total);
+  const fl::proto::RunResult p = fl::RunResultToProto(EgoFederation(), r);
+  EXPECT_EQ(p.uploaded_tensor_bytes(), theta_total + mashed_total);
+  EXPECT_EQ(p.uploaded_tensor_bytes_by_group().at("mashed"), mashed_total);
 }
 
 TEST(FedEgoTest, VariantsChangeWhatTheyName) {
