@@ -245,6 +245,21 @@ int64_t SelectedTensorBytes(const std::map<std::string, int64_t>& by_group, cons
   return total;
 }
 
+double ClientReportValue(const std::map<std::string, std::vector<double>>& reports, const std::string& report,
+                         int client) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto it = reports.find(report);
+  if (it == reports.end()) return nan;
+  const std::vector<double>& v = it->second;
+  if (client >= 0) return client < static_cast<int>(v.size()) ? v[client] : nan;
+  double sum = 0;
+  int n = 0;
+  for (double x : v) {
+    if (std::isfinite(x)) sum += x, ++n;
+  }
+  return n == 0 ? nan : sum / n;
+}
+
 bool IsAccuracy(proto::Table::Value value) {
   return value == proto::Table::TEST_ACCURACY || value == proto::Table::GLOBAL_TEST_ACCURACY;
 }
@@ -292,6 +307,7 @@ std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, 
                         published);
   }
   if (minutes) return absl::StrFormat("%.1f ± %.1f / %s", mean, std, published);
+  if (value == proto::Table::CLIENT_REPORT) return absl::StrFormat("%.4f ± %.4f / %s", mean, std, published);
   return absl::StrFormat("%.*f ± %.*f / %s", decimals, mean, decimals, std, published);
 }
 

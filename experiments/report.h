@@ -28,7 +28,14 @@ struct CellResult {
   // What `values` hold: the table's value, or the column's when it sets one.
   proto::Table::Value value = proto::Table::TEST_ACCURACY;
   std::vector<std::string> tensor_groups;  // the column's, for UPLOADED_TENSOR_MIB
+  std::string report;                       // the column's, for CLIENT_REPORT
+  int client = -1;                          // the column's client for CLIENT_REPORT; -1: the mean
 };
+
+// A column's CLIENT_REPORT value out of one run's final reports: client `client`'s value, or the
+// mean over the clients with a finite value (client < 0). NaN when absent.
+double ClientReportValue(const std::map<std::string, std::vector<double>>& reports, const std::string& report,
+                         int client);
 
 // The bytes of the uploaded tensors of `groups` (Column.tensor_groups: names, or "-name" for all
 // but that one; empty: all) out of a run's per-group counts.

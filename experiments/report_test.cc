@@ -1,6 +1,8 @@
 #include "experiments/report.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -49,6 +51,12 @@ TEST(ReportTest, TensorGroupsSelectAndCostsPrintAsAmounts) {
   EXPECT_EQ(FormatCell(r, Paper(2801, 0), proto::Table::UPLOADED_TENSOR_MIB), "2801.00 / 2801.00");
   r.values = {10.0, 12.0};
   EXPECT_EQ(FormatCell(r, Paper(57.674, 0), proto::Table::TRAINING_MINUTES), "11.0 ± 1.4 / 57.674");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::map<std::string, std::vector<double>> reports = {{"weight_divergence", {0.2, nan, 0.4}}};
+  EXPECT_DOUBLE_EQ(ClientReportValue(reports, "weight_divergence", 2), 0.4);
+  EXPECT_DOUBLE_EQ(ClientReportValue(reports, "weight_divergence", -1), 0.3);  // the NaN left out
+  EXPECT_TRUE(std::isnan(ClientReportValue(reports, "lambda", -1)));
+  EXPECT_TRUE(std::isnan(ClientReportValue(reports, "weight_divergence", 5)));
   EXPECT_TRUE(IsAccuracy(proto::Table::GLOBAL_TEST_ACCURACY));
   EXPECT_FALSE(IsAccuracy(proto::Table::UPLOADED_TENSOR_MIB));
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -161,6 +162,14 @@ std::string RecordVersion(const proto::RunRecord& record, const std::string& met
   return absl::StrCat(method == "centralized" ? "centralized:" : "", absl::StrJoin(parts, "+"));
 }
 
+std::map<std::string, std::vector<double>> FinalReports(const fl::proto::RunResult& result) {
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& [name, values] : result.final_client_reports()) {
+    out[name].assign(values.values().begin(), values.values().end());
+  }
+  return out;
+}
+
 // One finished run's numbers into its cell: the value the table shows, the traffic, the time.
 void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResult& r) {
   constexpr double kMiB = 1 << 20;
@@ -177,6 +186,7 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
                                                   result.uploaded_tensor_bytes_by_group().end());
     value = static_cast<double>(SelectedTensorBytes(by_group, r.tensor_groups)) / kMiB;
   }
+  if (r.value == proto::Table::CLIENT_REPORT) value = ClientReportValue(FinalReports(result), r.report, r.client);
   if (r.value == proto::Table::LAST_ROUND_TIME_SHARE) {
     const auto& s = record.seconds_curve();
     const double total = std::accumulate(s.begin(), s.end(), 0.0);
@@ -506,6 +516,9 @@ int Run() {
       }
       // Likewise the uploaded tensors' bytes, counted since 2026-11-25.
       if (r.value == proto::Table::UPLOADED_TENSOR_MIB && !record.result().has_uploaded_tensor_bytes()) have = false;
+      if (r.value == proto::Table::CLIENT_REPORT && !std::isfinite(ClientReportValue(FinalReports(record.result()), r.report, r.client))) {
+        have = false;
+      }
       if (have) {
         commits.insert(record.result().code_commit().empty() ? "unknown" : record.result().code_commit());
         machines.insert(record.result().machine().empty() ? "unknown" : record.result().machine());
@@ -553,7 +566,11 @@ int Run() {
     r.value = table->value();
     for (const proto::Column& c : table->columns()) {
       if (c.key() == cell.column() && c.has_value()) r.value = c.value();
-      if (c.key() == cell.column()) r.tensor_groups.assign(c.tensor_groups().begin(), c.tensor_groups().end());
+      if (c.key() == cell.column()) {
+        r.tensor_groups.assign(c.tensor_groups().begin(), c.tensor_groups().end());
+        r.report = c.report();
+        r.client = c.has_client() ? c.client() : -1;
+      }
     }
     absl::StatusOr<proto::Experiment> exp = CellExperiment(*table, cell);
     if (!exp.ok()) {

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,6 +95,9 @@ class ClientAlgorithm {
   virtual absl::StatusOr<torch::Tensor> PredictGraph(const ClientData& graph, const proto::Message* global) {
     return absl::UnimplementedError("this method cannot score a graph other than its own");
   }
+  // What the client reports about itself after its last Train, for the run record only: not
+  // part of the method's messages, not counted as traffic (FedEgo: λ_i and the weight divergence).
+  virtual std::map<std::string, double> Reports() const { return {}; }
   // Everything the client keeps between rounds (model, optimiser), for checkpoints; restored
   // into a freshly created client it continues exactly as the original.
   virtual absl::StatusOr<proto::Message> SaveState() const = 0;

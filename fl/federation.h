@@ -58,6 +58,8 @@ struct ClientRecord {
   double val_acc = 0, test_acc = 0;  // percent, of the protocol's model on this client
   int64_t bytes_up = 0, bytes_down = 0;
   double seconds = 0;  // local training
+  // What the client reported about itself after training (ClientAlgorithm::Reports).
+  std::map<std::string, double> reports;
 };
 
 struct RoundRecord {
@@ -91,6 +93,9 @@ struct FederationResult {
   int64_t bytes_up = 0, bytes_down = 0;
   int64_t preparation_bytes_up = 0;  // the one-off uploads before round 1
   std::map<std::string, int64_t> tensor_bytes_up;  // over the rounds, by group (not preparation)
+  // The last round's client reports (ClientRecord::reports): per name, one value per client in
+  // id order, NaN for a client that did not report it.
+  std::map<std::string, std::vector<double>> final_client_reports;
   double wall_s = 0, train_s = 0;  // whole run; rounds only (no loading/partitioning)
   std::string protocol;            // EvalProtocol::Card() plus split and partition description
   std::vector<int64_t> client_sizes;

@@ -1,6 +1,7 @@
 #include "fl/federation_driver.h"
 
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -197,6 +198,15 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     for (const auto& [group, bytes] : rec.tensor_bytes_up) result.tensor_bytes_up[group] += bytes;
     result.rounds.push_back(rec);
     if (rec.round == o.spec.rounds() && pending->global.bytes) result.final_global = *pending->global.bytes;
+    if (rec.round == o.spec.rounds()) {
+      for (const ClientRecord& c : rec.clients) {
+        for (const auto& [name, value] : c.reports) {
+          std::vector<double>& values = result.final_client_reports[name];
+          values.resize(rec.clients.size(), std::numeric_limits<double>::quiet_NaN());
+          values[c.id] = value;
+        }
+      }
+    }
     VLOG(1) << "round " << rec.round << ": " << rec.participants << " participants, " << rec.failed_clients
             << " left out, " << pending->counts.size() << " evaluated, val " << rec.val_acc << " test "
             << rec.test_acc << " (" << rec.seconds << " s)";
@@ -261,6 +271,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
           cr.bytes_up += a.bytes_up;
           rec.bytes_up += a.bytes_up;
           AddTensorBytesByGroup(*a.reply, &rec.tensor_bytes_up);
+          cr.reports = std::move(a.reports);
           reply = std::move(*a.reply);
           a.reply.reset();  // aggregated: the message is not needed again
         }

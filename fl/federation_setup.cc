@@ -453,6 +453,10 @@ proto::RunResult RunResultToProto(const FederationOptions& o, const FederationRe
     tensor_bytes += bytes;
   }
   p.set_uploaded_tensor_bytes(tensor_bytes);
+  for (const auto& [name, values] : r.final_client_reports) {
+    auto& out = (*p.mutable_final_client_reports())[name];
+    out.mutable_values()->Add(values.begin(), values.end());
+  }
   p.set_wall_s(r.wall_s);
   p.set_train_s(r.train_s);
   p.set_protocol(r.protocol);

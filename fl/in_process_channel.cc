@@ -69,6 +69,7 @@ ClientAnswer InProcessChannel::Run(int k, const ClientTask& task) {
         FGL_ASSIGN_OR_RETURN(const proto::Message reply,
                              algorithm.Train(received, ClientRound(ServerRound(options_, task.round, task.exchange), k)));
         FGL_ASSIGN_OR_RETURN(a.reply, Send(reply, a.bytes_up, "reply"));
+        a.reports = algorithm.Reports();
         return absl::OkStatus();
       });
       break;

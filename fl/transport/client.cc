@@ -307,6 +307,7 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
       } else {
         if (h.round() == opt.testonly_bad_shape_round) AddRowToFirstTensor(*reply);
         payload = reply->SerializeAsString();
+        for (const auto& [name, value] : algorithm->Reports()) (*answer.mutable_reports())[name] = value;
         ++stats.rounds_trained;
       }
     }

@@ -114,6 +114,7 @@ class FederationServer::Impl final : public ClientChannel {
     if (!o.answer.ok()) return a;
     a.bytes_up = static_cast<int64_t>(o.answer->size());
     if (client_task.kind == ClientTask::Kind::kTrain) {
+      a.reports = std::move(o.reports);
       if (o.parsed) {
         a.reply = std::move(*o.parsed);
       } else if (proto::Message m; m.ParseFromString(*o.answer)) {

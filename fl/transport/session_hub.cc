@@ -39,6 +39,7 @@ struct SessionHub::Slot {
   StreamBytes down, up;
   std::optional<absl::StatusOr<std::string>> answer;
   std::optional<proto::EvalCounts> eval;  // with the answer, when the task had an evaluation
+  std::map<std::string, double> reports;  // with a TRAIN answer
   std::shared_ptr<proto::Message> parsed;  // the answer, parsed on arrival (TRAIN)
   bool finished = false;  // received FINISH
   std::condition_variable wake;  // this client's Session handler waits on it
@@ -229,6 +230,8 @@ grpc::Status SessionHub::Session(grpc::ServerContext* ctx,
     slot.delivered = true;
     slot.up = got->bytes;
     if (h.has_eval()) slot.eval = h.eval();
+    slot.reports.clear();
+    for (const auto& [name, value] : h.reports()) slot.reports[name] = value;
     if (task.kind == proto::EVALUATE) {
       stats_.eval_up += got->bytes.wire;
     } else {
@@ -299,6 +302,8 @@ Outcome SessionHub::TakeOutcome(int k, const Task& task) {
   o.down.payload = task.payload ? static_cast<int64_t>(task.payload->size()) : 0;
   o.up = slot.up;
   o.eval = std::move(slot.eval);
+  o.reports = std::move(slot.reports);
+  slot.reports.clear();
   o.parsed = std::move(slot.parsed);
   slot.eval.reset();
   o.answer = std::move(*slot.answer);

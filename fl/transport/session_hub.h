@@ -43,6 +43,7 @@ struct Outcome {
   bool delivered = false;  // the task went out completely
   absl::StatusOr<std::string> answer = absl::UnavailableError("not asked");
   std::optional<proto::EvalCounts> eval;
+  std::map<std::string, double> reports;  // TRAIN: the client's ClientAlgorithm::Reports
   std::shared_ptr<proto::Message> parsed;  // `answer` parsed on arrival (TRAIN)
   StreamBytes down, up;
 };

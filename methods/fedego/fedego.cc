@@ -10,6 +10,8 @@
 // "personalized"), as the official code evaluates after the mixing. Round 1 starts from the mean
 // of the clients' independent initial Θ_i, uploaded once before it.
 #include <cmath>
+#include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "fl/aggregate/weighted_mean.h"
@@ -116,6 +118,7 @@ class FedEgoClient final : public fl::ClientAlgorithm {
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global, const fl::RoundInfo& round) override {
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(global));
+    mixed_.reset();
     FGL_RETURN_IF_ERROR(Mix(tensors, Personal(model_->model())));
     if (options_.reduction_averaging) {
       FGL_ASSIGN_OR_RETURN(fl::NamedTensors theta,
@@ -137,6 +140,11 @@ class FedEgoClient final : public fl::ClientAlgorithm {
     }
     fl::AddTrainLoss(model_->last_loss(), &reply);
     return reply;
+  }
+
+  std::map<std::string, double> Reports() const override {
+    if (!mixed_) return {};
+    return {{"lambda", mixed_->lambda}, {"weight_divergence", mixed_->weight_divergence}};
   }
 
   // Θ_i with Φ_i mixed with the broadcast's Φ_g (when it carries one), without keeping the mix:
@@ -171,9 +179,15 @@ class FedEgoClient final : public fl::ClientAlgorithm {
                                          : MixingCoefficient(LabelEmd(p_local_, p_global), options_.gamma);
     FGL_ASSIGN_OR_RETURN(fl::NamedTensors phi_global, fl::MatchTensors(tensors, fl::WithPrefix(kPhi, phi), "fedego broadcast"));
     torch::NoGradGuard no_grad;
+    double diff2 = 0, global2 = 0;
     for (size_t i = 0; i < phi.size(); ++i) {
-      phi[i].second.mul_(1.0 - lambda).add_(phi_global[i].second.to(phi[i].second.device()), lambda);
+      const torch::Tensor g = phi_global[i].second.to(phi[i].second.device());
+      phi[i].second.mul_(1.0 - lambda).add_(g, lambda);
+      diff2 += (phi[i].second - g).to(torch::kDouble).pow(2).sum().item<double>();
+      global2 += g.to(torch::kDouble).pow(2).sum().item<double>();
     }
+    // Def. 4.2 (Fig. 5), of the mixed Φ_i that this round trains from.
+    mixed_ = Mixed{lambda, global2 > 0 ? std::sqrt(diff2 / global2) : 0.0};
     return absl::OkStatus();
   }
 
@@ -216,6 +230,11 @@ class FedEgoClient final : public fl::ClientAlgorithm {
   std::unique_ptr<fl::LocalModel> model_;
   nn::EgoSage* ego_;
   torch::Tensor p_local_;  // Eq. 3 over all local labels, test included [A7]
+  // The last mixing (Step 6): λ_i and the weight divergence it leaves, reported in the reply.
+  struct Mixed {
+    double lambda = 0, weight_divergence = 0;
+  };
+  std::optional<Mixed> mixed_;
 };
 
 class FedEgoServer final : public fl::ServerAlgorithm {

@@ -209,6 +209,32 @@ TEST(FedEgoTest, UploadsAreThetaAndMashedEgoGraphs) {
   EXPECT_EQ(p.uploaded_tensor_bytes_by_group().at("mashed"), mashed_total);
 }
 
+// Fig. 5: every client reports λ_i and the weight divergence ‖Φ_i − Φ_g‖ / ‖Φ_g‖ its mixing
+// leaves; with λ = 1 the client takes Φ_g outright (divergence 0), with λ = 0 nothing is mixed.
+TEST(FedEgoTest, ClientsReportLambdaAndWeightDivergence) {
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult adaptive, fl::RunFederation(EgoFederation()));
+  ASSERT_EQ(adaptive.final_client_reports.size(), 2u);
+  const std::vector<double>& lambda = adaptive.final_client_reports.at("lambda");
+  const std::vector<double>& wd = adaptive.final_client_reports.at("weight_divergence");
+  ASSERT_EQ(lambda.size(), 3u);
+  ASSERT_EQ(wd.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_GE(lambda[k], 0.0);
+    EXPECT_LE(lambda[k], 1.0);
+    EXPECT_GT(wd[k], 0.0) << k;  // λ_i < 1: some of Φ_i is left
+  }
+  FedEgoParams server;
+  server.set_fixed_lambda(1);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult taken, fl::RunFederation(EgoFederation(server)));
+  for (double d : taken.final_client_reports.at("weight_divergence")) EXPECT_EQ(d, 0.0);
+  FedEgoParams no_pl;
+  no_pl.set_fixed_lambda(0);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult unmixed, fl::RunFederation(EgoFederation(no_pl)));
+  EXPECT_TRUE(unmixed.final_client_reports.empty());
+  const fl::proto::RunResult p = fl::RunResultToProto(EgoFederation(), adaptive);
+  EXPECT_EQ(p.final_client_reports().at("lambda").values_size(), 3);
+}
+
 TEST(FedEgoTest, VariantsChangeWhatTheyName) {
   ASSERT_OK_AND_ASSIGN(fl::FederationResult full, fl::RunFederation(EgoFederation()));
   FedEgoParams no_pl;
