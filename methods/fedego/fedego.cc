@@ -139,12 +139,17 @@ class FedEgoClient final : public fl::ClientAlgorithm {
       fl::AddTensors({{kEmbeddings, mashed.embeddings}, {kLabels, mashed.labels}}, &reply);
     }
     fl::AddTrainLoss(model_->last_loss(), &reply);
+    if (round.round == config_.rounds && data_->global_test != nullptr) LabelShares(round);
     return reply;
   }
 
   std::map<std::string, double> Reports() const override {
-    if (!mixed_) return {};
-    return {{"lambda", mixed_->lambda}, {"weight_divergence", mixed_->weight_divergence}};
+    std::map<std::string, double> out = label_shares_;
+    if (mixed_) {
+      out["lambda"] = mixed_->lambda;
+      out["weight_divergence"] = mixed_->weight_divergence;
+    }
+    return out;
   }
 
   // Θ_i with Φ_i mixed with the broadcast's Φ_g (when it carries one), without keeping the mix:
@@ -206,6 +211,33 @@ class FedEgoClient final : public fl::ClientAlgorithm {
     return logits;
   }
 
+  // Fig. 7, after the last round's training: the label shares of the client's own labels (P_i),
+  // of the global test's truth and of the client's predictions on it, and each one's total
+  // variation distance to the truth. The predictions are the model's after training, before the
+  // final mixing the evaluation applies; their trees come from a stream of their own, so the
+  // run's numbers do not change.
+  void LabelShares(const fl::RoundInfo& round) {
+    const fl::ClientData& test = *data_->global_test;
+    torch::Tensor logits;
+    {
+      nn::DropoutSeedScope scope(graph::Rng::Derive(round.seed, absl::StrCat("fedego/label_shares/", data_->id)));
+      logits = model_->PredictOn(test);
+    }
+    const torch::Tensor nodes = test.split.test.nonzero().flatten();
+    if (nodes.numel() == 0) return;
+    const int64_t c = config_.num_classes;
+    const torch::Tensor truth = LabelDistribution(test.labels.index_select(0, nodes).cpu(), c);
+    const torch::Tensor predicted = LabelDistribution(logits.index_select(0, nodes).argmax(1).cpu(), c);
+    const torch::Tensor local = p_local_.cpu();
+    auto tv = [&](const torch::Tensor& p) { return 0.5 * (p - truth).abs().sum().item<double>(); };
+    label_shares_ = {{"label_tv_local", tv(local)}, {"label_tv_predicted", tv(predicted)}};
+    for (int64_t k = 0; k < c; ++k) {
+      label_shares_[absl::StrCat("local_share.", k)] = local[k].item<double>();
+      label_shares_[absl::StrCat("global_share.", k)] = truth[k].item<double>();
+      label_shares_[absl::StrCat("predicted_share.", k)] = predicted[k].item<double>();
+    }
+  }
+
   // Step 3: the training pool's ego-trees under the post-training Θ_i, mashed per chunk.
   MashedEgoGraphs Mash(const fl::RoundInfo& round) {
     torch::NoGradGuard no_grad;
@@ -235,6 +267,7 @@ class FedEgoClient final : public fl::ClientAlgorithm {
     double lambda = 0, weight_divergence = 0;
   };
   std::optional<Mixed> mixed_;
+  std::map<std::string, double> label_shares_;  // Fig. 7, after the last round
 };
 
 class FedEgoServer final : public fl::ServerAlgorithm {

@@ -3,6 +3,7 @@
 // global test graph that repeats bit for bit.
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "fl/federation_setup.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
@@ -213,7 +214,8 @@ TEST(FedEgoTest, UploadsAreThetaAndMashedEgoGraphs) {
 // leaves; with λ = 1 the client takes Φ_g outright (divergence 0), with λ = 0 nothing is mixed.
 TEST(FedEgoTest, ClientsReportLambdaAndWeightDivergence) {
   ASSERT_OK_AND_ASSIGN(fl::FederationResult adaptive, fl::RunFederation(EgoFederation()));
-  ASSERT_EQ(adaptive.final_client_reports.size(), 2u);
+  // λ, WD, two distances and three shares per class (4 classes).
+  ASSERT_EQ(adaptive.final_client_reports.size(), 2u + 2u + 3u * 4u);
   const std::vector<double>& lambda = adaptive.final_client_reports.at("lambda");
   const std::vector<double>& wd = adaptive.final_client_reports.at("weight_divergence");
   ASSERT_EQ(lambda.size(), 3u);
@@ -230,7 +232,28 @@ TEST(FedEgoTest, ClientsReportLambdaAndWeightDivergence) {
   FedEgoParams no_pl;
   no_pl.set_fixed_lambda(0);
   ASSERT_OK_AND_ASSIGN(fl::FederationResult unmixed, fl::RunFederation(EgoFederation(no_pl)));
-  EXPECT_TRUE(unmixed.final_client_reports.empty());
+  EXPECT_EQ(unmixed.final_client_reports.count("lambda"), 0u);
+  // Fig. 7's label shares: distributions, the global truth the same for every client, and each
+  // distance the total variation of its shares.
+  for (int k = 0; k < 3; ++k) {
+    double local = 0, predicted = 0, truth = 0, tv_local = 0, tv_predicted = 0;
+    for (int c = 0; c < 4; ++c) {
+      const auto share = [&](const std::string& what) {
+        return adaptive.final_client_reports.at(absl::StrCat(what, "_share.", c))[k];
+      };
+      local += share("local");
+      predicted += share("predicted");
+      truth += share("global");
+      EXPECT_EQ(share("global"), adaptive.final_client_reports.at(absl::StrCat("global_share.", c))[0]);
+      tv_local += 0.5 * std::abs(share("local") - share("global"));
+      tv_predicted += 0.5 * std::abs(share("predicted") - share("global"));
+    }
+    EXPECT_NEAR(local, 1, 1e-9);
+    EXPECT_NEAR(predicted, 1, 1e-9);
+    EXPECT_NEAR(truth, 1, 1e-9);
+    EXPECT_NEAR(adaptive.final_client_reports.at("label_tv_local")[k], tv_local, 1e-9);
+    EXPECT_NEAR(adaptive.final_client_reports.at("label_tv_predicted")[k], tv_predicted, 1e-9);
+  }
   const fl::proto::RunResult p = fl::RunResultToProto(EgoFederation(), adaptive);
   EXPECT_EQ(p.final_client_reports().at("lambda").values_size(), 3);
 }
