@@ -43,7 +43,7 @@ const std::set<std::string>& PlannedMethods() {
       "fedtad_r_eq",
       "fedgh", "fedmd",
       "fedper", "ditto", "fedrep", "fedbn", "apfl", "fedamp", "pfedme", "fedgta_plus",
-      "fedtad_plugin", "fedstar", "fedlit", "feddep", "fedegonl", "fedego_no_ego", "fedamp_gnn", "fedsage_plus_fedtad",
+      "fedtad_plugin", "fedstar", "fedlit", "feddep", "fedegonl", "fedamp_gnn", "fedsage_plus_fedtad",
       "gcfl_plus_fedtad", "fedpub_fedtad", "fedgta_fedtad",
   };
   return *planned;

@@ -13,7 +13,7 @@ int64_t EgoTreeSize(int hops, int fanout) {
 torch::Tensor SampleEgoTrees(const CsrGraph& graph, absl::Span<const int64_t> centres, int hops,
                              int fanout, Rng& rng) {
   CHECK_GE(hops, 0);
-  CHECK_GE(fanout, 1);
+  CHECK_GE(fanout, 0);
   const int64_t size = EgoTreeSize(hops, fanout);
   const int64_t inner = EgoTreeSize(hops - 1, fanout);  // positions that have children
   torch::Tensor out = torch::full({static_cast<int64_t>(centres.size()), size}, -1, torch::kInt64);
@@ -34,7 +34,7 @@ torch::Tensor SampleEgoTrees(const CsrGraph& graph, absl::Span<const int64_t> ce
 
 torch::Tensor ResampleEgoTreePositions(int hops, int fanout, int64_t count, Rng& rng) {
   CHECK_GE(hops, 0);
-  CHECK_GE(fanout, 1);
+  CHECK_GE(fanout, 0);
   const int64_t size = EgoTreeSize(hops, fanout);
   const int64_t inner = hops == 0 ? 0 : EgoTreeSize(hops - 1, fanout);
   torch::Tensor out = torch::zeros({count, size}, torch::kInt64);

@@ -13,7 +13,8 @@
 namespace fgl::graph {
 
 // Positions of a complete fan-out tree: position 0 is the centre; position p at depth < hops has
-// children fanout*p + 1 .. fanout*p + fanout. Size 1 + f + f^2 + ... + f^hops.
+// children fanout*p + 1 .. fanout*p + fanout. Size 1 + f + f^2 + ... + f^hops; fanout 0 is the
+// centre alone (FedEgo w/o EGO).
 int64_t EgoTreeSize(int hops, int fanout);
 
 // For each centre, draws every child uniformly with replacement from its parent's neighbours.

@@ -242,7 +242,7 @@ class FedEgoClient final : public fl::ClientAlgorithm {
   MashedEgoGraphs Mash(const fl::RoundInfo& round) {
     torch::NoGradGuard no_grad;
     ego_->eval();
-    const torch::Tensor r = ego_->Reduce(*data_->features);
+    const torch::Tensor r = ego_->Reduce(*data_->features, *data_->view);
     ego_->train();
     std::vector<int64_t> pool = fl::MaskedNodes(data_->split.train);
     if (options_.reshuffle_chunks) {
@@ -353,7 +353,7 @@ class FedEgoServer final : public fl::ServerAlgorithm {
   absl::Status RestoreState(const fl::proto::Message& m) override {
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(m));
     theta_.clear();
-    for (const char* name : {"reduction.weight", "reduction.bias"}) {
+    for (const auto& [name, unused] : ThetaLike()) {
       if (tensors.count(name)) theta_.emplace_back(name, tensors.at(name));
     }
     const fl::NamedTensors phi = fl::WithPrefix(kPhi, Personal(*phi_));
@@ -374,11 +374,25 @@ class FedEgoServer final : public fl::ServerAlgorithm {
   }
 
   // One client's Θ_i into the round's mean (Eq. 11, uniform weights).
+  // Θ's tensors as the clients' models name and shape them (nn::EgoSage's "reduction" group).
+  fl::NamedTensors ThetaLike() const {
+    const int64_t d = config_.num_features, h = phi_->options().hidden;
+    if (!phi_->options().sage_reduction) {
+      return {{"reduction.weight", torch::zeros({d, h})}, {"reduction.bias", torch::zeros({h})}};
+    }
+    fl::NamedTensors like;
+    for (const auto& [layer, in] : {std::pair<int, int64_t>{0, d}, {1, h}}) {
+      const std::string prefix = absl::StrCat("reduction.", layer, ".");
+      like.emplace_back(prefix + "lin_l.weight", torch::zeros({in, h}));
+      like.emplace_back(prefix + "lin_l.bias", torch::zeros({h}));
+      like.emplace_back(prefix + "lin_r.weight", torch::zeros({in, h}));
+    }
+    return like;
+  }
+
   absl::Status AddTheta(const fl::proto::Message& m) {
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(m));
-    const fl::NamedTensors like = {
-        {"reduction.weight", torch::zeros({config_.num_features, phi_->options().hidden})},
-        {"reduction.bias", torch::zeros({phi_->options().hidden})}};
+    const fl::NamedTensors like = ThetaLike();
     FGL_ASSIGN_OR_RETURN(fl::NamedTensors theta,
                          fl::MatchTensors(tensors, like, absl::StrCat("client ", m.header().sender())));
     return theta_mean_->Accumulate(std::map<std::string, torch::Tensor>(theta.begin(), theta.end()), 1.0);
@@ -387,7 +401,8 @@ class FedEgoServer final : public fl::ServerAlgorithm {
     if (!theta_mean_->CanReport()) return absl::OkStatus();
     FGL_ASSIGN_OR_RETURN(auto mean, std::move(*theta_mean_).Report());
     theta_mean_ = std::make_unique<fl::WeightedMean>();
-    theta_ = {{"reduction.weight", mean.at("reduction.weight")}, {"reduction.bias", mean.at("reduction.bias")}};
+    theta_.clear();
+    for (const auto& [name, unused] : ThetaLike()) theta_.emplace_back(name, mean.at(name));
     return absl::OkStatus();
   }
 

@@ -103,7 +103,7 @@ TEST(EgoSageTest, ReducingTouchedNodesMatchesReducingEveryNode) {
   graph::Rng rng(tree_seed);
   const torch::Tensor trees = graph::SampleEgoTrees(data->data.graph, centres, 2, 3, rng);
   const torch::Tensor valid = trees >= 0;
-  const torch::Tensor r = model.Reduce(nn::NodeFeatures(dense));
+  const torch::Tensor r = model.Reduce(nn::NodeFeatures(dense), *data->view);
   const torch::Tensor want = model.Personalise(r.index_select(0, trees.clamp_min(0).flatten())
                                                        .reshape({4, model.tree_size(), 16}) *
                                                    valid.unsqueeze(-1).to(torch::kFloat32),
@@ -117,6 +117,33 @@ TEST(EgoSageTest, ReducingTouchedNodesMatchesReducingEveryNode) {
 
 // Theorem 4.1: with linear SAGE layers the centre's output is the same under any alignment that
 // keeps parents and children together; with ReLU between the layers it is not.
+// FedEgo w/o EGO (note §8): Θ a 2-layer SAGE over the client's graph, Φ on the centre alone
+// (fanout 0). A neighbour's features reach the centre only through Θ.
+TEST(EgoSageTest, WithoutEgoGraphsThetaReadsTheNeighbourhood) {
+  const auto data = fl::testing::CsbmClient(120, 30, 3, 5);
+  const torch::Tensor x = data->data.features.clone();
+  int64_t centre = -1, neighbour = -1;
+  for (int64_t v = 0; v < 120 && centre < 0; ++v) {
+    if (!data->data.graph.neighbors(v).empty()) centre = v, neighbour = data->data.graph.neighbors(v)[0];
+  }
+  ASSERT_GE(centre, 0);
+  torch::Tensor moved = x.clone();
+  moved[neighbour] += 3.0;
+  for (const bool sage : {true, false}) {
+    ASSERT_OK_AND_ASSIGN(nn::EgoSageOptions o,
+                         nn::ParseEgoSageSpec(absl::StrCat("ego_sage:hidden=16,layers=1,fanout=0,dropout=0,reduction=",
+                                                           sage ? "sage" : "linear")));
+    torch::manual_seed(3);
+    nn::EgoSage model(o, 30, 3);
+    EXPECT_EQ(model.tree_size(), 1);
+    const torch::Tensor c = torch::tensor({centre}, torch::kInt64);
+    const torch::Tensor a = model.forward_centres(nn::NodeFeatures(x), *data->view, c).logits;
+    const torch::Tensor b = model.forward_centres(nn::NodeFeatures(moved), *data->view, c).logits;
+    EXPECT_EQ(torch::equal(a, b), !sage) << (sage ? "sage" : "linear");
+  }
+  EXPECT_FALSE(nn::ParseEgoSageSpec("ego_sage:reduction=gcn").ok());
+}
+
 TEST(EgoSageTest, LinearPersonalisationIgnoresTheAlignment) {
   for (const bool inner_relu : {false, true}) {
     nn::EgoSageOptions o;
@@ -256,6 +283,22 @@ TEST(FedEgoTest, ClientsReportLambdaAndWeightDivergence) {
   }
   const fl::proto::RunResult p = fl::RunResultToProto(EgoFederation(), adaptive);
   EXPECT_EQ(p.final_client_reports().at("lambda").values_size(), 3);
+}
+
+TEST(FedEgoTest, WithoutEgoGraphsUploadsOneNodePerChunk) {
+  fl::FederationOptions o = EgoFederation();
+  o.spec.set_model("ego_sage:hidden=32,layers=1,fanout=0,dropout=0.5,batch=16,reduction=sage");
+  o.spec.set_rounds(3);
+  std::vector<fl::RoundRecord> rounds;
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o, [&](const fl::RoundRecord& x) { rounds.push_back(x); }));
+  EXPECT_GT(r.test_acc, 40.0);
+  EXPECT_TRUE(std::isfinite(r.global_test_acc));
+  // Θ: two SAGE layers (16 -> 32 with bias and root weight, 32 -> 32 likewise), per client.
+  const int64_t theta = 3 * ((16 * 32 * 2 + 32) + (32 * 32 * 2 + 32)) * 4;
+  for (const fl::RoundRecord& round : rounds) {
+    EXPECT_EQ(round.tensor_bytes_up.at("reduction"), theta);
+    EXPECT_EQ(round.tensor_bytes_up.at("mashed") % ((32 + 4) * 4), 0);  // one node per mashed graph
+  }
 }
 
 TEST(FedEgoTest, VariantsChangeWhatTheyName) {

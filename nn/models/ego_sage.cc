@@ -8,6 +8,7 @@
 #include "graph/ego_graph.h"
 #include "graph/option_string.h"
 #include "graph/random.h"
+#include "nn/conv/sage_conv.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -37,7 +38,15 @@ TORCH_MODULE(SageLayer);
 EgoSage::EgoSage(const EgoSageOptions& options, int64_t in_features, int64_t num_classes)
     : o_(options), in_(in_features), classes_(num_classes),
       tree_size_(graph::EgoTreeSize(options.layers, options.fanout)) {
-  if (in_ > 0) {
+  if (in_ > 0 && o_.sage_reduction) {
+    sage_reduction_ = register_module("reduction", torch::nn::ModuleList());
+    for (int64_t width : {in_, o_.hidden}) {
+      SAGEConv conv(SAGEConvOptions(width, o_.hidden));
+      KaimingNormal(conv->lin_l->weight);
+      KaimingNormal(conv->lin_r->weight);
+      sage_reduction_->push_back(conv);
+    }
+  } else if (in_ > 0) {
     reduction_ = register_module("reduction", LinearLayer(LinearLayerOptions(in_, o_.hidden)));
     KaimingNormal(reduction_->weight);
   }
@@ -50,12 +59,15 @@ EgoSage::EgoSage(const EgoSageOptions& options, int64_t in_features, int64_t num
 std::string EgoSage::spec() const {
   return absl::StrCat("ego_sage:layers=", o_.layers, ",hidden=", o_.hidden, ",fanout=", o_.fanout,
                       ",dropout=", o_.dropout, ",inner_act=", o_.inner_relu ? "relu" : "none",
-                      ",batch=", o_.batch, ",epoch_fraction=", o_.epoch_fraction);
+                      ",batch=", o_.batch, ",epoch_fraction=", o_.epoch_fraction,
+                      o_.sage_reduction ? ",reduction=sage" : "");
 }
 
-torch::Tensor EgoSage::Reduce(const NodeFeatures& x) {
+torch::Tensor EgoSage::Reduce(const NodeFeatures& x, const GraphView& graph) {
   TORCH_CHECK(in_ > 0, "EgoSage: a model without reduction layers cannot reduce features");
-  return torch::relu(reduction_->forward(x));
+  if (!o_.sage_reduction) return torch::relu(reduction_->forward(x));
+  const torch::Tensor h = torch::relu(sage_reduction_[0]->as<SAGEConvImpl>()->forward(x, graph));
+  return torch::relu(sage_reduction_[1]->as<SAGEConvImpl>()->forward(NodeFeatures(h), graph));
 }
 
 ModelOutput EgoSage::Personalise(const torch::Tensor& tree_embeddings, const torch::Tensor& valid) {
@@ -116,9 +128,18 @@ ModelOutput EgoSage::forward_centres(const NodeFeatures& x, const GraphView& gra
   for (int64_t i = 0; i < slots; ++i) pos[i] = t[i] >= 0 ? row[t[i]] : 0;
   // Dropout once per touched node, as the code drops out its batch's (deduplicated) node rows
   // after Θ: a node at several tree slots keeps one mask.
-  const torch::Tensor r = Dropout(
-      Reduce(x.Rows(torch::from_blob(touched.data(), {static_cast<int64_t>(touched.size())}, torch::kInt64))),
-      o_.dropout, is_training());
+  // Owned (cloned): autograd keeps the index for the backward pass, after `touched` is gone.
+  const torch::Tensor touched_ids =
+      torch::from_blob(touched.data(), {static_cast<int64_t>(touched.size())}, torch::kInt64).clone();
+  // A SAGE Θ reads neighbourhoods: it runs on the whole graph, then keeps the touched rows.
+  torch::Tensor reduced;
+  if (o_.sage_reduction) {
+    const torch::Tensor all = Reduce(x, graph);
+    reduced = all.index_select(0, touched_ids.to(all.device()));
+  } else {
+    reduced = torch::relu(reduction_->forward(x.Rows(touched_ids)));
+  }
+  const torch::Tensor r = Dropout(reduced, o_.dropout, is_training());
   const torch::Tensor valid = (trees >= 0).to(r.device());
   const torch::Tensor embeddings =
       r.index_select(0, position.to(r.device())).reshape({ids.numel(), tree_size_, o_.hidden}) *
@@ -141,14 +162,17 @@ absl::StatusOr<EgoSageOptions> ParseEgoSageSpec(const std::string& spec) {
   FGL_ASSIGN_OR_RETURN(e.batch, o.Int("batch", e.batch));
   FGL_ASSIGN_OR_RETURN(e.epoch_fraction, o.Double("epoch_fraction", e.epoch_fraction));
   const std::string act = o.String("inner_act", "relu");
+  const std::string reduction = o.String("reduction", "linear");
   FGL_RETURN_IF_ERROR(o.CheckAllUsed());
   auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat("model '", spec, "': ", what));
   };
   if (act != "relu" && act != "none") return bad(absl::StrCat("inner_act=", act, " (relu|none)"));
   e.inner_relu = act == "relu";
+  if (reduction != "linear" && reduction != "sage") return bad(absl::StrCat("reduction=", reduction, " (linear|sage)"));
+  e.sage_reduction = reduction == "sage";
   if (e.layers < 1 || e.layers > 4) return bad("layers must be in [1, 4]");
-  if (e.hidden < 1 || e.fanout < 1 || e.fanout > 16) return bad("needs hidden >= 1 and fanout in [1, 16]");
+  if (e.hidden < 1 || e.fanout < 0 || e.fanout > 16) return bad("needs hidden >= 1 and fanout in [0, 16]");
   if (!(e.dropout >= 0 && e.dropout < 1)) return bad("dropout must be in [0, 1)");
   if (e.batch < 1) return bad("batch must be >= 1");
   if (!(e.epoch_fraction > 0 && e.epoch_fraction <= 1)) return bad("epoch_fraction must be in (0, 1]");

@@ -2,7 +2,8 @@
 // personalisation layers Φ = L mean-aggregator SAGE layers on fixed-shape ego-trees (L hops,
 // fan-out f, sampled with replacement, graph/ego_graph.h) and a bias-free classifier.
 //
-// Spec: "ego_sage:layers=2,hidden=512,fanout=6,dropout=0.5,inner_act=relu,batch=32,epoch_fraction=0.2".
+// Spec: "ego_sage:layers=2,hidden=512,fanout=6,dropout=0.5,inner_act=relu,batch=32,epoch_fraction=0.2"
+// (and reduction=linear|sage, fanout 0 for FedEgo w/o EGO).
 // dropout acts after Θ (one mask per node of the batch) and before the classifier; inner_act=none drops the activation between
 // SAGE layers (FedEgo-Linear; the last layer keeps its ReLU, as the official code). Trains on
 // mini-batches (GnnModel::MiniBatching). Parameter groups: "reduction" (Θ), "body" (the SAGE
@@ -29,6 +30,10 @@ struct EgoSageOptions {
   bool inner_relu = true;
   int64_t batch = 32;
   double epoch_fraction = 0.2;
+  // Θ: "linear" = ReLU(Linear(d, h)) per node (FedEgo); "sage" = two mean-aggregator SAGE layers
+  // d -> h -> h with ReLU over the client's graph (FedEgo w/o EGO, with fanout 0: Φ sees the
+  // centre alone, an MLP).
+  bool sage_reduction = false;
 };
 
 class EgoSage final : public GnnModel {
@@ -41,8 +46,8 @@ class EgoSage final : public GnnModel {
   ModelOutput forward_centres(const NodeFeatures& x, const GraphView& graph,
                               const torch::Tensor& centres) override;
 
-  // Θ: ReLU(W x + b) for every node, [N, hidden] (no dropout).
-  torch::Tensor Reduce(const NodeFeatures& x);
+  // Θ for every node of `graph`, [N, hidden] (no dropout).
+  torch::Tensor Reduce(const NodeFeatures& x, const GraphView& graph);
   // Φ on position-aligned embeddings `tree_embeddings` [B, tree_size, hidden] (zero rows where
   // `valid` [B, tree_size] is false): the centres' embedding and logits.
   ModelOutput Personalise(const torch::Tensor& tree_embeddings, const torch::Tensor& valid);
@@ -61,6 +66,7 @@ class EgoSage final : public GnnModel {
   EgoSageOptions o_;
   int64_t in_, classes_, tree_size_;
   LinearLayer reduction_{nullptr}, head_{nullptr};
+  torch::nn::ModuleList sage_reduction_{nullptr};  // reduction=sage: two SAGEConv
   torch::nn::ModuleList body_{nullptr};  // per layer: lin_l (bias), lin_r (no bias)
 };
 
