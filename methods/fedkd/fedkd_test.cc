@@ -63,5 +63,32 @@ TEST(FedKdTest, HeterogeneousFederationRunsAndRepeats) {
   EXPECT_EQ(a.test_acc, b.test_acc);
 }
 
+// [S]'s SVD compression: less travels up and down, the run still learns and repeats, a resumed
+// run continues exactly, and bad thresholds are refused.
+TEST(FedKdTest, SvdCompressedUpdatesShrinkTheTraffic) {
+  fl::FederationOptions o = fl::testing::SmallFederation("fedkd");
+  o.spec.set_model("gcn:layers=2,hidden=64;sage:layers=2,hidden=64");
+  o.spec.mutable_eval()->set_model("local");
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult whole, fl::RunFederation(o));
+  FedKdParams p;
+  p.set_svd_compression(true);
+  o.spec.add_method_params()->PackFrom(p);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult a, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(o));
+  EXPECT_EQ(a.test_acc, b.test_acc);
+  EXPECT_EQ(a.bytes_up, b.bytes_up);
+  EXPECT_LT(a.bytes_up, whole.bytes_up);
+  EXPECT_LT(a.bytes_down, whole.bytes_down);
+  EXPECT_GT(a.test_acc, 40.0);
+  // Round 1 travels whole both ways; later rounds as factors.
+  EXPECT_LT(a.rounds[2].bytes_up, whole.rounds[2].bytes_up);
+  p.set_svd_energy_start(0.99);
+  p.set_svd_energy_end(0.9);
+  o.spec.clear_method_params();
+  o.spec.add_method_params()->PackFrom(p);
+  EXPECT_THAT(fl::RunFederation(o).status(),
+              fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("svd_energy_start")));
+}
+
 }  // namespace
 }  // namespace fgl::methods::fedkd
