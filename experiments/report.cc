@@ -648,8 +648,8 @@ std::string CsvReport(const proto::Table& t,
       std = absl::StrFormat("%.3f", s);
     }
     absl::StrAppend(&csv, c.row(), ",", c.column(), ",", state, ",", mean, ",", std, ",",
-                    r.values.size(), ",", c.paper().present() ? absl::StrFormat("%.1f", c.paper().mean()) : "",
-                    ",", c.paper().present() ? absl::StrFormat("%.1f", c.paper().std()) : "", "\n");
+                    r.values.size(), ",", c.paper().present() ? absl::StrFormat("%.6g", c.paper().mean()) : "",
+                    ",", c.paper().present() ? absl::StrFormat("%.6g", c.paper().std()) : "", "\n");
   }
   return csv;
 }

@@ -54,7 +54,8 @@ struct ClientAnswer {
   std::optional<proto::Message> reply;  // kTrain; kPrepare when the method sends something
   std::optional<absl::StatusOr<EvalCounts>> eval;  // when the task carried an evaluation
   int64_t bytes_down = 0, bytes_up = 0;  // the method's serialised messages
-  std::map<std::string, double> reports;  // kTrain: ClientAlgorithm::Reports after training
+  std::map<std::string, double> reports;       // kTrain: ClientAlgorithm::Reports after training
+  std::map<std::string, double> eval_reports;  // the same right after the evaluation, if any
   double seconds = 0;                    // the client's work, when the channel knows it
 };
 

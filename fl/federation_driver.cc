@@ -106,6 +106,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       full.tensor_bytes_up = rec.tensor_bytes_up;
       return full;
     }();
+    ApplyClientReports(ckpt.pending_record(), rec);
     pending = PendingEval{std::move(rec),
                           global_eval && !personal_eval ? SharedMessage::Of(ckpt.pending_global()) : SharedMessage(),
                           Clock::now()};
@@ -176,6 +177,8 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     const RoundAccuracy acc = WeightedAccuracy(eval, {c}, {1});
     rec.clients[k].val_acc = acc.val;
     rec.clients[k].test_acc = acc.test;
+    // The evaluated round's reports: after its training's, overriding them.
+    for (const auto& [name, value] : a.eval_reports) rec.clients[k].reports[name] = value;
     return absl::OkStatus();
   };
   // Completes the pending round's record.
@@ -271,12 +274,14 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
           cr.bytes_up += a.bytes_up;
           rec.bytes_up += a.bytes_up;
           AddTensorBytesByGroup(*a.reply, &rec.tensor_bytes_up);
-          cr.reports = std::move(a.reports);
           reply = std::move(*a.reply);
           a.reply.reset();  // aggregated: the message is not needed again
         }
         const absl::Status st = AccumulateReply(server, reply, cr, counted);
         accepted[k] += st.ok();
+        if (st.ok()) {
+          for (const auto& [name, value] : a.reports) cr.reports[name] = value;
+        }
         if (!st.ok() && o.strict) failed = st;
       });
       FGL_RETURN_IF_ERROR(failed);

@@ -371,6 +371,14 @@ absl::Status WriteFileAtomically(const std::string& path, const google::protobuf
   return absl::OkStatus();
 }
 
+void ApplyClientReports(const proto::RoundRecord& p, RoundRecord& r) {
+  for (const auto& [name, values] : p.client_reports()) {
+    for (size_t k = 0; k < r.clients.size() && k < static_cast<size_t>(values.values_size()); ++k) {
+      if (std::isfinite(values.values(k))) r.clients[k].reports[name] = values.values(k);
+    }
+  }
+}
+
 RoundRecord RoundRecordFromProto(const proto::RoundRecord& p) {
   RoundRecord r;
   r.round = p.round();
@@ -396,6 +404,7 @@ RoundRecord RoundRecordFromProto(const proto::RoundRecord& p) {
     c.bytes_down = q.bytes_down();
     c.seconds = q.seconds();
   }
+  ApplyClientReports(p, r);
   return r;
 }
 
@@ -413,6 +422,13 @@ proto::RoundRecord RoundRecordToProto(const RoundRecord& r, bool with_clients) {
   p.set_seconds(r.seconds);
   if (std::isfinite(r.train_loss)) p.set_train_loss(r.train_loss);
   p.mutable_tensor_bytes_up()->insert(r.tensor_bytes_up.begin(), r.tensor_bytes_up.end());
+  for (size_t k = 0; k < r.clients.size(); ++k) {
+    for (const auto& [name, value] : r.clients[k].reports) {
+      auto& values = *(*p.mutable_client_reports())[name].mutable_values();
+      while (values.size() < static_cast<int>(r.clients.size())) values.Add(std::numeric_limits<double>::quiet_NaN());
+      values[k] = value;
+    }
+  }
   if (!with_clients) return p;
   for (const ClientRecord& c : r.clients) {
     proto::ClientRoundRecord& q = *p.add_clients();

@@ -104,8 +104,10 @@ void SelectReportedRound(const EvalProtocol& eval, FederationResult& result);
 // The protocol card every result carries: evaluation, sharing, split and partition.
 absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o);
 
+// The clients' reports a RoundRecord proto carries, into `r.clients` (those it has).
+void ApplyClientReports(const proto::RoundRecord& p, RoundRecord& r);
 // Round records as protos: with the per-client detail in rounds.jsonl and a checkpoint's pending
-// round, without it for a checkpoint's finished rounds.
+// round, without it for a checkpoint's finished rounds (the clients' reports are always kept).
 RoundRecord RoundRecordFromProto(const proto::RoundRecord& p);
 proto::RoundRecord RoundRecordToProto(const RoundRecord& r, bool with_clients = false);
 

@@ -49,6 +49,7 @@ ClientAnswer InProcessChannel::Run(int k, const ClientTask& task) {
     a.eval = CatchExceptions(absl::StrCat("round ", task.eval_round, ": client ", k, " evaluation"), [&] {
       return EvaluateClient(algorithm, *data_[k], task.eval_model.message.get(), ServerRound(options_, task.eval_round));
     });
+    if (a.eval->ok()) a.eval_reports = algorithm.Reports();
   }
   switch (task.kind) {
     case ClientTask::Kind::kEvaluate:

@@ -279,6 +279,7 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
           out.set_test_correct(c->test_correct);
           out.set_test_n(c->test_n);
           out.set_num_nodes(data.data.num_nodes());
+          for (const auto& [name, value] : algorithm->Reports()) (*answer.mutable_eval_reports())[name] = value;
         } else {
           error = std::string(c.status().ToString());
         }

@@ -107,6 +107,7 @@ class FederationServer::Impl final : public ClientChannel {
       if (!e.error().empty()) {
         a.eval = absl::InternalError(absl::StrCat("client ", k, ": ", e.error()));
       } else {
+        a.eval_reports = std::move(o.eval_reports);
         a.eval = EvalCounts{e.val_correct(), e.val_n(), e.test_correct(), e.test_n(), e.num_nodes(),
                             e.global_correct(), e.global_n()};
       }

@@ -39,7 +39,8 @@ struct SessionHub::Slot {
   StreamBytes down, up;
   std::optional<absl::StatusOr<std::string>> answer;
   std::optional<proto::EvalCounts> eval;  // with the answer, when the task had an evaluation
-  std::map<std::string, double> reports;  // with a TRAIN answer
+  std::map<std::string, double> reports;       // with a TRAIN answer
+  std::map<std::string, double> eval_reports;  // with an evaluation
   std::shared_ptr<proto::Message> parsed;  // the answer, parsed on arrival (TRAIN)
   bool finished = false;  // received FINISH
   std::condition_variable wake;  // this client's Session handler waits on it
@@ -232,6 +233,8 @@ grpc::Status SessionHub::Session(grpc::ServerContext* ctx,
     if (h.has_eval()) slot.eval = h.eval();
     slot.reports.clear();
     for (const auto& [name, value] : h.reports()) slot.reports[name] = value;
+    slot.eval_reports.clear();
+    for (const auto& [name, value] : h.eval_reports()) slot.eval_reports[name] = value;
     if (task.kind == proto::EVALUATE) {
       stats_.eval_up += got->bytes.wire;
     } else {
@@ -304,6 +307,8 @@ Outcome SessionHub::TakeOutcome(int k, const Task& task) {
   o.eval = std::move(slot.eval);
   o.reports = std::move(slot.reports);
   slot.reports.clear();
+  o.eval_reports = std::move(slot.eval_reports);
+  slot.eval_reports.clear();
   o.parsed = std::move(slot.parsed);
   slot.eval.reset();
   o.answer = std::move(*slot.answer);

@@ -10,6 +10,7 @@
 // "personalized"), as the official code evaluates after the mixing. Round 1 starts from the mean
 // of the clients' independent initial Θ_i, uploaded once before it.
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -139,7 +140,6 @@ class FedEgoClient final : public fl::ClientAlgorithm {
       fl::AddTensors({{kEmbeddings, mashed.embeddings}, {kLabels, mashed.labels}}, &reply);
     }
     fl::AddTrainLoss(model_->last_loss(), &reply);
-    if (round.round == config_.rounds && data_->global_test != nullptr) LabelShares(round);
     return reply;
   }
 
@@ -158,7 +158,9 @@ class FedEgoClient final : public fl::ClientAlgorithm {
     return PredictMixed(global, *data_);
   }
   absl::StatusOr<torch::Tensor> PredictGraph(const fl::ClientData& graph, const fl::proto::Message* global) override {
-    return PredictMixed(global, graph);
+    FGL_ASSIGN_OR_RETURN(torch::Tensor logits, PredictMixed(global, graph));
+    LabelShares(graph, logits);
+    return logits;
   }
   absl::StatusOr<fl::proto::Message> SaveState() const override { return model_->SaveState(); }
   absl::Status RestoreState(const fl::proto::Message& state) override { return model_->RestoreState(state); }
@@ -191,8 +193,9 @@ class FedEgoClient final : public fl::ClientAlgorithm {
       diff2 += (phi[i].second - g).to(torch::kDouble).pow(2).sum().item<double>();
       global2 += g.to(torch::kDouble).pow(2).sum().item<double>();
     }
-    // Def. 4.2 (Fig. 5), of the mixed Φ_i that this round trains from.
-    mixed_ = Mixed{lambda, global2 > 0 ? std::sqrt(diff2 / global2) : 0.0};
+    // Def. 4.2 (Fig. 5), of the mixed Φ_i: at training, the Φ_i the round trains from; at
+    // evaluation, the Φ_i it scores (after the last round, against that round's Φ_g).
+    mixed_ = Mixed{lambda, global2 > 0 ? std::sqrt(diff2 / global2) : std::numeric_limits<double>::quiet_NaN()};
     return absl::OkStatus();
   }
 
@@ -211,22 +214,14 @@ class FedEgoClient final : public fl::ClientAlgorithm {
     return logits;
   }
 
-  // Fig. 7, after the last round's training: the label shares of the client's own labels (P_i),
-  // of the global test's truth and of the client's predictions on it, and each one's total
-  // variation distance to the truth. The predictions are the model's after training, before the
-  // final mixing the evaluation applies; their trees come from a stream of their own, so the
-  // run's numbers do not change.
-  void LabelShares(const fl::RoundInfo& round) {
-    const fl::ClientData& test = *data_->global_test;
-    torch::Tensor logits;
-    {
-      nn::DropoutSeedScope scope(graph::Rng::Derive(round.seed, absl::StrCat("fedego/label_shares/", data_->id)));
-      logits = model_->PredictOn(test);
-    }
-    const torch::Tensor nodes = test.split.test.nonzero().flatten();
+  // Fig. 7: the label shares of the client's own labels (P_i), of the scored graph's truth (the
+  // global test) and of the client's predictions on it, from the evaluation's logits (the mixed
+  // model it scores), and each one's total variation distance to the truth.
+  void LabelShares(const fl::ClientData& graph, const torch::Tensor& logits) {
+    const torch::Tensor nodes = graph.split.test.nonzero().flatten().to(logits.device());
     if (nodes.numel() == 0) return;
     const int64_t c = config_.num_classes;
-    const torch::Tensor truth = LabelDistribution(test.labels.index_select(0, nodes).cpu(), c);
+    const torch::Tensor truth = LabelDistribution(graph.labels.to(logits.device()).index_select(0, nodes).cpu(), c);
     const torch::Tensor predicted = LabelDistribution(logits.index_select(0, nodes).argmax(1).cpu(), c);
     const torch::Tensor local = p_local_.cpu();
     auto tv = [&](const torch::Tensor& p) { return 0.5 * (p - truth).abs().sum().item<double>(); };
@@ -262,12 +257,12 @@ class FedEgoClient final : public fl::ClientAlgorithm {
   std::unique_ptr<fl::LocalModel> model_;
   nn::EgoSage* ego_;
   torch::Tensor p_local_;  // Eq. 3 over all local labels, test included [A7]
-  // The last mixing (Step 6): λ_i and the weight divergence it leaves, reported in the reply.
+  // The last mixing (Step 6): λ_i and the weight divergence it leaves (reported beside the reply).
   struct Mixed {
     double lambda = 0, weight_divergence = 0;
   };
   std::optional<Mixed> mixed_;
-  std::map<std::string, double> label_shares_;  // Fig. 7, after the last round
+  std::map<std::string, double> label_shares_;  // Fig. 7, of the last scoring of the global test
 };
 
 class FedEgoServer final : public fl::ServerAlgorithm {
