@@ -155,12 +155,13 @@ std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& c
     case proto::Claim::MATCHES_PAPER:
       for (const proto::Cell& cell : t.cells()) {
         double ours;
-        if ((!claim.row().empty() && cell.row() != claim.row()) || !cell.paper().present() ||
+        if ((!claim.row().empty() && cell.row() != claim.row()) ||
+            (!claim.column().empty() && cell.column() != claim.column()) || !cell.paper().present() ||
             !OurMean(cells, cell.row(), cell.column(), &ours)) {
           continue;
         }
         Comparison c{absl::StrCat(cell.row(), " on ", cell.column()), ours, cell.paper().mean(), 0};
-        c.tolerance = PrintedPrecision(cell.paper().mean());
+        c.tolerance = claim.min() > 0 ? claim.min() : PrintedPrecision(cell.paper().mean());
         out.push_back(c);
       }
       break;
@@ -272,8 +273,11 @@ std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, 
   // Communication is deterministic and printed as the paper prints it: 2 decimals, or 3
   // significant digits in e-notation from 10^4 on.
   auto amount = [](double v) { return v < 1e4 ? absl::StrFormat("%.2f", v) : absl::StrFormat("%.3e", v); };
+  // FedEgo prints whole MiB: ours to one decimal beside it.
+  auto tensor_amount = [](double v) { return absl::StrFormat("%.1f", v); };
   const std::string published = !paper.present()    ? "–"
-                                : mib || tensor_mib ? amount(paper.mean())
+                                : mib               ? amount(paper.mean())
+                                : tensor_mib        ? absl::StrFormat("%g", paper.mean())
                                 : minutes           ? absl::StrFormat("%g", paper.mean())
                                 : paper.std() == 0 ? absl::StrFormat("%.*f", decimals, paper.mean())  // no ± printed
                                                  : absl::StrFormat("%.*f ± %.*f", decimals, paper.mean(), decimals, paper.std());
@@ -303,8 +307,8 @@ std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, 
   if (tensor_mib) {
     const double spread = *std::max_element(r.values.begin(), r.values.end()) -
                           *std::min_element(r.values.begin(), r.values.end());
-    return absl::StrCat(amount(mean), spread == 0 ? "" : absl::StrFormat(" (seeds differ by %g)", spread), " / ",
-                        published);
+    return absl::StrCat(tensor_amount(mean), spread == 0 ? "" : absl::StrFormat(" (seeds differ by %g)", spread),
+                        " / ", published);
   }
   if (minutes) return absl::StrFormat("%.1f ± %.1f / %s", mean, std, published);
   if (value == proto::Table::CLIENT_REPORT) return absl::StrFormat("%.4f ± %.4f / %s", mean, std, published);

@@ -48,7 +48,7 @@ TEST(ReportTest, TensorGroupsSelectAndCostsPrintAsAmounts) {
   CellResult r;
   r.state = CellResult::State::kDone;
   r.values = {2801.0, 2801.0};
-  EXPECT_EQ(FormatCell(r, Paper(2801, 0), proto::Table::UPLOADED_TENSOR_MIB), "2801.00 / 2801.00");
+  EXPECT_EQ(FormatCell(r, Paper(2801, 0), proto::Table::UPLOADED_TENSOR_MIB), "2801.0 / 2801");
   r.values = {10.0, 12.0};
   EXPECT_EQ(FormatCell(r, Paper(57.674, 0), proto::Table::TRAINING_MINUTES), "11.0 ± 1.4 / 57.674");
   const double nan = std::numeric_limits<double>::quiet_NaN();
