@@ -514,7 +514,7 @@ int Run() {
            std::accumulate(record.seconds_curve().begin(), record.seconds_curve().end(), 0.0) <= 0)) {
         have = false;
       }
-      // Likewise the uploaded tensors' bytes, counted since 2026-11-25.
+      // Likewise the uploaded tensors' bytes, counted since 2026-11-24.
       if (r.value == proto::Table::UPLOADED_TENSOR_MIB && !record.result().has_uploaded_tensor_bytes()) have = false;
       if (r.value == proto::Table::CLIENT_REPORT && !std::isfinite(ClientReportValue(FinalReports(record.result()), r.report, r.client))) {
         have = false;
