@@ -138,6 +138,18 @@ std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& c
       }
       break;
     }
+    case proto::Claim::PEAK_ROUND_AT_MOST: {
+      const CellResult& r = Lookup(cells, claim.row(), claim.column());
+      if (r.state != CellResult::State::kDone || r.curve_runs == 0 || r.curve_sum.empty()) break;
+      const auto peak = std::max_element(r.curve_sum.begin(), r.curve_sum.end());  // the first maximum
+      const double peak_round = static_cast<double>(peak - r.curve_sum.begin() + 1);
+      const std::string where = absl::StrCat(claim.row(), " on ", claim.column());
+      out.push_back({absl::StrCat(where, ": peak round (at most ", claim.min(), ")"), claim.min(), peak_round, 0});
+      // Declines: the last round's mean lies below the peak (by any amount).
+      out.push_back({absl::StrCat(where, ": peak minus last round"), *peak / r.curve_runs,
+                     r.curve_sum.back() / r.curve_runs, 1e-6});
+      break;
+    }
     case proto::Claim::COLUMN_AT_LEAST_OTHERS:
       for (const proto::Row& r : t.rows()) {
         if (!claim.row().empty() && r.key() != claim.row()) continue;

@@ -29,6 +29,10 @@ struct CellResult {
   proto::Table::Value value = proto::Table::TEST_ACCURACY;
   std::vector<std::string> tensor_groups;  // the column's, for UPLOADED_TENSOR_MIB
   std::string report;                       // the column's, for CLIENT_REPORT
+  // Summed over the seeds per round: the test curve, or the global test's for a global column
+  // (curve_runs records; PEAK_ROUND_AT_MOST claims read the mean).
+  std::vector<double> curve_sum;
+  int curve_runs = 0;
   int client = -1;                          // the column's client for CLIENT_REPORT; -1: the mean
 };
 

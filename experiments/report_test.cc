@@ -99,6 +99,35 @@ TEST(ReportTest, MeanGainClaimAndAverageColumns) {
   EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""), HasSubstr("| base | – / – |"));
 }
 
+// "Peaks around round 15, then declines", on the seeds' mean curve.
+TEST(ReportTest, PeakRoundClaimReadsTheMeanCurve) {
+  proto::Table t;
+  t.set_title("curves");
+  t.add_rows()->set_key("fedavg");
+  t.add_columns()->set_key("g");
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  CellResult r;
+  r.state = CellResult::State::kDone;
+  r.values = {80, 80};
+  r.curve_runs = 2;
+  r.curve_sum = {100, 150, 160, 158, 156};  // mean 50, 75, 80, 79, 78: peaks at round 3
+  cells[{"fedavg", "g"}] = r;
+  for (double min : {3.0, 2.0}) {
+    auto* c = t.add_claims();
+    c->set_text(absl::StrCat("peak by ", min));
+    c->set_kind(proto::Claim::PEAK_ROUND_AT_MOST);
+    c->set_row("fedavg");
+    c->set_column("g");
+    c->set_min(min);
+  }
+  std::string md = MarkdownReport(t, cells, Provenance(), "");
+  EXPECT_THAT(md, HasSubstr("peak by 3 — **holds**: 2 of 2"));
+  EXPECT_THAT(md, HasSubstr("peak by 2 — **does not hold**: 1 of 2"));
+  cells[{"fedavg", "g"}].curve_sum = {100, 150, 160, 160, 170};  // still rising at the end
+  md = MarkdownReport(t, cells, Provenance(), "");
+  EXPECT_THAT(md, HasSubstr("peak by 3 — **does not hold**: 0 of 2"));
+}
+
 TEST(ReportTest, GridHeatmapLabelsEveryCellAndShadesByMean) {
   proto::Table t;
   t.set_title("alpha x beta");

@@ -193,6 +193,10 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
     value = total > 0 ? 100.0 * s[s.size() - 1] / total : 0.0;
   }
   r.values.push_back(value);
+  const auto& curve = r.value == proto::Table::GLOBAL_TEST_ACCURACY ? record.global_test_curve() : record.test_curve();
+  if (r.curve_sum.size() < static_cast<size_t>(curve.size())) r.curve_sum.resize(curve.size(), 0.0);
+  for (int i = 0; i < curve.size(); ++i) r.curve_sum[i] += curve[i];
+  ++r.curve_runs;
   r.traffic_mib.push_back(static_cast<double>(result.bytes_up() + result.bytes_down()) / kMiB);
   r.run_seconds += result.wall_s();
 }
@@ -532,6 +536,8 @@ int Run() {
                   : stale       ? CellResult::State::kStale
                                 : CellResult::State::kNotRun;
         r.values.clear();
+        r.curve_sum.clear();
+        r.curve_runs = 0;
         r.run_seconds = 0;
         if (plot) first_runs.erase(key);
         if (plot) all_runs.erase(key);
