@@ -310,18 +310,17 @@ std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, 
       break;
   }
   auto [mean, std] = MeanStd(r.values);
+  // Byte counts are deterministic: a spread over seeds is worth saying.
+  auto seeds_differ = [&] {
+    const double spread = *std::max_element(r.values.begin(), r.values.end()) -
+                          *std::min_element(r.values.begin(), r.values.end());
+    return spread == 0 ? std::string() : absl::StrFormat(" (seeds differ by %g)", spread);
+  };
   if (mib) {
-    const double spread = *std::max_element(r.values.begin(), r.values.end()) -
-                          *std::min_element(r.values.begin(), r.values.end());
-    return absl::StrCat(amount(mean), spread == 0 ? "" : absl::StrFormat(" (seeds differ by %g)", spread),
-                        " (up+down ", amount(MeanStd(r.traffic_mib).first), ") / ", published);
+    return absl::StrCat(amount(mean), seeds_differ(), " (up+down ", amount(MeanStd(r.traffic_mib).first), ") / ",
+                        published);
   }
-  if (tensor_mib) {
-    const double spread = *std::max_element(r.values.begin(), r.values.end()) -
-                          *std::min_element(r.values.begin(), r.values.end());
-    return absl::StrCat(tensor_amount(mean), spread == 0 ? "" : absl::StrFormat(" (seeds differ by %g)", spread),
-                        " / ", published);
-  }
+  if (tensor_mib) return absl::StrCat(tensor_amount(mean), seeds_differ(), " / ", published);
   if (minutes) return absl::StrFormat("%.1f ± %.1f / %s", mean, std, published);
   if (value == proto::Table::CLIENT_REPORT) return absl::StrFormat("%.4f ± %.4f / %s", mean, std, published);
   return absl::StrFormat("%.*f ± %.*f / %s", decimals, mean, decimals, std, published);

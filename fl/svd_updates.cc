@@ -44,6 +44,26 @@ proto::Message WithTensors(const proto::Message& like, const NamedTensors& tenso
   return out;
 }
 
+// Both sides' state: the inner algorithm's, plus the model the clients hold and its round.
+template <typename Inner>
+absl::StatusOr<proto::Message> SaveWithHeld(const Inner& inner, const NamedTensors& held, int held_round) {
+  FGL_ASSIGN_OR_RETURN(proto::Message state, inner.SaveState());
+  AddTensors(WithPrefix(kHeld, held), &state);
+  (*state.mutable_scalars())[kHeldRound] = held_round;
+  return state;
+}
+template <typename Inner>
+absl::Status RestoreWithHeld(const proto::Message& state, Inner& inner, NamedTensors& held, int& held_round) {
+  proto::Message rest;
+  FGL_ASSIGN_OR_RETURN(auto saved, SplitTensors(kHeld, state, &rest));
+  rest.mutable_scalars()->erase(kHeldRound);
+  FGL_RETURN_IF_ERROR(inner.RestoreState(rest));
+  held.assign(saved.begin(), saved.end());
+  auto it = state.scalars().find(kHeldRound);
+  held_round = it == state.scalars().end() ? 0 : static_cast<int>(it->second);
+  return absl::OkStatus();
+}
+
 class SvdClient final : public ClientAlgorithm {
  public:
   SvdClient(std::unique_ptr<ClientAlgorithm> inner, SvdSchedule schedule)
@@ -82,21 +102,9 @@ class SvdClient final : public ClientAlgorithm {
   }
   std::map<std::string, double> Reports() const override { return inner_->Reports(); }
 
-  absl::StatusOr<proto::Message> SaveState() const override {
-    FGL_ASSIGN_OR_RETURN(proto::Message state, inner_->SaveState());
-    AddTensors(WithPrefix(kHeld, held_), &state);
-    (*state.mutable_scalars())[kHeldRound] = held_round_;
-    return state;
-  }
+  absl::StatusOr<proto::Message> SaveState() const override { return SaveWithHeld(*inner_, held_, held_round_); }
   absl::Status RestoreState(const proto::Message& state) override {
-    proto::Message rest;
-    FGL_ASSIGN_OR_RETURN(auto held, SplitTensors(kHeld, state, &rest));
-    rest.mutable_scalars()->erase(kHeldRound);
-    FGL_RETURN_IF_ERROR(inner_->RestoreState(rest));
-    held_.assign(held.begin(), held.end());
-    auto it = state.scalars().find(kHeldRound);
-    held_round_ = it == state.scalars().end() ? 0 : static_cast<int>(it->second);
-    return absl::OkStatus();
+    return RestoreWithHeld(state, *inner_, held_, held_round_);
   }
 
  private:
@@ -158,21 +166,9 @@ class SvdServer final : public ServerAlgorithm {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<proto::Message> SaveState() const override {
-    FGL_ASSIGN_OR_RETURN(proto::Message state, inner_->SaveState());
-    AddTensors(WithPrefix(kHeld, held_), &state);
-    (*state.mutable_scalars())[kHeldRound] = held_round_;
-    return state;
-  }
+  absl::StatusOr<proto::Message> SaveState() const override { return SaveWithHeld(*inner_, held_, held_round_); }
   absl::Status RestoreState(const proto::Message& state) override {
-    proto::Message rest;
-    FGL_ASSIGN_OR_RETURN(auto held, SplitTensors(kHeld, state, &rest));
-    rest.mutable_scalars()->erase(kHeldRound);
-    FGL_RETURN_IF_ERROR(inner_->RestoreState(rest));
-    held_.assign(held.begin(), held.end());
-    auto it = state.scalars().find(kHeldRound);
-    held_round_ = it == state.scalars().end() ? 0 : static_cast<int>(it->second);
-    return absl::OkStatus();
+    return RestoreWithHeld(state, *inner_, held_, held_round_);
   }
   std::vector<ServerAggregate> Aggregates() override { return inner_->Aggregates(); }
 
