@@ -239,6 +239,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     impaired_labels_ = data_->labels.index_select(0, kept);
     impaired_train_ = data_->split.train.index_select(0, kept);
     num_missing_ = impaired.num_missing.to(d);
+    feature_loss_slots_ = num_missing_.clamp(0, static_cast<double>(s_.max_pred)).to(torch::kInt64);  // counts are whole
     missing_ = impaired.missing.To(d);
     impaired_graph_ = std::move(impaired.graph);
     std::vector<torch::Tensor> params;
@@ -267,7 +268,8 @@ class FedSageClient final : public fl::ClientAlgorithm {
       joint_->zero_grad();
       const torch::Tensor noise =
           Noise(n, s_.latent, graph::Rng::Derive(round.seed, absl::StrCat("fedsage_plus/noise/", e)), config_.device);
-      const NeighGenOutput out = gen_->forward(nn::NodeFeatures(impaired_features_), *impaired_view_, noise);
+      const NeighGenOutput out =
+          gen_->forward(nn::NodeFeatures(impaired_features_), *impaired_view_, noise, feature_loss_slots_);
       FGL_ASSIGN_OR_RETURN(MendedGraph mended, MendGraph(impaired_graph_, impaired_features_, out.num_missing, out.features));
       FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(mended.graph, config_.device));
       const torch::Tensor logits = classifier.forward(nn::NodeFeatures(mended.features), view).logits.slice(0, 0, n);
@@ -314,7 +316,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     joint_.reset();
     impaired_view_.reset();
     impaired_graph_ = graph::CsrGraph();
-    impaired_features_ = impaired_labels_ = impaired_train_ = num_missing_ = torch::Tensor();
+    impaired_features_ = impaired_labels_ = impaired_train_ = num_missing_ = feature_loss_slots_ = torch::Tensor();
     missing_ = MissingNeighbours();
     VLOG(2) << v_.name << " client " << data_->id << ": mended with " << extra << " generated neighbours";
     return absl::OkStatus();
@@ -333,6 +335,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
   graph::CsrGraph impaired_graph_;
   std::shared_ptr<nn::GraphView> impaired_view_;
   torch::Tensor impaired_features_, impaired_labels_, impaired_train_, num_missing_;
+  torch::Tensor feature_loss_slots_;  // int64: the generated slots MissingFeatureLoss reads
   MissingNeighbours missing_;
   bool mended_ = false;
 };
@@ -444,8 +447,10 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
 
 }  // namespace
 
+// Version 2: fGen computes only the slots that are read. The others' gradients were exact zeros, but
+// the sums over nodes in the output layer's backward pass are grouped differently.
 FGL_REGISTER_METHOD("fedsage_plus", MakeClient<kFedSagePlus>, MakeServer<kFedSagePlus>,
-                    {fl::TypedParams(&Validate<kFedSagePlus>)});
+                    {fl::TypedParams(&Validate<kFedSagePlus>)}, 2);
 FGL_REGISTER_METHOD("fedsage", MakeClient<kFedSage>, MakeServer<kFedSage>, {fl::TypedParams(&Validate<kFedSage>)});
 FGL_REGISTER_METHOD("locsage", MakeClient<kLocSage>, MakeServer<kLocSage>, {fl::TypedParams(&Validate<kLocSage>)});
 

@@ -26,15 +26,36 @@ void NeighGenImpl::reset() {
   fgen_out = register_module("fgen_out", torch::nn::Linear(2048, options.max_pred() * options.num_features()));
 }
 
-NeighGenOutput NeighGenImpl::forward(const nn::NodeFeatures& x, const nn::GraphView& graph,
-                                     const torch::Tensor& noise) {
+torch::Tensor UsedSlots(const torch::Tensor& num_missing, int64_t max_pred) {
+  return num_missing.detach().round().clamp(0, static_cast<double>(max_pred)).to(torch::kInt64);
+}
+
+NeighGenOutput NeighGenImpl::forward(const nn::NodeFeatures& x, const nn::GraphView& graph, const torch::Tensor& noise,
+                                     const torch::Tensor& min_slots) {
   const torch::Tensor z = encoder->forward(x, graph).logits;
   NeighGenOutput out;
   out.num_missing = torch::relu(dgen->forward(z)).squeeze(1);
   torch::Tensor h = torch::relu(fgen1->forward(z + noise));
   h = torch::relu(fgen2->forward(h));
   h = nn::Dropout(h, options.dropout(), is_training());
-  out.features = torch::tanh(fgen_out->forward(h)).view({z.size(0), options.max_pred(), options.num_features()});
+  // fGen's output layer (2048 x max_pred * F) is most of NeighGen's work, and most slots are never
+  // read (a node lacks about two neighbours on Coauthor-CS): slot j's block of the layer runs only
+  // on the nodes that read slot j.
+  const int64_t n = z.size(0), p = options.max_pred(), f = options.num_features();
+  torch::Tensor needed = UsedSlots(out.num_missing, p);
+  if (min_slots.defined()) needed = torch::maximum(needed, min_slots.to(needed.device()));
+  std::vector<torch::Tensor> rows, values;
+  for (int64_t j = 0; j < p; ++j) {
+    const torch::Tensor nodes = (needed > j).nonzero().squeeze(1);
+    if (nodes.numel() == 0) break;  // needed > j implies needed > j - 1
+    const torch::Tensor w = fgen_out->weight.slice(0, j * f, (j + 1) * f);
+    const torch::Tensor b = fgen_out->bias.slice(0, j * f, (j + 1) * f);
+    values.push_back(torch::tanh(torch::addmm(b, h.index_select(0, nodes), w.t())));
+    rows.push_back(nodes * p + j);
+  }
+  torch::Tensor flat = torch::zeros({n * p, f}, h.options());
+  if (!rows.empty()) flat = flat.index_copy(0, torch::cat(rows), torch::cat(values));
+  out.features = flat.view({n, p, f});
   return out;
 }
 
@@ -179,8 +200,7 @@ absl::StatusOr<MendedGraph> MendGraph(const graph::CsrGraph& graph, const torch:
                                                    " rows, counts ", num_missing.numel(), ", generated ",
                                                    generated.size(0)));
   }
-  const torch::Tensor counts =
-      num_missing.detach().to(torch::kCPU, torch::kFloat).round().clamp(0, static_cast<double>(p)).to(torch::kInt64);
+  const torch::Tensor counts = UsedSlots(num_missing.to(torch::kCPU, torch::kFloat), p);
   const int64_t* c = counts.data_ptr<int64_t>();
   std::vector<int64_t> src, dst, rows;  // rows: flat index v * p + slot of each new node
   const int64_t* row_ptr = graph.row_ptr().data_ptr<int64_t>();

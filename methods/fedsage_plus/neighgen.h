@@ -27,6 +27,10 @@ struct NeighGenOptions {
   TORCH_ARG(double, dropout) = 0.5;      ///< Encoder and fGen dropout.
 };
 
+/// The generated neighbours mending gives each node: min(max_pred, round(num_missing)), int64 [N]
+/// (negatives count as 0).
+torch::Tensor UsedSlots(const torch::Tensor& num_missing, int64_t max_pred);
+
 /// What NeighGen predicts for every node of its input graph.
 struct NeighGenOutput {
   torch::Tensor num_missing;  ///< float [N], relu(dGen(z)): the predicted missing-neighbour count
@@ -41,7 +45,11 @@ class NeighGenImpl : public torch::nn::Module {
   explicit NeighGenImpl(const NeighGenOptions& options_);
   void reset();  // registers encoder, dgen, fgen1, fgen2, fgen_out
   /// `noise`: float [N, latent], the N(0, 1) draw fGen adds to z (the caller seeds it).
-  NeighGenOutput forward(const nn::NodeFeatures& x, const nn::GraphView& graph, const torch::Tensor& noise);
+  /// fGen computes only the slots anything reads: node v's first max(min_slots[v],
+  /// min(max_pred, round(num_missing[v]))) (the feature loss reads min(true count, max_pred), mending
+  /// the rounded prediction); the others are 0. `min_slots`: int64 [N]; undefined = none.
+  NeighGenOutput forward(const nn::NodeFeatures& x, const nn::GraphView& graph, const torch::Tensor& noise,
+                         const torch::Tensor& min_slots = {});
 
   NeighGenOptions options;
   std::shared_ptr<nn::GnnModel> encoder;

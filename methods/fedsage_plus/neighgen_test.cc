@@ -118,5 +118,43 @@ TEST(NeighGenTest, OutputShapesAndRange) {
   EXPECT_TRUE((out.features.abs() < 1).all().item<bool>());
 }
 
+// fGen computes a slot only for the nodes that read it: the slots below max(min_slots, mended
+// count) equal the whole output layer's, the others are 0.
+TEST(NeighGenTest, ComputesOnlyTheSlotsThatAreRead) {
+  torch::manual_seed(2);
+  NeighGen gen(NeighGenOptions(6).hidden(8).latent(4).max_pred(3));
+  auto g = graph::CsrFromEdges(5, {0, 1, 2, 3}, {1, 2, 3, 4});
+  ASSERT_TRUE(g.ok());
+  ASSERT_OK_AND_ASSIGN(nn::GraphView view, nn::GraphView::Create(*g));
+  gen->eval();
+  torch::NoGradGuard no_grad;
+  const nn::NodeFeatures x(torch::randn({5, 6}));
+  const torch::Tensor noise = torch::randn({5, 4});
+  const torch::Tensor z = gen->encoder->forward(x, view).logits;
+  const torch::Tensor h = torch::relu(gen->fgen2->forward(torch::relu(gen->fgen1->forward(z + noise))));
+  const torch::Tensor whole = torch::tanh(gen->fgen_out->forward(h)).view({5, 3, 6});
+
+  const torch::Tensor min_slots = torch::tensor({0, 1, 2, 3, 0}, torch::kInt64);
+  const NeighGenOutput out = gen->forward(x, view, noise, min_slots);
+  const torch::Tensor read = torch::maximum(UsedSlots(out.num_missing, 3), min_slots);
+  for (int64_t v = 0; v < 5; ++v) {
+    for (int64_t j = 0; j < 3; ++j) {
+      if (j < read[v].item<int64_t>()) {
+        EXPECT_TRUE(torch::allclose(out.features[v][j], whole[v][j], 1e-6, 1e-6)) << v << " " << j;
+      } else {
+        EXPECT_TRUE(torch::equal(out.features[v][j], torch::zeros({6}))) << v << " " << j;
+      }
+    }
+  }
+  // Every slot read: the whole output.
+  const NeighGenOutput all = gen->forward(x, view, noise, torch::full({5}, 3, torch::kInt64));
+  EXPECT_TRUE(torch::allclose(all.features, whole, 1e-6, 1e-6));
+}
+
+TEST(NeighGenTest, UsedSlotsRoundsAndClamps) {
+  EXPECT_TRUE(torch::equal(UsedSlots(torch::tensor({-1.f, 0.4f, 0.6f, 2.5f, 9.f}), 5),
+                           torch::tensor({0, 0, 1, 2, 5}, torch::kInt64)));
+}
+
 }  // namespace
 }  // namespace fgl::methods::fedsage_plus
