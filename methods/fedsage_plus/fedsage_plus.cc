@@ -448,9 +448,10 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
 }  // namespace
 
 // Version 2: fGen computes only the slots that are read. The others' gradients were exact zeros, but
-// the sums over nodes in the output layer's backward pass are grouped differently.
+// the sums over nodes in the output layer's backward pass are grouped differently. Version 3: that
+// layer's gradient by hand (neighgen.cc SlotOutput), one allocation instead of one per slot.
 FGL_REGISTER_METHOD("fedsage_plus", MakeClient<kFedSagePlus>, MakeServer<kFedSagePlus>,
-                    {fl::TypedParams(&Validate<kFedSagePlus>)}, 2);
+                    {fl::TypedParams(&Validate<kFedSagePlus>)}, 3);
 FGL_REGISTER_METHOD("fedsage", MakeClient<kFedSage>, MakeServer<kFedSage>, {fl::TypedParams(&Validate<kFedSage>)});
 FGL_REGISTER_METHOD("locsage", MakeClient<kLocSage>, MakeServer<kLocSage>, {fl::TypedParams(&Validate<kLocSage>)});
 

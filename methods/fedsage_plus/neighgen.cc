@@ -30,6 +30,62 @@ torch::Tensor UsedSlots(const torch::Tensor& num_missing, int64_t max_pred) {
   return num_missing.detach().round().clamp(0, static_cast<double>(max_pred)).to(torch::kInt64);
 }
 
+namespace {
+
+// fGen's output layer, tanh(h W^T + b) viewed as [N, P, F], computed only where it is read: slot j
+// of the nodes in nodes[j]; the other rows are 0. One output tensor and one weight gradient are
+// allocated per call, where autograd over per-slot slices allocated a zero weight-sized gradient
+// per slot (280 MB each on Coauthor-CS) and paid for the page faults.
+class SlotOutput : public torch::autograd::Function<SlotOutput> {
+ public:
+  // h float [N, H]; weight [P * F, H]; bias [P * F]; nodes: P int64 lists (slot j's nodes).
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
+                               const torch::Tensor& weight, const torch::Tensor& bias,
+                               const std::vector<torch::Tensor>& nodes) {
+    const int64_t n = h.size(0), p = static_cast<int64_t>(nodes.size()), f = weight.size(0) / p;
+    torch::Tensor out = torch::zeros({n, p, f}, h.options());
+    torch::autograd::variable_list saved = {h, weight};
+    for (int64_t j = 0; j < p; ++j) {
+      torch::Tensor y;
+      if (nodes[j].numel() > 0) {
+        y = torch::tanh(torch::addmm(bias.slice(0, j * f, (j + 1) * f), h.index_select(0, nodes[j]),
+                                     weight.slice(0, j * f, (j + 1) * f).t()));
+        out.select(1, j).index_copy_(0, nodes[j], y);
+      }
+      saved.push_back(nodes[j]);
+      saved.push_back(y.defined() ? y : torch::empty({0, f}, h.options()));
+    }
+    ctx->save_for_backward(saved);
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_output) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& h = saved[0];
+    const torch::Tensor& weight = saved[1];
+    const int64_t p = (static_cast<int64_t>(saved.size()) - 2) / 2, f = weight.size(0) / p;
+    const torch::Tensor grad = grad_output[0];
+    torch::Tensor grad_h = torch::zeros_like(h);
+    torch::Tensor grad_w = torch::zeros_like(weight);
+    torch::Tensor grad_b = torch::zeros({weight.size(0)}, weight.options());
+    for (int64_t j = 0; j < p; ++j) {
+      const torch::Tensor& nodes = saved[2 + 2 * j];
+      const torch::Tensor& y = saved[3 + 2 * j];
+      if (nodes.numel() == 0) continue;
+      // d tanh(a) = (1 - y^2) d a
+      const torch::Tensor g = grad.select(1, j).index_select(0, nodes) * (1 - y * y);  // [n_j, F]
+      torch::Tensor gw = grad_w.slice(0, j * f, (j + 1) * f);
+      torch::mm_out(gw, g.t(), h.index_select(0, nodes));
+      grad_b.slice(0, j * f, (j + 1) * f).copy_(g.sum(0));
+      grad_h.index_add_(0, nodes, torch::mm(g, weight.slice(0, j * f, (j + 1) * f)));
+    }
+    return {grad_h, grad_w, grad_b, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
 NeighGenOutput NeighGenImpl::forward(const nn::NodeFeatures& x, const nn::GraphView& graph, const torch::Tensor& noise,
                                      const torch::Tensor& min_slots) {
   const torch::Tensor z = encoder->forward(x, graph).logits;
@@ -41,21 +97,11 @@ NeighGenOutput NeighGenImpl::forward(const nn::NodeFeatures& x, const nn::GraphV
   // fGen's output layer (2048 x max_pred * F) is most of NeighGen's work, and most slots are never
   // read (a node lacks about two neighbours on Coauthor-CS): slot j's block of the layer runs only
   // on the nodes that read slot j.
-  const int64_t n = z.size(0), p = options.max_pred(), f = options.num_features();
-  torch::Tensor needed = UsedSlots(out.num_missing, p);
+  torch::Tensor needed = UsedSlots(out.num_missing, options.max_pred());
   if (min_slots.defined()) needed = torch::maximum(needed, min_slots.to(needed.device()));
-  std::vector<torch::Tensor> rows, values;
-  for (int64_t j = 0; j < p; ++j) {
-    const torch::Tensor nodes = (needed > j).nonzero().squeeze(1);
-    if (nodes.numel() == 0) break;  // needed > j implies needed > j - 1
-    const torch::Tensor w = fgen_out->weight.slice(0, j * f, (j + 1) * f);
-    const torch::Tensor b = fgen_out->bias.slice(0, j * f, (j + 1) * f);
-    values.push_back(torch::tanh(torch::addmm(b, h.index_select(0, nodes), w.t())));
-    rows.push_back(nodes * p + j);
-  }
-  torch::Tensor flat = torch::zeros({n * p, f}, h.options());
-  if (!rows.empty()) flat = flat.index_copy(0, torch::cat(rows), torch::cat(values));
-  out.features = flat.view({n, p, f});
+  std::vector<torch::Tensor> nodes;
+  for (int64_t j = 0; j < options.max_pred(); ++j) nodes.push_back((needed > j).nonzero().squeeze(1));
+  out.features = SlotOutput::apply(h, fgen_out->weight, fgen_out->bias, nodes);
   return out;
 }
 
@@ -135,8 +181,9 @@ namespace {
 
 // Elements of one chunk's [rows, P, P, F] differences: the loss never holds more than this (twice,
 // with the squares), where autograd over the whole [N, P, P, F] kept it for the backward pass
-// (1.25 GB per client on Coauthor-CS).
-constexpr int64_t kChunkElements = int64_t{1} << 24;
+// (1.25 GB per client on Coauthor-CS). 8 MB stays below glibc's mmap threshold (32 MB at most), so
+// chunks reuse heap memory: 64 MB chunks were fresh mappings, page-faulted in every time.
+constexpr int64_t kChunkElements = int64_t{1} << 21;
 
 // closest[v, a] = min over valid b of mean_f (generated[v, a, f] - target[v, b, f])^2 (1e30 when
 // no b is valid). Saves only the argmin; the backward pass is the one autograd derives for the
@@ -170,10 +217,17 @@ class ClosestTarget : public torch::autograd::Function<ClosestTarget> {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor& generated = saved[0];
     const torch::Tensor& chosen_row = saved[2];  // [N, P]: the table row each slot matched
-    const int64_t f = generated.size(2);
-    const torch::Tensor matched = saved[1].index_select(0, chosen_row.reshape({-1})).view(generated.sizes());
-    // d/dg of mean_f (g - t)^2 at the chosen target: (grad / F) * (2 * (g - t)).
-    const torch::Tensor grad = (grad_output[0].unsqueeze(2) / f) * (2.0 * (generated - matched));
+    const int64_t n = generated.size(0), p = generated.size(1), f = generated.size(2);
+    // d/dg of mean_f (g - t)^2 at the chosen target: (grad / F) * (2 * (g - t)), elementwise, so
+    // by chunks of rows (heap-sized temporaries) into one output.
+    torch::Tensor grad = torch::empty_like(generated);
+    const int64_t rows = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(1, p * f));
+    for (int64_t s = 0; s < n; s += rows) {
+      const torch::Tensor g = generated.slice(0, s, s + rows);
+      const torch::Tensor at = chosen_row.slice(0, s, s + rows);
+      const torch::Tensor matched = saved[1].index_select(0, at.reshape({-1})).view(g.sizes());
+      grad.slice(0, s, s + rows).copy_((grad_output[0].slice(0, s, s + rows).unsqueeze(2) / f) * (2.0 * (g - matched)));
+    }
     return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };

@@ -151,6 +151,37 @@ TEST(NeighGenTest, ComputesOnlyTheSlotsThatAreRead) {
   EXPECT_TRUE(torch::allclose(all.features, whole, 1e-6, 1e-6));
 }
 
+// The gradients of the slot-wise output layer equal autograd's over the whole layer with the
+// unread slots masked out.
+TEST(NeighGenTest, SlotGradientsMatchTheWholeLayer) {
+  torch::manual_seed(3);
+  NeighGen gen(NeighGenOptions(6).hidden(8).latent(4).max_pred(3).dropout(0));
+  auto g = graph::CsrFromEdges(5, {0, 1, 2, 3}, {1, 2, 3, 4});
+  ASSERT_TRUE(g.ok());
+  ASSERT_OK_AND_ASSIGN(nn::GraphView view, nn::GraphView::Create(*g));
+  const nn::NodeFeatures x(torch::randn({5, 6}));
+  const torch::Tensor noise = torch::randn({5, 4});
+  const torch::Tensor min_slots = torch::tensor({0, 1, 2, 3, 0}, torch::kInt64);
+  const torch::Tensor r = torch::randn({5, 3, 6});
+
+  const NeighGenOutput out = gen->forward(x, view, noise, min_slots);
+  const torch::Tensor read = torch::maximum(UsedSlots(out.num_missing, 3), min_slots);
+  (out.features * r).sum().backward();
+  const torch::Tensor gw = gen->fgen_out->weight.grad().clone(), gb = gen->fgen_out->bias.grad().clone();
+  const torch::Tensor g2 = gen->fgen2->weight.grad().clone();
+  gen->zero_grad();
+
+  const torch::Tensor z = gen->encoder->forward(x, view).logits;
+  const torch::Tensor h = torch::relu(gen->fgen2->forward(torch::relu(gen->fgen1->forward(z + noise))));
+  const torch::Tensor mask = (torch::arange(3).unsqueeze(0) < read.unsqueeze(1)).unsqueeze(2);  // [5, 3, 1]
+  const torch::Tensor whole = torch::tanh(gen->fgen_out->forward(h)).view({5, 3, 6});
+  (torch::where(mask, whole, torch::zeros_like(whole)) * r).sum().backward();
+  EXPECT_TRUE(torch::allclose(gw, gen->fgen_out->weight.grad(), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(gb, gen->fgen_out->bias.grad(), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(g2, gen->fgen2->weight.grad(), 1e-5, 1e-6));
+  EXPECT_GT(gw.abs().sum().item<double>(), 0);
+}
+
 TEST(NeighGenTest, UsedSlotsRoundsAndClamps) {
   EXPECT_TRUE(torch::equal(UsedSlots(torch::tensor({-1.f, 0.4f, 0.6f, 2.5f, 9.f}), 5),
                            torch::tensor({0, 0, 1, 2, 5}, torch::kInt64)));
