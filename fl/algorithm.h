@@ -55,6 +55,9 @@ struct MethodConfig {
   int local_epochs = 3;
   int rounds = 0;  // of the run (a method with stages checks that it has enough)
   int num_clients = 0;  // of the federation (a ring topology needs it)
+  // Clients sampled per round (ClientsPerRound): equal to num_clients, every client trains in
+  // every round, so state the next broadcast overwrites need not be kept (FedSage+'s NeighGen).
+  int clients_per_round = 0;
   double lr = 0.01;
   double weight_decay = 5e-4;
   bool dropout_at_eval = false;  // FedTAD's official code evaluates with dropout on

@@ -204,6 +204,7 @@ absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int6
   config.local_epochs = o.spec.local_epochs();
   config.rounds = o.spec.rounds();
   config.num_clients = o.spec.clients();
+  config.clients_per_round = ClientsPerRound(o, o.spec.clients());
   config.lr = o.spec.lr();
   config.weight_decay = o.spec.weight_decay();
   config.dropout_at_eval = o.eval().dropout_at_eval;

@@ -41,6 +41,7 @@ namespace {
 constexpr char kGenPrefix[] = "neighgen.";
 constexpr char kGenAdam[] = "gen_adam.";
 constexpr char kMended[] = "mended";
+constexpr char kReleased[] = "neighgen_released";
 
 // One registered member of the family and its defaults.
 struct Variant {
@@ -140,7 +141,10 @@ class FedSageClient final : public fl::ClientAlgorithm {
     std::unique_ptr<FedSageClient> c(new FedSageClient(v, s, std::move(data), std::move(graph), config, std::move(model)));
     if (s.neighgen) {
       c->gen_ = MakeNeighGen(s, config);
+      for (const auto& [name, p] : Named(*c->gen_)) c->gen_shapes_.push_back(p.sizes().vec());
+      c->release_generator_ = s.cross_client && config.clients_per_round == config.num_clients;
       FGL_RETURN_IF_ERROR(c->PrepareGeneratorTraining());
+      if (c->release_generator_ && s.gen_rounds > 0) c->ReleaseGenerator();  // round 1's broadcast sets it
     }
     return std::unique_ptr<fl::ClientAlgorithm>(std::move(c));
   }
@@ -149,9 +153,17 @@ class FedSageClient final : public fl::ClientAlgorithm {
     const bool gen_phase = s_.neighgen && round.round <= s_.gen_rounds;
     if (v_.federated) FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, model_->SharedParameters()));
     if (gen_phase) {
-      if (s_.cross_client) FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, fl::WithPrefix(kGenPrefix, Named(*gen_))));
+      if (s_.cross_client) {
+        ReallocateGenerator();
+        FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, fl::WithPrefix(kGenPrefix, Named(*gen_))));
+      }
       FGL_RETURN_IF_ERROR(TrainGenerator(round));
     } else {
+      if (s_.neighgen && !mended_ && gen_released_) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            v_.name, " client ", data_->id, " missed generator round ", s_.gen_rounds,
+            ": its generator was released after an earlier one (every client trains in every round), so it cannot mend"));
+      }
       if (s_.neighgen && !mended_) FGL_RETURN_IF_ERROR(Mend());
       FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
       last_loss_ = model_->last_loss();
@@ -166,6 +178,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       reply.mutable_header()->set_type(v_.type);
     }
     fl::AddTrainLoss(last_loss_, &reply);
+    if (gen_phase && release_generator_ && round.round < s_.gen_rounds) ReleaseGenerator();
     return reply;
   }
 
@@ -184,7 +197,11 @@ class FedSageClient final : public fl::ClientAlgorithm {
   absl::StatusOr<fl::proto::Message> SaveState() const override {
     fl::proto::Message m = model_->SaveState();
     if (s_.neighgen) {
-      fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &m);
+      if (gen_released_) {
+        (*m.mutable_scalars())[kReleased] = 1;
+      } else {
+        fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &m);
+      }
       if (!mended_) fl::SaveAdamState(*joint_, JointParameters(), kGenAdam, &m);  // freed once mended
       (*m.mutable_scalars())[kMended] = mended_ ? 1 : 0;
     }
@@ -195,9 +212,15 @@ class FedSageClient final : public fl::ClientAlgorithm {
     fl::proto::Message rest = state;
     if (s_.neighgen) {
       const std::string who = absl::StrCat(v_.name, " client ", data_->id, " state");
+      auto released = state.scalars().find(kReleased);
+      const bool was_released = released != state.scalars().end() && released->second != 0;
+      if (was_released && !release_generator_) {
+        return absl::InvalidArgumentError(who + ": its generator was released, which this run never does");
+      }
+      ReallocateGenerator();
       FGL_ASSIGN_OR_RETURN(auto gen, fl::TakeTensors(kGenPrefix, &rest));
-      FGL_ASSIGN_OR_RETURN(fl::NamedTensors loaded, fl::MatchTensors(gen, Named(*gen_), who));
-      {
+      if (!was_released) {
+        FGL_ASSIGN_OR_RETURN(fl::NamedTensors loaded, fl::MatchTensors(gen, Named(*gen_), who));
         torch::NoGradGuard no_grad;
         const fl::NamedTensors targets = Named(*gen_);
         for (size_t i = 0; i < targets.size(); ++i) targets[i].second.copy_(loaded[i].second);
@@ -212,8 +235,11 @@ class FedSageClient final : public fl::ClientAlgorithm {
       FGL_RETURN_IF_ERROR(fl::TakeTensors(kGenAdam, &rest).status());
       *graph_ = *data_;
       mended_ = false;
+      if (was_released && mended->second != 0) return absl::InvalidArgumentError(who + ": released and mended");
       if (mended->second != 0) FGL_RETURN_IF_ERROR(Mend());
+      if (was_released) ReleaseGenerator();
     }
+    (*rest.mutable_scalars()).erase(kReleased);
     return model_->RestoreState(rest);
   }
 
@@ -222,6 +248,20 @@ class FedSageClient final : public fl::ClientAlgorithm {
                 std::shared_ptr<fl::ClientData> graph, const fl::MethodConfig& config,
                 std::unique_ptr<fl::LocalModel> model)
       : v_(v), s_(s), data_(std::move(data)), graph_(std::move(graph)), config_(config), model_(std::move(model)) {}
+
+  // Between generator rounds NeighGen's parameters wait only to be overwritten by the next
+  // broadcast: with every client in every round they are dropped (280 MB per client on
+  // Coauthor-CS; Adam's moments stay) and reallocated when the broadcast arrives.
+  void ReleaseGenerator() {
+    for (const auto& [name, p] : Named(*gen_)) p.set_data(torch::empty({0}, p.options()));
+    gen_released_ = true;
+  }
+  void ReallocateGenerator() {
+    if (!gen_released_) return;
+    const fl::NamedTensors params = Named(*gen_);
+    for (size_t i = 0; i < params.size(); ++i) params[i].second.set_data(torch::empty(gen_shapes_[i], params[i].second.options()));
+    gen_released_ = false;
+  }
 
   // Hides half of the nodes that are neither training nor test nodes (the targets) and builds the
   // optimiser NeighGen shares with the classifier during the generator rounds.
@@ -338,6 +378,9 @@ class FedSageClient final : public fl::ClientAlgorithm {
   torch::Tensor feature_loss_slots_;  // int64: the generated slots MissingFeatureLoss reads
   MissingNeighbours missing_;
   bool mended_ = false;
+  bool release_generator_ = false;  // between generator rounds (ReleaseGenerator)
+  bool gen_released_ = false;
+  std::vector<std::vector<int64_t>> gen_shapes_;  // of Named(*gen_), to reallocate
 };
 
 // FedAvg of the classifier (fl::ModelAverageServer); with the cross-client term, also the

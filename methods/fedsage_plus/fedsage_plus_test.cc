@@ -101,6 +101,34 @@ TEST(FedSagePlusTest, NeighGenTravelsOnlyInGeneratorRoundsAndCheckpointsRoundTri
   }
 }
 
+// Between generator rounds, with every client in every round, a client drops NeighGen's
+// parameters (the next broadcast overwrites them); when clients are sampled it keeps them. A
+// client that missed the last generator round after dropping them cannot mend, and says so.
+TEST(FedSagePlusTest, ReleasesNeighGenBetweenGeneratorRoundsOnlyWhenEveryClientTrains) {
+  auto data = fl::testing::CsbmClient(120, 8, 3, 11);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedsage_plus"));
+  for (const int per_round : {4, 2}) {
+    fl::MethodConfig config = SmallConfig();
+    config.num_clients = 4;
+    config.clients_per_round = per_round;
+    ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+    ASSERT_OK_AND_ASSIGN(auto c, f.client(data, config));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 7}));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, c->Train(global, {1, 7}));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message saved, c->SaveState());
+    const bool released = per_round == 4;
+    EXPECT_EQ(saved.scalars().count("neighgen_released") > 0, released);
+    EXPECT_EQ(CountPrefix(saved, "neighgen.") == 0, released);
+    ASSERT_OK(server->Accumulate(reply));
+    ASSERT_OK(server->FinishRound({1, 7}));
+    // Round 2 (the last generator round) skipped: round 3 mends, or cannot.
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message third, server->Broadcast({3, 8}));
+    const absl::Status mended = c->Train(third, {3, 8}).status();
+    EXPECT_EQ(mended.ok(), !released) << mended;
+    if (released) EXPECT_NE(mended.message().find("missed generator round 2"), std::string::npos) << mended;
+  }
+}
+
 TEST(FedSagePlusTest, ServerRejectsMissingOrUnexpectedNeighGen) {
   const fl::MethodConfig config = SmallConfig();
   auto data = fl::testing::CsbmClient(120, 8, 3, 11);
