@@ -3,6 +3,7 @@
 #include "methods/fedsage_plus/neighgen.h"
 
 #include "gtest/gtest.h"
+#include "third_party/absl_ext/status_macros.h"
 #include "third_party/absl_ext/status_matchers.h"
 
 namespace fgl::methods::fedsage_plus {
@@ -104,12 +105,24 @@ TEST(MendGraphTest, GeneratedNeighboursJoinBothWays) {
   EXPECT_TRUE(torch::equal(m.features, torch::tensor({{0.f}, {0.f}, {1.f}, {2.f}})));
 }
 
+// The path 0 - 1 - 2 - 3 - 4 the generator tests run on.
+absl::StatusOr<nn::GraphView> PathView() {
+  FGL_ASSIGN_OR_RETURN(graph::CsrGraph g, graph::CsrFromEdges(5, {0, 1, 2, 3}, {1, 2, 3, 4}));
+  return nn::GraphView::Create(g);
+}
+
+// fGen's whole output layer, every slot of every node, as the reference for the slot-wise one.
+torch::Tensor WholeOutputLayer(NeighGen& gen, const nn::NodeFeatures& x, const nn::GraphView& view,
+                               const torch::Tensor& noise) {
+  const torch::Tensor z = gen->encoder->forward(x, view).logits;
+  const torch::Tensor h = torch::relu(gen->fgen2->forward(torch::relu(gen->fgen1->forward(z + noise))));
+  return torch::tanh(gen->fgen_out->forward(h)).view({z.size(0), gen->options.max_pred(), gen->options.num_features()});
+}
+
 TEST(NeighGenTest, OutputShapesAndRange) {
   torch::manual_seed(1);
   NeighGen gen(NeighGenOptions(6).hidden(8).latent(4).max_pred(3));
-  auto g = graph::CsrFromEdges(5, {0, 1, 2, 3}, {1, 2, 3, 4});
-  ASSERT_TRUE(g.ok());
-  ASSERT_OK_AND_ASSIGN(nn::GraphView view, nn::GraphView::Create(*g));
+  ASSERT_OK_AND_ASSIGN(nn::GraphView view, PathView());
   gen->eval();
   const NeighGenOutput out = gen->forward(nn::NodeFeatures(torch::randn({5, 6})), view, torch::randn({5, 4}));
   EXPECT_EQ(out.num_missing.sizes(), (std::vector<int64_t>{5}));
@@ -123,16 +136,12 @@ TEST(NeighGenTest, OutputShapesAndRange) {
 TEST(NeighGenTest, ComputesOnlyTheSlotsThatAreRead) {
   torch::manual_seed(2);
   NeighGen gen(NeighGenOptions(6).hidden(8).latent(4).max_pred(3));
-  auto g = graph::CsrFromEdges(5, {0, 1, 2, 3}, {1, 2, 3, 4});
-  ASSERT_TRUE(g.ok());
-  ASSERT_OK_AND_ASSIGN(nn::GraphView view, nn::GraphView::Create(*g));
+  ASSERT_OK_AND_ASSIGN(nn::GraphView view, PathView());
   gen->eval();
   torch::NoGradGuard no_grad;
   const nn::NodeFeatures x(torch::randn({5, 6}));
   const torch::Tensor noise = torch::randn({5, 4});
-  const torch::Tensor z = gen->encoder->forward(x, view).logits;
-  const torch::Tensor h = torch::relu(gen->fgen2->forward(torch::relu(gen->fgen1->forward(z + noise))));
-  const torch::Tensor whole = torch::tanh(gen->fgen_out->forward(h)).view({5, 3, 6});
+  const torch::Tensor whole = WholeOutputLayer(gen, x, view, noise);
 
   const torch::Tensor min_slots = torch::tensor({0, 1, 2, 3, 0}, torch::kInt64);
   const NeighGenOutput out = gen->forward(x, view, noise, min_slots);
@@ -156,9 +165,7 @@ TEST(NeighGenTest, ComputesOnlyTheSlotsThatAreRead) {
 TEST(NeighGenTest, SlotGradientsMatchTheWholeLayer) {
   torch::manual_seed(3);
   NeighGen gen(NeighGenOptions(6).hidden(8).latent(4).max_pred(3).dropout(0));
-  auto g = graph::CsrFromEdges(5, {0, 1, 2, 3}, {1, 2, 3, 4});
-  ASSERT_TRUE(g.ok());
-  ASSERT_OK_AND_ASSIGN(nn::GraphView view, nn::GraphView::Create(*g));
+  ASSERT_OK_AND_ASSIGN(nn::GraphView view, PathView());
   const nn::NodeFeatures x(torch::randn({5, 6}));
   const torch::Tensor noise = torch::randn({5, 4});
   const torch::Tensor min_slots = torch::tensor({0, 1, 2, 3, 0}, torch::kInt64);
@@ -171,10 +178,8 @@ TEST(NeighGenTest, SlotGradientsMatchTheWholeLayer) {
   const torch::Tensor g2 = gen->fgen2->weight.grad().clone();
   gen->zero_grad();
 
-  const torch::Tensor z = gen->encoder->forward(x, view).logits;
-  const torch::Tensor h = torch::relu(gen->fgen2->forward(torch::relu(gen->fgen1->forward(z + noise))));
   const torch::Tensor mask = (torch::arange(3).unsqueeze(0) < read.unsqueeze(1)).unsqueeze(2);  // [5, 3, 1]
-  const torch::Tensor whole = torch::tanh(gen->fgen_out->forward(h)).view({5, 3, 6});
+  const torch::Tensor whole = WholeOutputLayer(gen, x, view, noise);
   (torch::where(mask, whole, torch::zeros_like(whole)) * r).sum().backward();
   EXPECT_TRUE(torch::allclose(gw, gen->fgen_out->weight.grad(), 1e-5, 1e-6));
   EXPECT_TRUE(torch::allclose(gb, gen->fgen_out->bias.grad(), 1e-5, 1e-6));
