@@ -51,7 +51,7 @@
 ABSL_FLAG(std::string, table, "", "Table textproto (experiments/<paper>/<table>.textproto).");
 ABSL_FLAG(bool, quick, false, "Smoke test: at most 3 rounds and the first seed of every cell.");
 ABSL_FLAG(std::vector<std::string>, only_columns, {},
-          "Run only these column keys; other cells are reported as 'not run in this report'.");
+          "Run only these column keys; other cells are filled from their records alone (as --cached_only).");
 ABSL_FLAG(std::vector<std::string>, only_rows, {}, "Run only these row keys (as --only_columns).");
 ABSL_FLAG(bool, cached_only, false,
           "Run nothing: report the cells whose every seed is in the result cache, the others as "
@@ -496,7 +496,7 @@ int Run() {
   std::map<std::pair<std::string, std::string>, std::map<uint64_t, CellResult>> spread;
   std::map<std::string, size_t> queued;  // cache key -> index in `pending`
   auto plan = [&](const proto::Experiment& resolved, const std::pair<std::string, std::string>& key, CellResult& r,
-                  bool plot) {
+                  bool plot, bool cached_only) {
     std::vector<std::pair<std::string, std::string>> cell_hashes;
     const bool data_present = graph::DatasetPresent(resolved.dataset(), data_dir);
     for (uint64_t seed : resolved.seeds()) {
@@ -531,7 +531,7 @@ int Run() {
         if (plot) all_runs[key].push_back(record);
         continue;
       }
-      if (absl::GetFlag(FLAGS_cached_only) || !data_present) {
+      if (cached_only || !data_present) {
         r.state = !data_present ? CellResult::State::kDataNotPresent
                   : stale       ? CellResult::State::kStale
                                 : CellResult::State::kNotRun;
@@ -602,10 +602,10 @@ int Run() {
     auto excluded = [](const std::vector<std::string>& only, const std::string& key) {
       return !only.empty() && std::find(only.begin(), only.end(), key) == only.end();
     };
-    if (excluded(only_columns, cell.column()) || excluded(only_rows, cell.row())) {
-      r.state = CellResult::State::kNotRun;
-      continue;
-    }
+    // Cells outside --only_rows/--only_columns are not run, but their records still fill the
+    // report, which thus equals what --cached_only regenerates.
+    const bool cached_only = absl::GetFlag(FLAGS_cached_only) || excluded(only_columns, cell.column()) ||
+                             excluded(only_rows, cell.row());
     if (GetMethodStatus(resolved->method()) != MethodStatus::kImplemented ||
         !ModelImplemented(resolved->model())) {
       r.state = CellResult::State::kNotImplemented;
@@ -613,7 +613,7 @@ int Run() {
     }
     // A cell whose runs are all recorded needs no data: reports regenerate from records alone.
     r.state = CellResult::State::kDone;
-    const std::vector<std::pair<std::string, std::string>> cell_hashes = plan(*resolved, key, r, true);
+    const std::vector<std::pair<std::string, std::string>> cell_hashes = plan(*resolved, key, r, true, cached_only);
     if (r.state == CellResult::State::kDone) {
       prov.spec_hashes.insert(prov.spec_hashes.end(), cell_hashes.begin(), cell_hashes.end());
       for (uint64_t seed : resolved->seeds()) seeds_used.insert(std::to_string(seed));
@@ -636,7 +636,7 @@ int Run() {
       }
       CellResult& s = spread[key][partition_seed];
       s.state = CellResult::State::kDone;
-      plan(*moved, key, s, false);
+      plan(*moved, key, s, false, cached_only);
     }
   }
 
