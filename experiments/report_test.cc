@@ -357,7 +357,12 @@ TEST(ReportTest, ProtocolCardPerRowWithColumnExceptions) {
   const std::string card = ProtocolCard(e);
   EXPECT_THAT(card, HasSubstr("local model"));
   EXPECT_THAT(card, HasSubstr("dropout at evaluation on"));
-  EXPECT_THAT(card, HasSubstr("100 rounds × 3 local epochs"));
+  EXPECT_THAT(card, HasSubstr("100 rounds × 3 local epochs; lr"));
+  e.mutable_eval()->mutable_early_stop()->set_after_round(100);
+  e.mutable_eval()->mutable_early_stop()->set_loss_ratio(1.3);
+  EXPECT_THAT(ProtocolCard(e), HasSubstr("100 rounds × 3 local epochs, stopping at the first round past 100 whose "
+                                         "clients' mean local-test loss exceeds 1.3 × its minimum so far; lr"));
+  e.mutable_eval()->clear_early_stop();
   EXPECT_EQ(MethodParamsText(e), "fedtad { reliability_noise: 0.1 }");
   proto::Table t;
   for (const char* key : {"r", "s"}) t.add_rows()->set_key(key);

@@ -281,6 +281,7 @@ absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto:
     if (round.has_global_test_acc()) record.add_global_test_curve(round.global_test_acc());
     if (round.has_train_loss()) record.add_loss_curve(round.train_loss());
     record.add_seconds_curve(round.seconds());
+    if (resolved.eval().has_early_stop() && round.has_test_loss()) record.add_test_loss_curve(round.test_loss());
   }
   return record;
 }

@@ -45,6 +45,9 @@ struct EvalCounts {
   int64_t val_correct = 0, val_n = 0, test_correct = 0, test_n = 0;
   int64_t num_nodes = 0;  // the client's subgraph, for node-weighted accuracy
   int64_t global_correct = 0, global_n = 0;  // on the shared global test graph, when there is one
+  // The summed cross-entropy over the local test nodes, probabilities floored at 1e-7 as FedEgo's
+  // code computes it (its early stop watches the mean).
+  double test_loss_sum = 0;
 };
 
 // What came back for one task. `status` is not OK when there is no usable answer: Unavailable or

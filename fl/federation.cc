@@ -19,6 +19,10 @@ EvalProtocol FederationOptions::eval() const {
                                        : EvalProtocol::Round::kBestVal;
   p.dropout_at_eval = e.dropout_at_eval();
   p.whole_graph_test = e.global_test() == "whole_graph";
+  if (e.has_early_stop()) {
+    p.early_stop_after = e.early_stop().after_round();
+    p.early_stop_ratio = e.early_stop().loss_ratio();
+  }
   return p;
 }
 
@@ -39,7 +43,9 @@ std::string EvalProtocol::Card() const {
                       " weighting=", node_weighted ? "node" : "unweighted", " round=",
                       round == Round::kBestVal ? "best_val" : round == Round::kLast ? "last" : "best_test(optimistic)",
                       " dropout_at_eval=", dropout_at_eval ? "on" : "off",
-                      whole_graph_test ? " global_test=whole_graph" : "");
+                      whole_graph_test ? " global_test=whole_graph" : "",
+                      early_stop_ratio > 0 ? absl::StrCat(" early_stop=after_", early_stop_after, "_loss_x", early_stop_ratio)
+                                           : "");
 }
 
 }  // namespace fgl::fl

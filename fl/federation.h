@@ -25,6 +25,10 @@ struct EvalProtocol {
   Round round = Round::kBestVal;  // best_test exists only because FedEgo reports it (optimistic)
   bool dropout_at_eval = false;  // FedTAD's official code leaves dropout on when evaluating
   bool whole_graph_test = false;  // eval.global_test "whole_graph" (named in the card only when set)
+  // eval.early_stop (FedEgo's code): after round t > early_stop_after, stop when the clients' mean
+  // local-test loss exceeds early_stop_ratio × its minimum so far. early_stop_ratio 0: never.
+  int early_stop_after = 0;
+  double early_stop_ratio = 0;
 
   std::string Card() const;  // e.g. "model=global weighting=node round=best_val dropout_at_eval=0"
 };
@@ -78,11 +82,15 @@ struct RoundRecord {
   double seconds = 0;
   // The server's training loss, for methods that compute it centrally (nFedGNN); NaN otherwise.
   double train_loss = std::numeric_limits<double>::quiet_NaN();
+  // The unweighted mean over clients of their mean local-test loss (EvalCounts::test_loss_sum);
+  // NaN when no client has test nodes.
+  double test_loss = std::numeric_limits<double>::quiet_NaN();
   std::vector<ClientRecord> clients;  // every client, in id order (not kept in checkpoints)
 };
 
 struct FederationResult {
-  std::vector<RoundRecord> rounds;
+  std::vector<RoundRecord> rounds;  // 1..rounds, or 1..stopped_round
+  int stopped_round = 0;  // the last round when EvalProtocol's early stop ended the run; 0: it did not
   int reported_round = 0;
   double test_acc = 0, val_acc = 0;  // at the reported round
   double client_mean_test_acc = 0;   // at the reported round (RoundRecord's)

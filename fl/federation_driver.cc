@@ -1,6 +1,8 @@
 #include "fl/federation_driver.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
@@ -45,6 +47,31 @@ RoundRecord EmptyRecord(int round, int num_clients) {
 }
 
 bool Unreachable(const absl::Status& s) { return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s); }
+
+// The unweighted mean over the clients with test nodes of their mean local-test loss.
+double MeanTestLoss(const std::vector<EvalCounts>& counts) {
+  double sum = 0;
+  int clients = 0;
+  for (const EvalCounts& c : counts) {
+    if (c.test_n == 0) continue;
+    sum += c.test_loss_sum / static_cast<double>(c.test_n);
+    ++clients;
+  }
+  return clients == 0 ? std::numeric_limits<double>::quiet_NaN() : sum / clients;
+}
+
+// EvalProtocol's early stop after the last of `rounds` (FedEgo's code): past `early_stop_after`,
+// its test loss exceeds early_stop_ratio × the minimum over all of them.
+bool EarlyStopAfter(const EvalProtocol& eval, const std::vector<RoundRecord>& rounds) {
+  if (eval.early_stop_ratio <= 0 || rounds.empty()) return false;
+  const RoundRecord& last = rounds.back();
+  if (last.round <= eval.early_stop_after || !std::isfinite(last.test_loss)) return false;
+  double min_loss = std::numeric_limits<double>::infinity();
+  for (const RoundRecord& r : rounds) {
+    if (std::isfinite(r.test_loss)) min_loss = std::min(min_loss, r.test_loss);
+  }
+  return last.test_loss > eval.early_stop_ratio * min_loss;
+}
 
 }  // namespace
 
@@ -195,13 +222,16 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     EvalProtocol unweighted = eval;
     unweighted.node_weighted = false;
     rec.client_mean_test_acc = WeightedAccuracy(unweighted, pending->counts, pending->sizes).test;
+    rec.test_loss = MeanTestLoss(pending->counts);
     if (rec.seconds == 0) rec.seconds = Seconds(pending->start);
     result.bytes_up += rec.bytes_up;
     result.bytes_down += rec.bytes_down;
     for (const auto& [group, bytes] : rec.tensor_bytes_up) result.tensor_bytes_up[group] += bytes;
     result.rounds.push_back(rec);
-    if (rec.round == o.spec.rounds() && pending->global.bytes) result.final_global = *pending->global.bytes;
-    if (rec.round == o.spec.rounds()) {
+    if (rec.round < o.spec.rounds() && EarlyStopAfter(eval, result.rounds)) result.stopped_round = rec.round;
+    const bool last = rec.round == o.spec.rounds() || result.stopped_round == rec.round;
+    if (last && pending->global.bytes) result.final_global = *pending->global.bytes;
+    if (last) {
       for (const ClientRecord& c : rec.clients) {
         for (const auto& [name, value] : c.reports) {
           std::vector<double>& values = result.final_client_reports[name];
@@ -286,7 +316,13 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       });
       FGL_RETURN_IF_ERROR(failed);
       if (e == 0) FGL_RETURN_IF_ERROR(finish_evaluation());
+      // Stopped after the previous round: this round's training is dropped, never scored.
+      if (result.stopped_round > 0) break;
       FGL_RETURN_IF_ERROR(server.FinishRound(exchange_info));
+    }
+    if (result.stopped_round > 0) {
+      LOG(INFO) << "early stop after round " << result.stopped_round;
+      break;
     }
     for (int k : sampled) {
       rec.clients[k].participated = accepted[k] == exchanges;

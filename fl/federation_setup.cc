@@ -269,6 +269,13 @@ absl::StatusOr<EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, const Clie
   c.val_correct = correct.logical_and(client.split.val).sum().item<int64_t>();
   c.test_n = client.split.test.sum().item<int64_t>();
   c.test_correct = correct.logical_and(client.split.test).sum().item<int64_t>();
+  if (c.test_n > 0) {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor test = client.split.test.nonzero().flatten();
+    const torch::Tensor p = torch::softmax(logits.index_select(0, test).to(torch::kFloat), 1);
+    const torch::Tensor p_true = p.gather(1, client.labels.index_select(0, test).unsqueeze(1));
+    c.test_loss_sum = -(p_true + 1e-7).log().sum().item<double>();
+  }
   if (client.global_test) {
     const ClientData& g = *client.global_test;
     FGL_ASSIGN_OR_RETURN(torch::Tensor global_logits, algorithm.PredictGraph(g, global));
@@ -393,6 +400,7 @@ RoundRecord RoundRecordFromProto(const proto::RoundRecord& p) {
   r.bytes_down = p.bytes_down();
   r.seconds = p.seconds();
   if (p.has_train_loss()) r.train_loss = p.train_loss();
+  if (p.has_test_loss()) r.test_loss = p.test_loss();
   r.tensor_bytes_up.insert(p.tensor_bytes_up().begin(), p.tensor_bytes_up().end());
   for (const proto::ClientRoundRecord& q : p.clients()) {
     ClientRecord& c = r.clients.emplace_back();
@@ -422,6 +430,7 @@ proto::RoundRecord RoundRecordToProto(const RoundRecord& r, bool with_clients) {
   p.set_bytes_down(r.bytes_down);
   p.set_seconds(r.seconds);
   if (std::isfinite(r.train_loss)) p.set_train_loss(r.train_loss);
+  if (std::isfinite(r.test_loss)) p.set_test_loss(r.test_loss);
   p.mutable_tensor_bytes_up()->insert(r.tensor_bytes_up.begin(), r.tensor_bytes_up.end());
   for (size_t k = 0; k < r.clients.size(); ++k) {
     for (const auto& [name, value] : r.clients[k].reports) {
@@ -461,6 +470,7 @@ proto::RunResult RunResultToProto(const FederationOptions& o, const FederationRe
   p.set_client_mean_test_acc(r.client_mean_test_acc);
   if (std::isfinite(r.global_test_acc)) p.set_global_test_acc(r.global_test_acc);
   p.set_best_round(r.reported_round);
+  if (r.stopped_round > 0) p.set_stopped_round(r.stopped_round);
   p.set_bytes_up(r.bytes_up);
   p.set_bytes_down(r.bytes_down);
   p.set_preparation_bytes_up(r.preparation_bytes_up);

@@ -53,6 +53,14 @@ absl::StatusOr<proto::FederationSpec> ResolveFederationSpec(proto::FederationSpe
   if (e.global_test() != "" && e.global_test() != "whole_graph") {
     return bad("eval.global_test", e.global_test(), "must be empty (the partition's server nodes) or whole_graph");
   }
+  if (e.has_early_stop()) {
+    if (e.early_stop().after_round() < 0) {
+      return bad("eval.early_stop.after_round", e.early_stop().after_round(), "must be >= 0");
+    }
+    if (!std::isfinite(e.early_stop().loss_ratio()) || e.early_stop().loss_ratio() <= 1) {
+      return bad("eval.early_stop.loss_ratio", e.early_stop().loss_ratio(), "must be a finite number > 1");
+    }
+  }
   return s;
 }
 

@@ -152,6 +152,8 @@ class ScriptedChannel final : public ClientChannel {
           a.eval = absl::InternalError("Predict threw");
         } else {
           a.eval = EvalCounts{correct[k], 10, correct[k], 10, 10 * (k + 1)};
+          // Client k's mean test loss is (k + 1) × the round's.
+          if (t.eval_round <= static_cast<int>(loss.size())) (*a.eval)->test_loss_sum = 10 * (k + 1) * loss[t.eval_round - 1];
         }
       }
       if (t.kind == ClientTask::Kind::kTrain) {
@@ -165,6 +167,7 @@ class ScriptedChannel final : public ClientChannel {
   }
 
   std::vector<int64_t> correct;
+  std::vector<double> loss;  // per evaluated round, from round 1
   std::set<int> unreachable, failing_eval, bad_reply;
   std::vector<std::map<int, ClientTask>> seen;
 };
@@ -209,6 +212,70 @@ TEST(FederationDriverTest, EvaluationRidesOnTheNextRoundsTasks) {
   EXPECT_DOUBLE_EQ(r.rounds[0].test_acc, 100.0 * (10 * 0.5 + 20 * 0.8) / 30);
   EXPECT_EQ(r.rounds[0].participants, 2);
   EXPECT_EQ(r.client_sizes, (std::vector<int64_t>{10, 20}));
+}
+
+// FedEgo's code's rule: past round `after_round`, stop at the first round whose clients' mean test
+// loss exceeds loss_ratio × the minimum so far; the next round's training is dropped unscored.
+TEST(FederationDriverTest, EarlyStopEndsTheRunAtTheFirstRoundPastTheLossBound) {
+  FederationOptions o = DriverRun(10);
+  o.spec.mutable_eval()->mutable_early_stop()->set_after_round(3);
+  o.spec.mutable_eval()->mutable_early_stop()->set_loss_ratio(1.3);
+  CountingServer server;
+  ScriptedChannel channel(2);
+  // Round 3 is 1.5 × the minimum but not past round 3; round 5 is 1.31 × it.
+  channel.loss = {2.0, 1.0, 1.5, 1.2, 1.31, 0.5, 0.5, 0.5, 0.5, 0.5};
+  ASSERT_OK_AND_ASSIGN(FederationResult r, DriveFederation(o, server, channel));
+  ASSERT_EQ(r.rounds.size(), 5u);
+  EXPECT_EQ(r.stopped_round, 5);
+  EXPECT_DOUBLE_EQ(r.rounds[4].test_loss, 1.31 * 1.5);  // the mean of 1.31 and 2.62
+  // Preparation, rounds 1-6 (round 6 carried round 5's evaluation), no evaluation of round 6.
+  ASSERT_EQ(channel.seen.size(), 7u);
+  EXPECT_EQ(channel.seen.back().at(0).round, 6);
+  EXPECT_EQ(channel.seen.back().at(0).eval_round, 5);
+  EXPECT_EQ(RunResultToProto(o, r).stopped_round(), 5);
+
+  // A bound that is never crossed runs every round; so does a run without the rule.
+  o.spec.mutable_eval()->mutable_early_stop()->set_loss_ratio(2.5);
+  CountingServer server2;
+  ScriptedChannel channel2(2);
+  channel2.loss = channel.loss;
+  ASSERT_OK_AND_ASSIGN(FederationResult full, DriveFederation(o, server2, channel2));
+  EXPECT_EQ(full.rounds.size(), 10u);
+  EXPECT_EQ(full.stopped_round, 0);
+  EXPECT_FALSE(RunResultToProto(o, full).has_stopped_round());
+
+  FederationOptions bad = testing::SmallFederation("testing_majority");
+  bad.spec.mutable_eval()->mutable_early_stop()->set_loss_ratio(1.0);
+  EXPECT_THAT(ResolveOptions(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("eval.early_stop.loss_ratio")));
+}
+
+// The scored model's logits, fixed.
+class FixedLogits final : public ClientAlgorithm {
+ public:
+  explicit FixedLogits(torch::Tensor logits) : logits_(std::move(logits)) {}
+  absl::StatusOr<proto::Message> Train(const proto::Message&, const RoundInfo&) override { return proto::Message(); }
+  absl::StatusOr<torch::Tensor> Predict(const proto::Message*) override { return logits_; }
+  absl::StatusOr<proto::Message> SaveState() const override { return proto::Message(); }
+  absl::Status RestoreState(const proto::Message&) override { return absl::OkStatus(); }
+
+ private:
+  torch::Tensor logits_;
+};
+
+// The early stop's loss: cross-entropy over the test nodes only, probabilities floored at 1e-7.
+TEST(EvaluateClientTest, TestLossIsTheFlooredCrossEntropyOverTestNodes) {
+  std::shared_ptr<ClientData> client = testing::CsbmClient(60, 8, 3, 7);
+  const int64_t n = client->labels.size(0);
+  // Uniform on every node, except one test node certain of a wrong class.
+  torch::Tensor logits = torch::zeros({n, 3});
+  const torch::Tensor test = client->split.test.nonzero().flatten();
+  ASSERT_GT(test.numel(), 1);
+  const int64_t sure = test[0].item<int64_t>();
+  logits[sure][(client->labels[sure].item<int64_t>() + 1) % 3] = 1000;
+  FixedLogits algorithm(logits);
+  ASSERT_OK_AND_ASSIGN(EvalCounts c, EvaluateClient(algorithm, *client, nullptr, RoundInfo{}));
+  EXPECT_EQ(c.test_n, test.numel());
+  EXPECT_NEAR(c.test_loss_sum, (c.test_n - 1) * -std::log(1.0 / 3 + 1e-7) - std::log(1e-7), 1e-3);
 }
 
 TEST(FederationDriverTest, UnreachableClientsAreLeftOutAndFailuresAreErrors) {

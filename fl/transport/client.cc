@@ -278,6 +278,7 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
           out.set_val_n(c->val_n);
           out.set_test_correct(c->test_correct);
           out.set_test_n(c->test_n);
+          out.set_test_loss_sum(c->test_loss_sum);
           out.set_num_nodes(data.data.num_nodes());
           for (const auto& [name, value] : algorithm->Reports()) (*answer.mutable_eval_reports())[name] = value;
         } else {

@@ -109,7 +109,7 @@ class FederationServer::Impl final : public ClientChannel {
       } else {
         a.eval_reports = std::move(o.eval_reports);
         a.eval = EvalCounts{e.val_correct(), e.val_n(), e.test_correct(), e.test_n(), e.num_nodes(),
-                            e.global_correct(), e.global_n()};
+                            e.global_correct(), e.global_n(), e.test_loss_sum()};
       }
     }
     if (!o.answer.ok()) return a;
