@@ -386,8 +386,17 @@ std::string Budget(const proto::Table& table, const std::map<std::pair<std::stri
   struct RowBudget {
     int recorded = 0, missing = 0, unknown = 0;
     double recorded_s = 0, missing_s = 0;
+    int filled = 0, present = 0;  // cells: every run recorded / the data is on this machine
   };
   std::map<std::string, RowBudget> rows;
+  std::set<const CellResult*> waiting;  // cells with a run missing (a run may serve several)
+  for (const Job& j : pending) waiting.insert(j.targets.begin(), j.targets.end());
+  for (const auto& [key, r] : results) {
+    if (r.state == CellResult::State::kDataNotPresent || r.state == CellResult::State::kNotPrinted) continue;
+    RowBudget& b = rows[key.first];
+    ++b.present;
+    b.filled += r.state == CellResult::State::kDone && !waiting.count(&r);
+  }
   auto count = [&](const std::string& row, const CellResult& r) {
     rows[row].recorded += static_cast<int>(r.values.size());
     rows[row].recorded_s += r.run_seconds;
@@ -406,23 +415,26 @@ std::string Budget(const proto::Table& table, const std::map<std::pair<std::stri
       b.missing_s += it->second;
     }
   }
-  std::string out = absl::StrCat("## ", table.id(), "\n\n| row | runs recorded | CPU-h recorded | runs missing | ",
-                                 "CPU-h missing (estimated) |\n|---|---|---|---|---|\n");
+  std::string out = absl::StrCat("## ", table.id(), "\n\n| row | cells filled / present | runs recorded | CPU-h recorded | ",
+                                 "runs missing | CPU-h missing (estimated) |\n|---|---|---|---|---|---|\n");
   RowBudget total;
   for (const proto::Row& row : table.rows()) {
     auto it = rows.find(row.key());
     if (it == rows.end()) continue;
     const RowBudget& b = it->second;
-    absl::StrAppend(&out, absl::StrFormat("| %s | %d | %.2f | %d | %.2f%s |\n", row.key(), b.recorded, b.recorded_s / 3600,
-                                          b.missing, b.missing_s / 3600,
+    absl::StrAppend(&out, absl::StrFormat("| %s | %d / %d | %d | %.2f | %d | %.2f%s |\n", row.key(), b.filled, b.present,
+                                          b.recorded, b.recorded_s / 3600, b.missing, b.missing_s / 3600,
                                           b.unknown ? absl::StrFormat(" + %d runs unknown", b.unknown) : ""));
     total.recorded += b.recorded;
     total.recorded_s += b.recorded_s;
     total.missing += b.missing;
     total.missing_s += b.missing_s;
     total.unknown += b.unknown;
+    total.filled += b.filled;
+    total.present += b.present;
   }
-  absl::StrAppend(&out, absl::StrFormat("| **total** | %d | %.2f | %d | %.2f%s |\n\n", total.recorded,
+  absl::StrAppend(&out, absl::StrFormat("| **total** | %d / %d | %d | %.2f | %d | %.2f%s |\n\n", total.filled,
+                                        total.present, total.recorded,
                                         total.recorded_s / 3600, total.missing, total.missing_s / 3600,
                                         total.unknown ? absl::StrFormat(" + %d runs unknown", total.unknown) : ""));
   if (!timed.empty()) {
