@@ -327,7 +327,7 @@ const fl::MethodFactories kLocMpa = Factories({"locmpa", false, LocalStage::kPro
 // Version 2: stage 1's MLP takes every option of the APPNP spec explicitly (input_dropout).
 FGL_REGISTER_METHOD("fedmlp", kFedMlp.client, kFedMlp.server, kFedMlp.params, 2);
 FGL_REGISTER_METHOD("fedmpa", kFedMpa.client, kFedMpa.server, kFedMpa.params, 2);
-FGL_REGISTER_METHOD("fedmpae", kFedMpae.client, kFedMpae.server, kFedMpae.params, 2);
+FGL_REGISTER_METHOD("fedmpae", kFedMpae.client, kFedMpae.server, kFedMpae.params, 3);
 FGL_REGISTER_METHOD("locmpa", kLocMpa.client, kLocMpa.server, kLocMpa.params);
 
 }  // namespace fgl::methods::fedmpa

@@ -1,5 +1,6 @@
 #include "nn/losses/losses.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "nn/ops/pairwise_abs_diff.h"
@@ -80,17 +81,54 @@ torch::Tensor EdgeDifferenceKl(const torch::Tensor& student, const torch::Tensor
   return (log_p_teacher.exp() * (log_p_teacher - log_p_student)).sum() / static_cast<double>(a.nnz());
 }
 
+namespace {
+
+// Rows per block of the N x N product: about 64K entries (256 KB), so a block stays in cache
+// between the product and its elementwise pass.
+int64_t GramBlockRows(int64_t n) { return std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, n)); }
+
+// sum_{u,v} sigmoid(z_u . z_v)^2 over all N^2 pairs. Neither pass keeps the N x N matrix: the
+// backward pass recomputes each block, and by symmetry d/dz_u = 2 sum_v f'(z_u . z_v) z_v with
+// f'(m) = 2 sigmoid(m)^2 (1 - sigmoid(m)).
+class SigmoidGramSquareSum : public torch::autograd::Function<SigmoidGramSquareSum> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& z) {
+    ctx->save_for_backward({z});
+    const int64_t n = z.size(0), block = GramBlockRows(n);
+    const torch::Tensor zt = z.t().contiguous();
+    double total = 0;
+    for (int64_t r = 0; r < n; r += block) {
+      torch::Tensor s = z.slice(0, r, std::min(n, r + block)).mm(zt).sigmoid_();
+      total += s.mul_(s).sum(torch::kDouble).item<double>();
+    }
+    return torch::tensor(total, z.options());
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grad_out) {
+    const torch::Tensor z = ctx->get_saved_variables()[0];
+    const int64_t n = z.size(0), block = GramBlockRows(n);
+    const torch::Tensor zt = z.t().contiguous();
+    torch::Tensor dz = torch::empty_like(z);
+    for (int64_t r = 0; r < n; r += block) {
+      const int64_t end = std::min(n, r + block);
+      torch::Tensor s = z.slice(0, r, end).mm(zt).sigmoid_();
+      // 2 * f'(m) = 4 s^2 (1 - s), in place.
+      torch::Tensor g = (1 - s).mul_(s).mul_(s);
+      torch::Tensor rows = dz.slice(0, r, end);
+      torch::mm_out(rows, g, z);
+    }
+    return {dz.mul_(grad_out[0] * 4)};
+  }
+};
+
+}  // namespace
+
 torch::Tensor InnerProductReconstructionMse(const torch::Tensor& z, const GraphView& graph) {
   const int64_t n = z.size(0);
   TORCH_CHECK(z.dim() == 2 && n == graph.num_nodes(), "InnerProductReconstructionMse: z ", z.sizes(),
               " for a graph of ", graph.num_nodes(), " nodes");
-  // Row blocks of at most ~16M entries: the dense N x N product never exists at once.
-  const int64_t block = std::max<int64_t>(1, (int64_t{1} << 24) / std::max<int64_t>(1, n));
-  torch::Tensor squares = torch::zeros({}, z.options());
-  for (int64_t r = 0; r < n; r += block) {
-    torch::Tensor s = torch::sigmoid(z.slice(0, r, std::min(n, r + block)).matmul(z.t()));
-    squares = squares + s.square().sum();
-  }
+  const torch::Tensor squares = SigmoidGramSquareSum::apply(z);
   // The stored entries (u, v), u != v, of the undirected graph (both directions are stored).
   const graph::CsrGraph& g = graph.graph();
   torch::Tensor row = torch::repeat_interleave(torch::arange(n, torch::kInt64),

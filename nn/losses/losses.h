@@ -55,7 +55,8 @@ torch::Tensor EdgeDifferenceKl(const torch::Tensor& student, const torch::Tensor
 
 // Graph-autoencoder reconstruction error (FedMpae Eq. 9): (1/N^2) sum_{u,v} (A_uv - sigmoid(z_u.z_v))^2
 // with A the graph's binary adjacency without self-loops. Exact, without a dense A: the sum is
-// sum sigmoid^2 (in row blocks of the N x N product) - 2 sum over edges + the edge count.
+// sum sigmoid^2 - 2 sum over edges + the edge count, the first term over 256 KB row blocks of the
+// N x N product, which is never kept (the backward pass recomputes each block).
 torch::Tensor InnerProductReconstructionMse(const torch::Tensor& z, const GraphView& graph);
 
 // 1 - cosine similarity per row, averaged over the masked rows.

@@ -132,13 +132,19 @@ TEST(LossesTest, ModelContrastivePrefersThePositive) {
   EXPECT_GT(ModelContrastive(z, far, near, 0.5).item<float>(), 3.9);
 }
 
-TEST(LossesTest, ReconstructionMseEqualsTheDenseFormulaAndItsGradient) {
-  const graph::CsrGraph g = graph::testing::TwoTrianglesJoinedByOneEdge();
+// On two triangles (one block of the N x N product) and on a 700-node cycle (several blocks, the
+// last one short).
+class ReconstructionMseTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ReconstructionMseTest, EqualsTheDenseFormulaAndItsGradient) {
+  const graph::CsrGraph g =
+      GetParam() == 0 ? graph::testing::TwoTrianglesJoinedByOneEdge() : graph::testing::CycleGraph(700);
+  const int64_t n = g.num_nodes();
   const GraphView view = *GraphView::Create(g);
   torch::manual_seed(3);
-  torch::Tensor z = torch::randn({6, 3}, torch::dtype(torch::kDouble)).requires_grad_(true);
-  torch::Tensor a = torch::zeros({6, 6}, torch::kDouble);
-  for (int64_t u = 0; u < 6; ++u) {
+  torch::Tensor z = torch::randn({n, 3}, torch::dtype(torch::kDouble)).requires_grad_(true);
+  torch::Tensor a = torch::zeros({n, n}, torch::kDouble);
+  for (int64_t u = 0; u < n; ++u) {
     for (int64_t e = g.row_ptr()[u].item<int64_t>(); e < g.row_ptr()[u + 1].item<int64_t>(); ++e) {
       const int64_t v = g.col()[e].item<int64_t>();
       if (u != v) a[u][v] = 1;
@@ -151,6 +157,7 @@ TEST(LossesTest, ReconstructionMseEqualsTheDenseFormulaAndItsGradient) {
   torch::Tensor g_ours = torch::autograd::grad({ours}, {z})[0];
   EXPECT_TRUE(torch::allclose(g_ours, g_dense, 1e-10, 1e-12));
 }
+INSTANTIATE_TEST_SUITE_P(OneAndSeveralBlocks, ReconstructionMseTest, ::testing::Values(0, 1));
 
 }  // namespace
 }  // namespace fgl::nn
