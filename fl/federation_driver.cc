@@ -185,7 +185,10 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     if (s.ok()) {
       const EvalCounts& c = **a.eval;
       if (c.val_correct < 0 || c.val_n < c.val_correct || c.test_correct < 0 || c.test_n < c.test_correct ||
-          c.global_correct < 0 || c.global_n < c.global_correct || c.num_nodes <= 0) {
+          c.global_correct < 0 || c.global_n < c.global_correct || c.num_nodes <= 0 ||
+          // Floored at 1e-7, a node's loss is at most 16.12; rounding can make it a hair below 0.
+          !std::isfinite(c.test_loss_sum) || c.test_loss_sum < -1e-4 * static_cast<double>(c.test_n) ||
+          c.test_loss_sum > 17.0 * static_cast<double>(c.test_n)) {
         s = absl::InvalidArgumentError("evaluation counts inconsistent");
       }
     }

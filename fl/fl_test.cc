@@ -243,6 +243,12 @@ TEST(FederationDriverTest, EarlyStopEndsTheRunAtTheFirstRoundPastTheLossBound) {
   EXPECT_EQ(full.rounds.size(), 10u);
   EXPECT_EQ(full.stopped_round, 0);
   EXPECT_FALSE(RunResultToProto(o, full).has_stopped_round());
+  o.spec.mutable_eval()->clear_early_stop();
+  CountingServer server3;
+  ScriptedChannel channel3(2);
+  channel3.loss = channel.loss;
+  ASSERT_OK_AND_ASSIGN(FederationResult without, DriveFederation(o, server3, channel3));
+  EXPECT_EQ(without.rounds.size(), 10u);
 
   FederationOptions bad = testing::SmallFederation("testing_majority");
   bad.spec.mutable_eval()->mutable_early_stop()->set_loss_ratio(1.0);

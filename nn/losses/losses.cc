@@ -89,19 +89,20 @@ int64_t GramBlockRows(int64_t n) { return std::max<int64_t>(1, (int64_t{1} << 16
 
 // sum_{u,v} sigmoid(z_u . z_v)^2 over all N^2 pairs. Neither pass keeps the N x N matrix: the
 // backward pass recomputes each block, and by symmetry d/dz_u = 2 sum_v f'(z_u . z_v) z_v with
-// f'(m) = 2 sigmoid(m)^2 (1 - sigmoid(m)).
+// f'(m) = 2 sigmoid(m)^2 (1 - sigmoid(m)). Once differentiable (no create_graph). The blocks suit a
+// CPU cache; on a GPU they would be too small to be fast.
 class SigmoidGramSquareSum : public torch::autograd::Function<SigmoidGramSquareSum> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& z) {
     ctx->save_for_backward({z});
     const int64_t n = z.size(0), block = GramBlockRows(n);
     const torch::Tensor zt = z.t().contiguous();
-    double total = 0;
+    torch::Tensor total = torch::zeros({}, z.options().dtype(torch::kDouble));  // one sync, at the end
     for (int64_t r = 0; r < n; r += block) {
       torch::Tensor s = z.slice(0, r, std::min(n, r + block)).mm(zt).sigmoid_();
-      total += s.mul_(s).sum(torch::kDouble).item<double>();
+      total += s.mul_(s).sum(torch::kDouble);
     }
-    return torch::tensor(total, z.options());
+    return total.to(z.scalar_type());
   }
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
