@@ -333,7 +333,9 @@ std::map<std::string, double> RecordedWallTimes(const std::string& records) {
     if (entry.path().extension() != ".json" || !ReadJson(entry.path().string(), &record)) continue;
     const fl::proto::RunResult& r = record.result();
     auto& [sum, n] = sums[absl::StrCat(r.method(), "|", r.dataset(), "|", r.clients(), "|", r.model())];
-    sum += r.wall_s();
+    // An early-stopped run's time scaled to all its rounds: the estimate is for a run that goes
+    // the distance (one that stops early costs less).
+    sum += r.stopped_round() > 0 ? r.wall_s() * r.rounds() / r.stopped_round() : r.wall_s();
     ++n;
   }
   std::map<std::string, double> mean;
