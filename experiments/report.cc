@@ -600,6 +600,31 @@ std::string AveragesSection(const proto::Table& t,
   return md;
 }
 
+namespace {
+
+// Where runs stopped early (eval.early_stop): per filled cell whose protocol stops early, the
+// rounds its seeds ran. Nothing for tables without early stopping.
+std::string RoundsRunSection(const proto::Table& t,
+                             const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  std::vector<std::string> parts;
+  for (const proto::Row& row : t.rows()) {
+    for (const proto::Column& c : t.columns()) {
+      auto it = cells.find({row.key(), c.key()});
+      if (it == cells.end() || it->second.state != CellResult::State::kDone || it->second.rounds_run.empty() ||
+          !absl::StrContains(it->second.protocol, "stopping at the first round")) {
+        continue;
+      }
+      const auto [lo, hi] = std::minmax_element(it->second.rounds_run.begin(), it->second.rounds_run.end());
+      parts.push_back(absl::StrCat(Label(row), ", ", Label(c), ": ",
+                                   *lo == *hi ? absl::StrCat(*lo) : absl::StrCat(*lo, "–", *hi)));
+    }
+  }
+  if (parts.empty()) return "";
+  return absl::StrCat("\n**Rounds run** (early stop; min–max over the seeds): ", absl::StrJoin(parts, "; "), ".\n");
+}
+
+}  // namespace
+
 std::string MarkdownReport(const proto::Table& t,
                            const std::map<std::pair<std::string, std::string>, CellResult>& cells,
                            const Provenance& p, const std::string& svg_name,
@@ -631,6 +656,7 @@ std::string MarkdownReport(const proto::Table& t,
   absl::StrAppend(&md, ClaimsSection(t, cells));
   absl::StrAppend(&md, SpreadSection(t, cells, paper, spread));
   absl::StrAppend(&md, ProtocolSection(t, cells));
+  absl::StrAppend(&md, RoundsRunSection(t, cells));
   // The transcription's working notes stay in the table's textproto: what ran is in the cards.
   if (!t.notes().empty()) {
     absl::StrAppend(&md, "\nNotes on the transcription and the protocol choices: the table's textproto (`notes`).\n");

@@ -385,6 +385,26 @@ TEST(ReportTest, ProtocolCardPerRowWithColumnExceptions) {
   EXPECT_THAT(md, HasSubstr("- s: `moon { mu: 2 }`\n"));
 }
 
+// Early-stopped cells say how many rounds their seeds ran; other reports say nothing of it.
+TEST(ReportTest, RoundsRunOfEarlyStoppedCells) {
+  proto::Table t;
+  t.add_rows()->set_key("r");
+  for (const char* key : {"a", "b"}) t.add_columns()->set_key(key);
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  for (const char* col : {"a", "b"}) {
+    CellResult& c = cells[{"r", col}];
+    c.state = CellResult::State::kDone;
+    c.values = {70, 71};
+    c.protocol = "card, stopping at the first round past 100 whose clients' mean local-test loss exceeds 1.3 × its minimum so far";
+  }
+  cells[{"r", "a"}].rounds_run = {101, 130};
+  cells[{"r", "b"}].rounds_run = {200, 200};
+  EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""),
+              HasSubstr("**Rounds run** (early stop; min–max over the seeds): r, a: 101–130; r, b: 200.\n"));
+  for (auto& [key, c] : cells) c.protocol = "card";
+  EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""), Not(HasSubstr("Rounds run")));
+}
+
 TEST(ReportTest, PluginGainAndPartitionSpread) {
   proto::Table t;
   for (const char* key : {"fedavg", "x", "x_fedtad"}) t.add_rows()->set_key(key);

@@ -198,6 +198,7 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
   for (int i = 0; i < curve.size(); ++i) r.curve_sum[i] += curve[i];
   ++r.curve_runs;
   r.traffic_mib.push_back(static_cast<double>(result.bytes_up() + result.bytes_down()) / kMiB);
+  r.rounds_run.push_back(record.test_curve_size());
   r.run_seconds += result.wall_s();
 }
 
