@@ -35,6 +35,7 @@ struct CellResult {
   int curve_runs = 0;
   int client = -1;                          // the column's client for CLIENT_REPORT; -1: the mean
   std::vector<int> rounds_run;  // one per seed: its recorded rounds (fewer than the spec's when it stopped early)
+  int64_t peak_rss_bytes = 0;   // the largest peak resident set of its runs (0: not measured)
 };
 
 // A column's CLIENT_REPORT value out of one run's final reports: client `client`'s value, or the

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <google/protobuf/text_format.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -64,6 +65,16 @@ ABSL_FLAG(int, budget_time_rounds, 0,
           "With --budget: time this many rounds (first seed, one run at a time) of each configuration "
           "that has no recorded run, and scale them to the configuration's rounds; 0 = do not time.");
 ABSL_FLAG(int, jobs, 0, "Runs in parallel (each with one thread); 0 = the core count.");
+ABSL_FLAG(double, memory_gb, 0,
+          "Memory the runs of this runner may hold at once (GB), by their configurations' recorded "
+          "peaks; 0 = 90% of the machine's (MemTotal). A run is also held back while MemAvailable is "
+          "below its peak, which covers runs of another runner.");
+ABSL_FLAG(bool, run_partition_spread, true,
+          "Also run the partition-spread runs (further partition seeds of the spread rows); false: "
+          "fill them from their records only, so the table's own cells come first.");
+ABSL_FLAG(bool, budget_summary, false,
+          "With --budget: print only the table's total as one Markdown row (the //experiments:budget "
+          "table).");
 ABSL_FLAG(std::string, data_dir, "", "Dataset root; else $FGL_DATA_DIR, else ./data.");
 ABSL_FLAG(std::string, cache_dir, "",
           "Result cache; default $FGL_CACHE_DIR/results or ~/.cache/fgl/results.");
@@ -90,6 +101,16 @@ std::string Absolute(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
   char buf[4096];
   return absl::StrCat(getcwd(buf, sizeof(buf)) ? buf : ".", "/", path);
+}
+
+// "fedtad/table2" for "experiments/fedtad/table2.textproto": how the budget names a table.
+std::string TableName(const std::string& table_path) {
+  std::string name = table_path;
+  if (const size_t dot = name.rfind(".textproto"); dot != std::string::npos) name.resize(dot);
+  const size_t slash = name.find_last_of('/');
+  if (slash == std::string::npos) return name;
+  const size_t parent = name.find_last_of('/', slash - 1);
+  return parent == std::string::npos ? name : name.substr(parent + 1);
 }
 
 std::string Slurp(const std::string& path) {
@@ -200,6 +221,7 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
   r.traffic_mib.push_back(static_cast<double>(result.bytes_up() + result.bytes_down()) / kMiB);
   r.rounds_run.push_back(record.test_curve_size());
   r.run_seconds += result.wall_s();
+  r.peak_rss_bytes = std::max(r.peak_rss_bytes, record.peak_rss_bytes());
 }
 
 // Per column, every row's mean curve over its seeds (test accuracy; training loss where recorded):
@@ -326,22 +348,44 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
 }
 
 // "method|dataset|clients|model" -> mean wall seconds of the recorded runs of that configuration.
-std::map<std::string, double> RecordedWallTimes(const std::string& records) {
+// What the recorded runs of one configuration (BudgetKey) cost: mean wall seconds, and the
+// largest peak resident set of those that measured it (0 when none did).
+struct RecordedCost {
+  double wall_s = 0;
+  int64_t peak_rss_bytes = 0;
+};
+
+std::map<std::string, RecordedCost> RecordedCosts(const std::string& records) {
   std::map<std::string, std::pair<double, int>> sums;
+  std::map<std::string, RecordedCost> costs;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(records, ec)) {
     proto::RunRecord record;
     if (entry.path().extension() != ".json" || !ReadJson(entry.path().string(), &record)) continue;
     const fl::proto::RunResult& r = record.result();
-    auto& [sum, n] = sums[absl::StrCat(r.method(), "|", r.dataset(), "|", r.clients(), "|", r.model())];
+    const std::string key = absl::StrCat(r.method(), "|", r.dataset(), "|", r.clients(), "|", r.model());
+    auto& [sum, n] = sums[key];
     // An early-stopped run's time scaled to all its rounds: the estimate is for a run that goes
     // the distance (one that stops early costs less).
     sum += r.stopped_round() > 0 ? r.wall_s() * r.rounds() / r.stopped_round() : r.wall_s();
     ++n;
+    costs[key].peak_rss_bytes = std::max(costs[key].peak_rss_bytes, record.peak_rss_bytes());
   }
-  std::map<std::string, double> mean;
-  for (const auto& [key, sn] : sums) mean[key] = sn.first / sn.second;
-  return mean;
+  for (const auto& [key, sn] : sums) costs[key].wall_s = sn.first / sn.second;
+  return costs;
+}
+
+// A field of /proc/meminfo in bytes ("MemTotal", "MemAvailable"); 0 when it cannot be read.
+int64_t MemInfoBytes(const std::string& field) {
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);) {
+    if (!absl::StartsWith(line, field + ":")) continue;
+    std::istringstream fields(line.substr(field.size() + 1));
+    int64_t kib = 0;
+    fields >> kib;
+    return kib * 1024;
+  }
+  return 0;
 }
 
 // The configuration key of a run for the budget: "method|dataset|clients|model" (nFedGNN's GAT
@@ -370,10 +414,16 @@ double TimedEstimate(const Job& job, int rounds, const std::string& run_binary, 
   return (result.wall_s() - result.train_s()) + result.train_s() * full / short_run.rounds();
 }
 
-std::string Budget(const proto::Table& table, const std::map<std::pair<std::string, std::string>, CellResult>& results,
+std::string Budget(const proto::Table& table, const std::string& table_path,
+                   const std::map<std::pair<std::string, std::string>, CellResult>& results,
                    const PartitionSpread& spread, const std::vector<Job>& pending, const std::string& records,
                    const std::string& run_binary, const std::string& cache) {
-  std::map<std::string, double> wall = RecordedWallTimes(records);
+  std::map<std::string, double> wall;
+  std::map<std::string, int64_t> peak;
+  for (const auto& [key, cost] : RecordedCosts(records)) {
+    wall[key] = cost.wall_s;
+    if (cost.peak_rss_bytes > 0) peak[key] = cost.peak_rss_bytes;
+  }
   std::set<std::string> timed;
   if (const int rounds = absl::GetFlag(FLAGS_budget_time_rounds); rounds > 0) {
     for (const Job& j : pending) {
@@ -390,6 +440,7 @@ std::string Budget(const proto::Table& table, const std::map<std::pair<std::stri
     int recorded = 0, missing = 0, unknown = 0;
     double recorded_s = 0, missing_s = 0;
     int filled = 0, present = 0;  // cells: every run recorded / the data is on this machine
+    int64_t peak_rss_bytes = 0;   // the largest recorded peak of the row's configurations
   };
   std::map<std::string, RowBudget> rows;
   std::set<const CellResult*> waiting;  // cells with a run missing (a run may serve several)
@@ -403,6 +454,7 @@ std::string Budget(const proto::Table& table, const std::map<std::pair<std::stri
   auto count = [&](const std::string& row, const CellResult& r) {
     rows[row].recorded += static_cast<int>(r.values.size());
     rows[row].recorded_s += r.run_seconds;
+    rows[row].peak_rss_bytes = std::max(rows[row].peak_rss_bytes, r.peak_rss_bytes);
   };
   for (const auto& [key, r] : results) count(key.first, r);
   for (const auto& [key, by_seed] : spread) {
@@ -418,16 +470,20 @@ std::string Budget(const proto::Table& table, const std::map<std::pair<std::stri
       b.missing_s += it->second;
     }
   }
+  auto gb = [](int64_t bytes) { return bytes > 0 ? absl::StrFormat("%.1f", bytes / 1e9) : std::string("–"); };
   std::string out = absl::StrCat("## ", table.id(), "\n\n| row | cells filled / present | runs recorded | CPU-h recorded | ",
-                                 "runs missing | CPU-h missing (estimated) |\n|---|---|---|---|---|---|\n");
+                                 "runs missing | CPU-h missing (estimated) | peak GB (recorded) |\n",
+                                 "|---|---|---|---|---|---|---|\n");
   RowBudget total;
   for (const proto::Row& row : table.rows()) {
     auto it = rows.find(row.key());
     if (it == rows.end()) continue;
     const RowBudget& b = it->second;
-    absl::StrAppend(&out, absl::StrFormat("| %s | %d / %d | %d | %.2f | %d | %.2f%s |\n", row.key(), b.filled, b.present,
-                                          b.recorded, b.recorded_s / 3600, b.missing, b.missing_s / 3600,
-                                          b.unknown ? absl::StrFormat(" + %d runs unknown", b.unknown) : ""));
+    absl::StrAppend(&out, absl::StrFormat("| %s | %d / %d | %d | %.2f | %d | %.2f%s | %s |\n", row.key(), b.filled,
+                                          b.present, b.recorded, b.recorded_s / 3600, b.missing, b.missing_s / 3600,
+                                          b.unknown ? absl::StrFormat(" + %d runs unknown", b.unknown) : "",
+                                          gb(b.peak_rss_bytes)));
+    total.peak_rss_bytes = std::max(total.peak_rss_bytes, b.peak_rss_bytes);
     total.recorded += b.recorded;
     total.recorded_s += b.recorded_s;
     total.missing += b.missing;
@@ -436,10 +492,13 @@ std::string Budget(const proto::Table& table, const std::map<std::pair<std::stri
     total.filled += b.filled;
     total.present += b.present;
   }
-  absl::StrAppend(&out, absl::StrFormat("| **total** | %d / %d | %d | %.2f | %d | %.2f%s |\n\n", total.filled,
-                                        total.present, total.recorded,
-                                        total.recorded_s / 3600, total.missing, total.missing_s / 3600,
-                                        total.unknown ? absl::StrFormat(" + %d runs unknown", total.unknown) : ""));
+  const std::string total_cells =
+      absl::StrFormat("%d / %d | %d | %.2f | %d | %.2f%s | %s |", total.filled, total.present, total.recorded,
+                      total.recorded_s / 3600, total.missing, total.missing_s / 3600,
+                      total.unknown ? absl::StrFormat(" + %d runs unknown", total.unknown) : "",
+                      gb(total.peak_rss_bytes));
+  if (absl::GetFlag(FLAGS_budget_summary)) return absl::StrCat("| `", table_path, "` | ", total_cells, "\n");
+  absl::StrAppend(&out, "| **total** | ", total_cells, "\n\n");
   if (!timed.empty()) {
     absl::StrAppend(&out, "Estimated from timed rounds (not from records): ", absl::StrJoin(timed, ", "), ".\n\n");
   }
@@ -555,6 +614,7 @@ int Run() {
         r.curve_sum.clear();
         r.curve_runs = 0;
         r.run_seconds = 0;
+        r.peak_rss_bytes = 0;
         if (plot) first_runs.erase(key);
         if (plot) all_runs.erase(key);
         break;
@@ -652,41 +712,72 @@ int Run() {
       }
       CellResult& s = spread[key][partition_seed];
       s.state = CellResult::State::kDone;
-      plan(*moved, key, s, false, cached_only);
+      plan(*moved, key, s, false, cached_only || !absl::GetFlag(FLAGS_run_partition_spread));
     }
   }
 
   if (absl::GetFlag(FLAGS_budget)) {
-    std::cout << Budget(*table, results, spread, pending, records, run_binary, cache);
+    std::cout << Budget(*table, TableName(table_path), results, spread, pending, records, run_binary, cache);
     return 0;
   }
 
-  // Run what is missing, `jobs` at a time, with a progress line and ETA on stderr.
+  // Run what is missing, `jobs` at a time, with a progress line and ETA on stderr. Runs that start
+  // together must fit in memory at their peaks: each is expected to peak as the largest recorded
+  // run of its configuration (unknown: 0), and a run waits while those running would not leave it
+  // room, or while the machine has less available than it needs (runs of another runner). The
+  // first waiting run that fits goes next; with nothing running, the next run starts regardless.
   const size_t total = pending.size();
-  size_t next = 0, done = 0;
+  size_t done = 0;
   int failed = 0;
   std::map<pid_t, Job> running;
   const int jobs = absl::GetFlag(FLAGS_jobs) > 0
                        ? absl::GetFlag(FLAGS_jobs)
                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int64_t memory_limit = absl::GetFlag(FLAGS_memory_gb) > 0
+                                   ? static_cast<int64_t>(absl::GetFlag(FLAGS_memory_gb) * 1e9)
+                                   : MemInfoBytes("MemTotal") / 10 * 9;
+  std::map<std::string, int64_t> expected_peak;
+  if (total > 0) {
+    for (const auto& [key, cost] : RecordedCosts(records)) expected_peak[key] = cost.peak_rss_bytes;
+  }
+  auto peak_of = [&](const Job& j) {
+    auto it = expected_peak.find(BudgetKey(j.resolved));
+    return it == expected_peak.end() ? int64_t{0} : it->second;
+  };
+  std::vector<size_t> waiting(total);
+  std::iota(waiting.begin(), waiting.end(), 0);
+  int64_t running_peaks = 0;
   const auto runs_start = std::chrono::steady_clock::now();
-  while (next < total || !running.empty()) {
-    while (next < total && static_cast<int>(running.size()) < jobs) {
-      Job& j = pending[next++];
+  while (!waiting.empty() || !running.empty()) {
+    while (!waiting.empty() && static_cast<int>(running.size()) < jobs) {
+      auto fits = waiting.begin();
+      if (!running.empty()) {
+        const int64_t available = MemInfoBytes("MemAvailable");
+        fits = std::find_if(waiting.begin(), waiting.end(), [&](size_t i) {
+          const int64_t need = peak_of(pending[i]);
+          return running_peaks + need <= memory_limit && (available == 0 || need <= available);
+        });
+        if (fits == waiting.end()) break;  // wait for a running one to finish
+      }
+      Job& j = pending[*fits];
+      waiting.erase(fits);
       j.pid = Spawn({run_binary, "--spec=" + j.spec_path, "--threads=1", "--out=" + j.out_dir}, j.log_path);
       if (j.pid <= 0) {
         LOG(ERROR) << "cannot start " << run_binary;
         return 1;
       }
+      running_peaks += peak_of(j);
       running[j.pid] = j;
     }
     int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
+    struct rusage usage {};
+    const pid_t pid = wait4(-1, &status, 0, &usage);
     if (pid <= 0) break;
     auto it = running.find(pid);
     if (it == running.end()) continue;
     Job j = it->second;
     running.erase(it);
+    running_peaks -= peak_of(j);
     ++done;
     // run --spec --out=DIR writes DIR/seed_<s>/result.json.
     const std::string seed_dir = SeedDirectory(j.out_dir);
@@ -697,6 +788,7 @@ int Run() {
       result.set_machine(machine);
       absl::StatusOr<proto::RunRecord> record =
           MakeRecord(j.cell_key, j.resolved, j.seed, result, seed_dir + "/rounds.jsonl");
+      if (record.ok()) record->set_peak_rss_bytes(int64_t{usage.ru_maxrss} * 1024);  // Linux: KiB
       if (absl::Status s = record.ok() ? WriteRecord(j.record_path, *record) : record.status(); !s.ok()) {
         LOG(ERROR) << s;
         return 1;

@@ -1,9 +1,15 @@
 #include "nn/adam.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "c10/util/string_utils.h"
 
 namespace fgl::nn {
@@ -24,11 +30,96 @@ torch::Tensor Scratch(int i, const torch::Tensor& like) {
   return buffer.narrow(0, 0, like.numel()).view(like.sizes());
 }
 
+// Whole-buffer pwrite/pread (they may move fewer bytes than asked, or be interrupted).
+bool WriteAll(int fd, const char* data, int64_t bytes, int64_t offset) {
+  while (bytes > 0) {
+    const ssize_t n = pwrite(fd, data, static_cast<size_t>(bytes), offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    bytes -= n;
+    offset += n;
+  }
+  return true;
+}
+bool ReadAll(int fd, char* data, int64_t bytes, int64_t offset) {
+  while (bytes > 0) {
+    const ssize_t n = pread(fd, data, static_cast<size_t>(bytes), offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    bytes -= n;
+    offset += n;
+  }
+  return true;
+}
+
 }  // namespace
+
+Adam::~Adam() {
+  if (spill_fd_ >= 0) close(spill_fd_);
+}
+
+absl::Status Adam::Spill(const std::string& dir, int64_t min_bytes) {
+  TORCH_CHECK(!spilled(), "fgl::nn::Adam::Spill: already spilled");
+  std::string path = dir + "/fgl-adam-XXXXXX";
+  const int fd = mkstemp(path.data());
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot create a spill file in '", dir, "': ", std::strerror(errno)));
+  }
+  unlink(path.c_str());  // the open descriptor keeps it; the file goes with it
+  std::vector<Spilled> spilled;
+  int64_t offset = 0;
+  for (auto& [key, base] : state_) {
+    auto& state = static_cast<torch::optim::AdamParamState&>(*base);
+    for (const bool squared : {false, true}) {
+      const torch::Tensor moment = (squared ? state.exp_avg_sq() : state.exp_avg()).contiguous();
+      const int64_t bytes = moment.numel() * static_cast<int64_t>(moment.element_size());
+      if (bytes < min_bytes || !moment.device().is_cpu()) continue;
+      if (!WriteAll(fd, static_cast<const char*>(moment.data_ptr()), bytes, offset)) {
+        const std::string why = std::strerror(errno);
+        close(fd);
+        return absl::UnavailableError(
+            absl::StrCat("cannot spill ", bytes, " bytes of optimiser state to '", dir, "': ", why));
+      }
+      spilled.push_back({key, squared, offset, moment.sizes().vec(), moment.options()});
+      offset += bytes;
+    }
+  }
+  // Only now that every write succeeded are the moments freed.
+  for (const Spilled& s : spilled) {
+    auto& state = static_cast<torch::optim::AdamParamState&>(*state_.at(s.key));
+    torch::Tensor empty = torch::empty({0}, s.options);
+    s.squared ? state.exp_avg_sq(empty) : state.exp_avg(empty);
+  }
+  spill_fd_ = fd;
+  spill_dir_ = dir;
+  spilled_ = std::move(spilled);
+  return absl::OkStatus();
+}
+
+absl::Status Adam::Unspill() {
+  if (!spilled()) return absl::OkStatus();
+  for (const Spilled& s : spilled_) {
+    torch::Tensor moment = torch::empty(s.sizes, s.options);
+    const int64_t bytes = moment.numel() * static_cast<int64_t>(moment.element_size());
+    if (!ReadAll(spill_fd_, static_cast<char*>(moment.data_ptr()), bytes, s.offset)) {
+      return absl::DataLossError(
+          absl::StrCat("cannot read back ", bytes, " bytes of optimiser state spilled to '", spill_dir_, "'"));
+    }
+    auto& state = static_cast<torch::optim::AdamParamState&>(*state_.at(s.key));
+    s.squared ? state.exp_avg_sq(moment) : state.exp_avg(moment);
+  }
+  close(spill_fd_);
+  spill_fd_ = -1;
+  spilled_.clear();
+  return absl::OkStatus();
+}
 
 // The operations and their order are LibTorch 1.13's Adam::step (amsgrad off); only where the
 // temporaries live differs. nn/adam_test.cc compares the two bit for bit.
 torch::Tensor Adam::step(LossClosure closure) {
+  TORCH_CHECK(!spilled(), "fgl::nn::Adam::step with its moments spilled: Unspill first");
   torch::NoGradGuard no_grad;
   torch::Tensor loss;
   if (closure != nullptr) {

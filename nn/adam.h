@@ -5,6 +5,12 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
 namespace fgl::nn {
 
 // LibTorch's step allocates up to two parameter-sized temporaries. Above glibc's 32 MB mmap
@@ -14,10 +20,31 @@ namespace fgl::nn {
 class Adam : public torch::optim::Adam {
  public:
   using torch::optim::Adam::Adam;
+  ~Adam() override;
   torch::Tensor step(LossClosure closure = nullptr) override;
 
   // Frees this thread's scratch buffers (they grow to the largest parameter stepped).
   static void ReleaseScratch();
+
+  // For an optimiser that idles between federated rounds: moves both moments of every parameter
+  // of at least `min_bytes` to an unnamed file in `dir` (unlinked at once: nothing outlives the
+  // process) and frees them. Until Unspill reads them back bit for bit, step() is a programmer
+  // error and state() holds empty moments for them. Errors name the directory.
+  absl::Status Spill(const std::string& dir, int64_t min_bytes);
+  absl::Status Unspill();
+  bool spilled() const { return spill_fd_ >= 0; }
+
+ private:
+  struct Spilled {
+    std::string key;         // the state's key (the parameter's TensorImpl)
+    bool squared = false;    // exp_avg_sq, else exp_avg
+    int64_t offset = 0;      // in the file
+    std::vector<int64_t> sizes;
+    torch::TensorOptions options;
+  };
+  int spill_fd_ = -1;
+  std::string spill_dir_;
+  std::vector<Spilled> spilled_;
 };
 
 }  // namespace fgl::nn

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "third_party/absl_ext/status_matchers.h"
 
 namespace fgl::nn {
 namespace {
@@ -64,6 +65,61 @@ TEST(AdamTest, SkipsParametersWithoutGradient) {
   a.mutable_grad() = torch::ones({3});
   adam.step();  // scratch reallocated after release
   EXPECT_EQ(static_cast<torch::optim::AdamParamState&>(*adam.state().begin()->second).step(), 2);
+}
+
+// Moments spilled to disk between steps come back bit for bit: the spilling optimiser keeps
+// stepping as one that never spilled. Below the size threshold a moment stays in memory.
+TEST(AdamTest, SpilledMomentsContinueBitForBit) {
+  torch::manual_seed(3);
+  const std::vector<std::vector<int64_t>> shapes = {{5}, {300, 41}};
+  std::vector<torch::Tensor> ours, theirs;
+  for (const auto& shape : shapes) {
+    torch::Tensor init = torch::randn(shape);
+    ours.push_back(init.clone().requires_grad_());
+    theirs.push_back(init.clone().requires_grad_());
+  }
+  const auto options = torch::optim::AdamOptions(0.01).weight_decay(1e-3);
+  Adam spilling(ours, options);
+  Adam resident(theirs, options);
+  const std::string big = c10::guts::to_string(ours[1].unsafeGetTensorImpl());
+  const std::string small = c10::guts::to_string(ours[0].unsafeGetTensorImpl());
+  for (int t = 0; t < 4; ++t) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      torch::Tensor g = torch::randn(shapes[i]);
+      ours[i].mutable_grad() = g.clone();
+      theirs[i].mutable_grad() = g.clone();
+    }
+    spilling.step();
+    resident.step();
+    ASSERT_THAT(spilling.Spill(::testing::TempDir(), /*min_bytes=*/1024), ::fgl::testing::IsOk());
+    EXPECT_TRUE(spilling.spilled());
+    const auto& freed = static_cast<torch::optim::AdamParamState&>(*spilling.state().at(big));
+    EXPECT_EQ(freed.exp_avg().numel(), 0);
+    EXPECT_EQ(freed.exp_avg_sq().numel(), 0);
+    const auto& kept = static_cast<torch::optim::AdamParamState&>(*spilling.state().at(small));
+    EXPECT_EQ(kept.exp_avg().numel(), 5);
+    ASSERT_THAT(spilling.Unspill(), ::fgl::testing::IsOk());
+    EXPECT_FALSE(spilling.spilled());
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) EXPECT_TRUE(torch::equal(ours[i], theirs[i])) << "parameter " << i;
+  const auto& a = static_cast<torch::optim::AdamParamState&>(*spilling.state().at(big));
+  const auto& b =
+      static_cast<torch::optim::AdamParamState&>(*resident.state().at(c10::guts::to_string(theirs[1].unsafeGetTensorImpl())));
+  EXPECT_TRUE(torch::equal(a.exp_avg(), b.exp_avg()));
+  EXPECT_TRUE(torch::equal(a.exp_avg_sq(), b.exp_avg_sq()));
+}
+
+TEST(AdamTest, SpillToAMissingDirectoryNamesItAndKeepsTheMoments) {
+  torch::Tensor a = torch::ones({64, 64}).requires_grad_();
+  Adam adam({a}, torch::optim::AdamOptions(0.1));
+  a.mutable_grad() = torch::ones({64, 64});
+  adam.step();
+  const absl::Status s = adam.Spill("/nonexistent-fgl-dir", 0);
+  EXPECT_THAT(s, ::fgl::testing::StatusIs(absl::StatusCode::kUnavailable, ::testing::HasSubstr("/nonexistent-fgl-dir")));
+  EXPECT_FALSE(adam.spilled());
+  a.mutable_grad() = torch::ones({64, 64});
+  adam.step();  // still usable
+  EXPECT_EQ(static_cast<torch::optim::AdamParamState&>(*adam.state().begin()->second).exp_avg().numel(), 64 * 64);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 //   locsage: each client's GraphSAGE alone; neighgen=1 adds a local NeighGen (LocSage+).
 // The classifier is FedAvg'd in every round of the federated variants, generator rounds included.
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,6 +42,15 @@ namespace {
 
 constexpr char kGenPrefix[] = "neighgen.";
 constexpr char kGenAdam[] = "gen_adam.";
+// Moments at least this large wait on disk between generator rounds (fGen's output layer: 279 MB
+// each on Coauthor-CS); the small ones stay.
+constexpr int64_t kSpillMinBytes = int64_t{16} << 20;
+
+// Where spilled optimiser state goes: $TMPDIR, else /tmp (an unnamed file, gone with the process).
+std::string SpillDirectory() {
+  const char* dir = std::getenv("TMPDIR");
+  return dir != nullptr && *dir != '\0' ? dir : "/tmp";
+}
 constexpr char kMended[] = "mended";
 constexpr char kReleased[] = "neighgen_released";
 
@@ -145,7 +155,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       for (const auto& [name, p] : Named(*c->gen_)) c->gen_shapes_.push_back(p.sizes().vec());
       c->release_generator_ = s.cross_client && config.clients_per_round == config.num_clients;
       FGL_RETURN_IF_ERROR(c->PrepareGeneratorTraining());
-      if (c->release_generator_ && s.gen_rounds > 0) c->ReleaseGenerator();  // round 1's broadcast sets it
+      if (c->release_generator_ && s.gen_rounds > 0) FGL_RETURN_IF_ERROR(c->ReleaseGenerator());  // round 1's broadcast sets it
     }
     return std::unique_ptr<fl::ClientAlgorithm>(std::move(c));
   }
@@ -155,7 +165,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     if (v_.federated) FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, model_->SharedParameters()));
     if (gen_phase) {
       if (s_.cross_client) {
-        ReallocateGenerator();
+        FGL_RETURN_IF_ERROR(ReallocateGenerator());
         FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, fl::WithPrefix(kGenPrefix, Named(*gen_))));
       }
       FGL_RETURN_IF_ERROR(TrainGenerator(round));
@@ -179,7 +189,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       reply.mutable_header()->set_type(v_.type);
     }
     fl::AddTrainLoss(last_loss_, &reply);
-    if (gen_phase && release_generator_ && round.round < s_.gen_rounds) ReleaseGenerator();
+    if (gen_phase && release_generator_ && round.round < s_.gen_rounds) FGL_RETURN_IF_ERROR(ReleaseGenerator());
     return reply;
   }
 
@@ -203,7 +213,12 @@ class FedSageClient final : public fl::ClientAlgorithm {
       } else {
         fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &m);
       }
-      if (!mended_) fl::SaveAdamState(*joint_, JointParameters(), kGenAdam, &m);  // freed once mended
+      if (!mended_) {  // freed once mended; spilled moments are read back for the checkpoint
+        const bool spilled = joint_->spilled();
+        FGL_RETURN_IF_ERROR(joint_->Unspill());
+        fl::SaveAdamState(*joint_, JointParameters(), kGenAdam, &m);
+        if (spilled) FGL_RETURN_IF_ERROR(joint_->Spill(SpillDirectory(), kSpillMinBytes));
+      }
       (*m.mutable_scalars())[kMended] = mended_ ? 1 : 0;
     }
     return m;
@@ -218,7 +233,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       if (was_released && !release_generator_) {
         return absl::InvalidArgumentError(who + ": its generator was released, which this run never does");
       }
-      ReallocateGenerator();
+      FGL_RETURN_IF_ERROR(ReallocateGenerator());
       FGL_ASSIGN_OR_RETURN(auto gen, fl::TakeTensors(kGenPrefix, &rest));
       if (!was_released) {
         FGL_ASSIGN_OR_RETURN(fl::NamedTensors loaded, fl::MatchTensors(gen, Named(*gen_), who));
@@ -238,7 +253,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       mended_ = false;
       if (was_released && mended->second != 0) return absl::InvalidArgumentError(who + ": released and mended");
       if (mended->second != 0) FGL_RETURN_IF_ERROR(Mend());
-      if (was_released) ReleaseGenerator();
+      if (was_released) FGL_RETURN_IF_ERROR(ReleaseGenerator());
     }
     (*rest.mutable_scalars()).erase(kReleased);
     return model_->RestoreState(rest);
@@ -252,16 +267,21 @@ class FedSageClient final : public fl::ClientAlgorithm {
 
   // Between generator rounds NeighGen's parameters wait only to be overwritten by the next
   // broadcast: with every client in every round they are dropped (280 MB per client on
-  // Coauthor-CS; Adam's moments stay) and reallocated when the broadcast arrives.
-  void ReleaseGenerator() {
+  // Coauthor-CS) and reallocated when the broadcast arrives. The joint optimiser's large moments
+  // (560 MB per client on CS) wait on disk meanwhile and come back bit for bit.
+  absl::Status ReleaseGenerator() {
     for (const auto& [name, p] : Named(*gen_)) p.set_data(torch::empty({0}, p.options()));
     gen_released_ = true;
+    if (joint_ && !joint_->spilled()) FGL_RETURN_IF_ERROR(joint_->Spill(SpillDirectory(), kSpillMinBytes));
+    return absl::OkStatus();
   }
-  void ReallocateGenerator() {
-    if (!gen_released_) return;
+  absl::Status ReallocateGenerator() {
+    if (joint_) FGL_RETURN_IF_ERROR(joint_->Unspill());
+    if (!gen_released_) return absl::OkStatus();
     const fl::NamedTensors params = Named(*gen_);
     for (size_t i = 0; i < params.size(); ++i) params[i].second.set_data(torch::empty(gen_shapes_[i], params[i].second.options()));
     gen_released_ = false;
+    return absl::OkStatus();
   }
 
   // Hides half of the nodes that are neither training nor test nodes (the targets) and builds the
@@ -374,7 +394,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
   double last_loss_ = std::nan("");
   // NeighGen and its training data (only with neighgen).
   NeighGen gen_{nullptr};
-  std::unique_ptr<torch::optim::Adam> joint_;
+  std::unique_ptr<nn::Adam> joint_;
   graph::CsrGraph impaired_graph_;
   std::shared_ptr<nn::GraphView> impaired_view_;
   torch::Tensor impaired_features_, impaired_labels_, impaired_train_, num_missing_;
