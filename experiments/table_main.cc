@@ -22,6 +22,7 @@
 #include <iostream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -36,6 +37,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "experiments/report.h"
+#include "experiments/run_scheduling.h"
 #include "experiments/spec.h"
 #include "fl/registry.h"
 #include "fl/proto/checkpoint.pb.h"
@@ -331,6 +333,7 @@ struct Job {
   std::pair<std::string, std::string> cell;  // (row, column), for logs and the plot
   bool plot = false;             // a main cell: its first run may be plotted
   pid_t pid = 0;
+  int64_t expected_peak = 0;     // bytes of memory counted for it while it runs
 };
 
 pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
@@ -750,23 +753,21 @@ int Run() {
   const auto runs_start = std::chrono::steady_clock::now();
   while (!waiting.empty() || !running.empty()) {
     while (!waiting.empty() && static_cast<int>(running.size()) < jobs) {
-      auto fits = waiting.begin();
-      if (!running.empty()) {
-        const int64_t available = MemInfoBytes("MemAvailable");
-        fits = std::find_if(waiting.begin(), waiting.end(), [&](size_t i) {
-          const int64_t need = peak_of(pending[i]);
-          return running_peaks + need <= memory_limit && (available == 0 || need <= available);
-        });
-        if (fits == waiting.end()) break;  // wait for a running one to finish
-      }
-      Job& j = pending[*fits];
-      waiting.erase(fits);
+      std::vector<int64_t> waiting_peaks;
+      for (size_t i : waiting) waiting_peaks.push_back(peak_of(pending[i]));
+      const std::optional<size_t> next = NextRunThatFits(
+          waiting_peaks, static_cast<int>(running.size()), running_peaks, memory_limit,
+          running.empty() ? 0 : MemInfoBytes("MemAvailable"));
+      if (!next.has_value()) break;  // wait for a running one to finish
+      Job& j = pending[waiting[*next]];
+      waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(*next));
       j.pid = Spawn({run_binary, "--spec=" + j.spec_path, "--threads=1", "--out=" + j.out_dir}, j.log_path);
       if (j.pid <= 0) {
         LOG(ERROR) << "cannot start " << run_binary;
         return 1;
       }
-      running_peaks += peak_of(j);
+      j.expected_peak = peak_of(j);
+      running_peaks += j.expected_peak;
       running[j.pid] = j;
     }
     int status = 0;
@@ -777,7 +778,10 @@ int Run() {
     if (it == running.end()) continue;
     Job j = it->second;
     running.erase(it);
-    running_peaks -= peak_of(j);
+    running_peaks -= j.expected_peak;
+    // Its configuration's next runs are expected to peak as high as this one did.
+    int64_t& expected = expected_peak[BudgetKey(j.resolved)];
+    expected = std::max(expected, int64_t{usage.ru_maxrss} * 1024);
     ++done;
     // run --spec --out=DIR writes DIR/seed_<s>/result.json.
     const std::string seed_dir = SeedDirectory(j.out_dir);

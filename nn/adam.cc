@@ -30,21 +30,12 @@ torch::Tensor Scratch(int i, const torch::Tensor& like) {
   return buffer.narrow(0, 0, like.numel()).view(like.sizes());
 }
 
-// Whole-buffer pwrite/pread (they may move fewer bytes than asked, or be interrupted).
-bool WriteAll(int fd, const char* data, int64_t bytes, int64_t offset) {
+// The whole buffer through pwrite or pread (either may move fewer bytes than asked, or be
+// interrupted).
+template <typename Io, typename Byte>
+bool WholeBuffer(Io io, int fd, Byte* data, int64_t bytes, int64_t offset) {
   while (bytes > 0) {
-    const ssize_t n = pwrite(fd, data, static_cast<size_t>(bytes), offset);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    bytes -= n;
-    offset += n;
-  }
-  return true;
-}
-bool ReadAll(int fd, char* data, int64_t bytes, int64_t offset) {
-  while (bytes > 0) {
-    const ssize_t n = pread(fd, data, static_cast<size_t>(bytes), offset);
+    const ssize_t n = io(fd, data, static_cast<size_t>(bytes), offset);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     data += n;
@@ -76,7 +67,7 @@ absl::Status Adam::Spill(const std::string& dir, int64_t min_bytes) {
       const torch::Tensor moment = (squared ? state.exp_avg_sq() : state.exp_avg()).contiguous();
       const int64_t bytes = moment.numel() * static_cast<int64_t>(moment.element_size());
       if (bytes < min_bytes || !moment.device().is_cpu()) continue;
-      if (!WriteAll(fd, static_cast<const char*>(moment.data_ptr()), bytes, offset)) {
+      if (!WholeBuffer(pwrite, fd, static_cast<const char*>(moment.data_ptr()), bytes, offset)) {
         const std::string why = std::strerror(errno);
         close(fd);
         return absl::UnavailableError(
@@ -103,7 +94,7 @@ absl::Status Adam::Unspill() {
   for (const Spilled& s : spilled_) {
     torch::Tensor moment = torch::empty(s.sizes, s.options);
     const int64_t bytes = moment.numel() * static_cast<int64_t>(moment.element_size());
-    if (!ReadAll(spill_fd_, static_cast<char*>(moment.data_ptr()), bytes, s.offset)) {
+    if (!WholeBuffer(pread, spill_fd_, static_cast<char*>(moment.data_ptr()), bytes, s.offset)) {
       return absl::DataLossError(
           absl::StrCat("cannot read back ", bytes, " bytes of optimiser state spilled to '", spill_dir_, "'"));
     }
