@@ -15,6 +15,8 @@
 //     cross-client term); neighgen=1 adds a NeighGen trained locally (no exchange).
 //   locsage: each client's GraphSAGE alone; neighgen=1 adds a local NeighGen (LocSage+).
 // The classifier is FedAvg'd in every round of the federated variants, generator rounds included.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -45,6 +47,20 @@ constexpr char kGenAdam[] = "gen_adam.";
 // Moments at least this large wait on disk between generator rounds (fGen's output layer: 279 MB
 // each on Coauthor-CS); the small ones stay.
 constexpr int64_t kSpillMinBytes = int64_t{16} << 20;
+
+// Whether the idle clients' large Adam moments are worth moving to disk between generator rounds:
+// only when all clients' together would take over a third of the machine's memory (Coauthor-CS
+// with 20 clients: 11.2 GB of 24), since the writes cost system time (about 45 s per generator
+// round on CS-10, which fits without them). Where they go changes no number.
+bool SpillPays(const NeighGen& gen, int num_clients) {
+  int64_t idle = 0;
+  for (const auto& item : gen->named_parameters(/*recurse=*/true)) {
+    const int64_t bytes = item.value().numel() * static_cast<int64_t>(item.value().element_size());
+    if (bytes >= kSpillMinBytes) idle += 2 * bytes;  // exp_avg and exp_avg_sq
+  }
+  const int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  return memory > 0 && idle * num_clients > memory / 3;
+}
 
 // Where spilled optimiser state goes: $TMPDIR, else /tmp (an unnamed file, gone with the process).
 std::string SpillDirectory() {
@@ -154,6 +170,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       c->gen_ = MakeNeighGen(s, config);
       for (const auto& [name, p] : Named(*c->gen_)) c->gen_shapes_.push_back(p.sizes().vec());
       c->release_generator_ = s.cross_client && config.clients_per_round == config.num_clients;
+      c->spill_moments_ = c->release_generator_ && SpillPays(c->gen_, config.num_clients);
       FGL_RETURN_IF_ERROR(c->PrepareGeneratorTraining());
       if (c->release_generator_ && s.gen_rounds > 0) FGL_RETURN_IF_ERROR(c->ReleaseGenerator());  // round 1's broadcast sets it
     }
@@ -272,7 +289,9 @@ class FedSageClient final : public fl::ClientAlgorithm {
   absl::Status ReleaseGenerator() {
     for (const auto& [name, p] : Named(*gen_)) p.set_data(torch::empty({0}, p.options()));
     gen_released_ = true;
-    if (joint_ && !joint_->spilled()) FGL_RETURN_IF_ERROR(joint_->Spill(SpillDirectory(), kSpillMinBytes));
+    if (spill_moments_ && joint_ && !joint_->spilled()) {
+      FGL_RETURN_IF_ERROR(joint_->Spill(SpillDirectory(), kSpillMinBytes));
+    }
     return absl::OkStatus();
   }
   absl::Status ReallocateGenerator() {
@@ -403,6 +422,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
   bool mended_ = false;
   bool release_generator_ = false;  // between generator rounds (ReleaseGenerator)
   bool gen_released_ = false;
+  bool spill_moments_ = false;  // the large moments wait on disk while released (SpillPays)
   std::vector<std::vector<int64_t>> gen_shapes_;  // of Named(*gen_), to reallocate
 };
 
