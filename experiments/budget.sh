@@ -16,7 +16,9 @@ for a in "$@"; do
 done
 rows=""
 for t in "${tables[@]}"; do
-  rows+="$("$runner" --table="$t" --budget --budget_summary "${args[@]+"${args[@]}"}" 2>/dev/null)"$'\n'
+  row="$("$runner" --table="$t" --budget --budget_summary "${args[@]+"${args[@]}"}" 2>"${TMPDIR:-/tmp}/fgl-budget.log")" \
+    || { cat "${TMPDIR:-/tmp}/fgl-budget.log" >&2; echo "budget: the runner failed on $t" >&2; exit 1; }
+  rows+="$row"$'\n'
 done
 # Columns: | table | filled / present | recorded | CPU-h recorded | missing | CPU-h missing[ + N runs unknown] | peak GB |
 totals="$(printf '%s' "$rows" | awk -F'|' '

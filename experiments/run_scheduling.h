@@ -10,7 +10,8 @@ namespace fgl::experiments {
 
 // The index of the first waiting run (its expected peak in bytes, 0 = unknown) that fits beside
 // the running ones: their expected peaks plus its own within `limit`, and its own within what the
-// machine has `available` (0 = unknown: not checked). With nothing running the first one starts
+// machine has `available` for a new run (MemAvailable less the running runs' growth still to come;
+// 0 = unknown: not checked). With nothing running the first one starts
 // regardless (a run larger than the limit still runs, alone). nullopt: wait for a run to finish.
 std::optional<size_t> NextRunThatFits(const std::vector<int64_t>& waiting_peaks, int running,
                                       int64_t running_peaks, int64_t limit, int64_t available);

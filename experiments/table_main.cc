@@ -69,8 +69,9 @@ ABSL_FLAG(int, budget_time_rounds, 0,
 ABSL_FLAG(int, jobs, 0, "Runs in parallel (each with one thread); 0 = the core count.");
 ABSL_FLAG(double, memory_gb, 0,
           "Memory the runs of this runner may hold at once (GB), by their configurations' recorded "
-          "peaks; 0 = 90% of the machine's (MemTotal). A run is also held back while MemAvailable is "
-          "below its peak, which covers runs of another runner.");
+          "peaks; 0 = 90% of the machine's (MemTotal). A run is also held back while MemAvailable, less "
+          "what this runner's runs have yet to grow to their peaks, is below its peak (this sees the "
+          "memory other processes, e.g. another runner's runs, hold now, not what they will grow to).");
 ABSL_FLAG(bool, run_partition_spread, true,
           "Also run the partition-spread runs (further partition seeds of the spread rows); false: "
           "fill them from their records only, so the table's own cells come first.");
@@ -378,6 +379,14 @@ std::map<std::string, RecordedCost> RecordedCosts(const std::string& records) {
   return costs;
 }
 
+// A process's resident set now (/proc/<pid>/statm), 0 when it cannot be read.
+int64_t ResidentBytes(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/statm"));
+  int64_t size = 0, resident = 0;
+  if (!(in >> size >> resident)) return 0;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
 // A field of /proc/meminfo in bytes ("MemTotal", "MemAvailable"); 0 when it cannot be read.
 int64_t MemInfoBytes(const std::string& field) {
   std::ifstream in("/proc/meminfo");
@@ -422,11 +431,7 @@ std::string Budget(const proto::Table& table, const std::string& table_path,
                    const PartitionSpread& spread, const std::vector<Job>& pending, const std::string& records,
                    const std::string& run_binary, const std::string& cache) {
   std::map<std::string, double> wall;
-  std::map<std::string, int64_t> peak;
-  for (const auto& [key, cost] : RecordedCosts(records)) {
-    wall[key] = cost.wall_s;
-    if (cost.peak_rss_bytes > 0) peak[key] = cost.peak_rss_bytes;
-  }
+  for (const auto& [key, cost] : RecordedCosts(records)) wall[key] = cost.wall_s;
   std::set<std::string> timed;
   if (const int rounds = absl::GetFlag(FLAGS_budget_time_rounds); rounds > 0) {
     for (const Job& j : pending) {
@@ -755,9 +760,16 @@ int Run() {
     while (!waiting.empty() && static_cast<int>(running.size()) < jobs) {
       std::vector<int64_t> waiting_peaks;
       for (size_t i : waiting) waiting_peaks.push_back(peak_of(pending[i]));
-      const std::optional<size_t> next = NextRunThatFits(
-          waiting_peaks, static_cast<int>(running.size()), running_peaks, memory_limit,
-          running.empty() ? 0 : MemInfoBytes("MemAvailable"));
+      // What the machine has for a new run: MemAvailable less what this runner's runs have yet
+      // to grow to their expected peaks.
+      int64_t available = 0;
+      if (!running.empty()) {
+        available = MemInfoBytes("MemAvailable");
+        for (const auto& [pid, r] : running) available -= std::max<int64_t>(0, r.expected_peak - ResidentBytes(pid));
+        available = std::max<int64_t>(available, 1);  // 0 would read "unknown"
+      }
+      const std::optional<size_t> next = NextRunThatFits(waiting_peaks, static_cast<int>(running.size()),
+                                                         running_peaks, memory_limit, available);
       if (!next.has_value()) break;  // wait for a running one to finish
       Job& j = pending[waiting[*next]];
       waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(*next));

@@ -1,11 +1,23 @@
 #include "fl/optimizer_state.h"
 
 #include "absl/strings/str_cat.h"
+#include "nn/adam.h"
 
 namespace fgl::fl {
+namespace {
+
+// Spilled moments (nn::Adam::Spill) are empty in memory: reading or replacing the state then is a
+// programmer error (Unspill first).
+void CheckNotSpilled(const torch::optim::Adam& optimizer) {
+  const auto* ours = dynamic_cast<const nn::Adam*>(&optimizer);
+  TORCH_CHECK(ours == nullptr || !ours->spilled(), "Adam state saved or restored while spilled: Unspill first");
+}
+
+}  // namespace
 
 void SaveAdamState(const torch::optim::Adam& optimizer, const NamedTensors& params,
                    const std::string& prefix, proto::Message* message) {
+  CheckNotSpilled(optimizer);
   auto& optim = const_cast<torch::optim::Adam&>(optimizer);  // state() has no const overload
   auto& state = optim.state();
   NamedTensors tensors;
@@ -24,6 +36,7 @@ absl::Status RestoreAdamState(const proto::Message& message,
                               const std::map<std::string, torch::Tensor>& tensors,
                               const NamedTensors& params, const std::string& prefix,
                               const std::string& owner, torch::optim::Adam* optimizer) {
+  CheckNotSpilled(*optimizer);
   auto& state = optimizer->state();
   state.clear();
   for (const auto& [name, p] : params) {

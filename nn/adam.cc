@@ -37,6 +37,7 @@ bool WholeBuffer(Io io, int fd, Byte* data, int64_t bytes, int64_t offset) {
   while (bytes > 0) {
     const ssize_t n = io(fd, data, static_cast<size_t>(bytes), offset);
     if (n < 0 && errno == EINTR) continue;
+    if (n == 0) errno = EIO;  // nothing moved: no errno of its own
     if (n <= 0) return false;
     data += n;
     bytes -= n;
@@ -53,29 +54,36 @@ Adam::~Adam() {
 
 absl::Status Adam::Spill(const std::string& dir, int64_t min_bytes) {
   TORCH_CHECK(!spilled(), "fgl::nn::Adam::Spill: already spilled");
+  std::vector<std::pair<std::string, bool>> chosen;  // (state key, squared)
+  for (auto& [key, base] : state_) {
+    auto& state = static_cast<torch::optim::AdamParamState&>(*base);
+    for (const bool squared : {false, true}) {
+      const torch::Tensor& moment = squared ? state.exp_avg_sq() : state.exp_avg();
+      const int64_t bytes = moment.numel() * static_cast<int64_t>(moment.element_size());
+      if (bytes >= min_bytes && moment.device().is_cpu()) chosen.emplace_back(key, squared);
+    }
+  }
+  if (chosen.empty()) return absl::OkStatus();  // nothing worth a file
   std::string path = dir + "/fgl-adam-XXXXXX";
-  const int fd = mkstemp(path.data());
+  const int fd = mkostemp(path.data(), O_CLOEXEC);
   if (fd < 0) {
     return absl::UnavailableError(absl::StrCat("cannot create a spill file in '", dir, "': ", std::strerror(errno)));
   }
   unlink(path.c_str());  // the open descriptor keeps it; the file goes with it
   std::vector<Spilled> spilled;
   int64_t offset = 0;
-  for (auto& [key, base] : state_) {
-    auto& state = static_cast<torch::optim::AdamParamState&>(*base);
-    for (const bool squared : {false, true}) {
-      const torch::Tensor moment = (squared ? state.exp_avg_sq() : state.exp_avg()).contiguous();
-      const int64_t bytes = moment.numel() * static_cast<int64_t>(moment.element_size());
-      if (bytes < min_bytes || !moment.device().is_cpu()) continue;
-      if (!WholeBuffer(pwrite, fd, static_cast<const char*>(moment.data_ptr()), bytes, offset)) {
-        const std::string why = std::strerror(errno);
-        close(fd);
-        return absl::UnavailableError(
-            absl::StrCat("cannot spill ", bytes, " bytes of optimiser state to '", dir, "': ", why));
-      }
-      spilled.push_back({key, squared, offset, moment.sizes().vec(), moment.options()});
-      offset += bytes;
+  for (const auto& [key, squared] : chosen) {
+    auto& state = static_cast<torch::optim::AdamParamState&>(*state_.at(key));
+    const torch::Tensor moment = (squared ? state.exp_avg_sq() : state.exp_avg()).contiguous();
+    const int64_t bytes = moment.numel() * static_cast<int64_t>(moment.element_size());
+    if (!WholeBuffer(pwrite, fd, static_cast<const char*>(moment.data_ptr()), bytes, offset)) {
+      const std::string why = std::strerror(errno);
+      close(fd);
+      return absl::UnavailableError(
+          absl::StrCat("cannot spill ", bytes, " bytes of optimiser state to '", dir, "': ", why));
     }
+    spilled.push_back({key, squared, offset, moment.sizes().vec(), moment.options()});
+    offset += bytes;
   }
   // Only now that every write succeeded are the moments freed.
   for (const Spilled& s : spilled) {
@@ -95,8 +103,8 @@ absl::Status Adam::Unspill() {
     torch::Tensor moment = torch::empty(s.sizes, s.options);
     const int64_t bytes = moment.numel() * static_cast<int64_t>(moment.element_size());
     if (!WholeBuffer(pread, spill_fd_, static_cast<char*>(moment.data_ptr()), bytes, s.offset)) {
-      return absl::DataLossError(
-          absl::StrCat("cannot read back ", bytes, " bytes of optimiser state spilled to '", spill_dir_, "'"));
+      return absl::DataLossError(absl::StrCat("cannot read back ", bytes, " bytes of optimiser state spilled to '",
+                                              spill_dir_, "': ", std::strerror(errno)));
     }
     auto& state = static_cast<torch::optim::AdamParamState&>(*state_.at(s.key));
     s.squared ? state.exp_avg_sq(moment) : state.exp_avg(moment);

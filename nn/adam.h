@@ -29,7 +29,8 @@ class Adam : public torch::optim::Adam {
   // For an optimiser that idles between federated rounds: moves both moments of every parameter
   // of at least `min_bytes` to an unnamed file in `dir` (unlinked at once: nothing outlives the
   // process) and frees them. Until Unspill reads them back bit for bit, step() is a programmer
-  // error and state() holds empty moments for them. Errors name the directory.
+  // error and state() holds empty moments for them. With no moment that large nothing happens
+  // (spilled() stays false). Errors name the directory and leave the moments in memory.
   absl::Status Spill(const std::string& dir, int64_t min_bytes);
   absl::Status Unspill();
   bool spilled() const { return spill_fd_ >= 0; }

@@ -91,6 +91,8 @@ TEST(AdamTest, SpilledMomentsContinueBitForBit) {
     }
     spilling.step();
     resident.step();
+    ASSERT_THAT(spilling.Spill(::testing::TempDir(), /*min_bytes=*/int64_t{1} << 30), ::fgl::testing::IsOk());
+    EXPECT_FALSE(spilling.spilled());  // nothing that large: no file
     ASSERT_THAT(spilling.Spill(::testing::TempDir(), /*min_bytes=*/1024), ::fgl::testing::IsOk());
     EXPECT_TRUE(spilling.spilled());
     const auto& freed = static_cast<torch::optim::AdamParamState&>(*spilling.state().at(big));

@@ -42,8 +42,9 @@ void PinCpuKernels(char** argv) {
   if (!reexecute) return;
   execv("/proc/self/exe", argv);
   // Not reached unless exec failed: the run goes on with OpenBLAS's own kernel choice.
-  std::fprintf(stderr, "warning: cannot re-execute with %s=%s (%s); results may differ across CPUs\n",
-               kBlasVariable, kBlasValue, std::strerror(errno));
+  std::fprintf(stderr,
+               "warning: cannot re-execute with %s=%s and %s (%s); results may differ across CPUs\n",
+               kBlasVariable, kBlasValue, kTunablesVariable, std::strerror(errno));
 }
 
 std::string CpuKernels() {

@@ -234,7 +234,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
         const bool spilled = joint_->spilled();
         FGL_RETURN_IF_ERROR(joint_->Unspill());
         fl::SaveAdamState(*joint_, JointParameters(), kGenAdam, &m);
-        if (spilled) FGL_RETURN_IF_ERROR(joint_->Spill(SpillDirectory(), kSpillMinBytes));
+        if (spilled) SpillOrKeep();
       }
       (*m.mutable_scalars())[kMended] = mended_ ? 1 : 0;
     }
@@ -289,10 +289,14 @@ class FedSageClient final : public fl::ClientAlgorithm {
   absl::Status ReleaseGenerator() {
     for (const auto& [name, p] : Named(*gen_)) p.set_data(torch::empty({0}, p.options()));
     gen_released_ = true;
-    if (spill_moments_ && joint_ && !joint_->spilled()) {
-      FGL_RETURN_IF_ERROR(joint_->Spill(SpillDirectory(), kSpillMinBytes));
-    }
+    if (spill_moments_ && joint_ && !joint_->spilled()) SpillOrKeep();
     return absl::OkStatus();
+  }
+  // Spilling only saves memory: when it fails (a full or missing $TMPDIR) the moments stay.
+  void SpillOrKeep() const {
+    if (absl::Status s = joint_->Spill(SpillDirectory(), kSpillMinBytes); !s.ok()) {
+      LOG(WARNING) << v_.name << " client " << data_->id << " keeps its optimiser state in memory: " << s;
+    }
   }
   absl::Status ReallocateGenerator() {
     if (joint_) FGL_RETURN_IF_ERROR(joint_->Unspill());
