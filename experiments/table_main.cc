@@ -106,16 +106,6 @@ std::string Absolute(const std::string& path) {
   return absl::StrCat(getcwd(buf, sizeof(buf)) ? buf : ".", "/", path);
 }
 
-// "fedtad/table2" for "experiments/fedtad/table2.textproto": how the budget names a table.
-std::string TableName(const std::string& table_path) {
-  std::string name = table_path;
-  if (const size_t dot = name.rfind(".textproto"); dot != std::string::npos) name.resize(dot);
-  const size_t slash = name.find_last_of('/');
-  if (slash == std::string::npos) return name;
-  const size_t parent = name.find_last_of('/', slash - 1);
-  return parent == std::string::npos ? name : name.substr(parent + 1);
-}
-
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -351,7 +341,6 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   return rc == 0 ? pid : -1;
 }
 
-// "method|dataset|clients|model" -> mean wall seconds of the recorded runs of that configuration.
 // What the recorded runs of one configuration (BudgetKey) cost: mean wall seconds, and the
 // largest peak resident set of those that measured it (0 when none did).
 struct RecordedCost {
@@ -426,7 +415,7 @@ double TimedEstimate(const Job& job, int rounds, const std::string& run_binary, 
   return (result.wall_s() - result.train_s()) + result.train_s() * full / short_run.rounds();
 }
 
-std::string Budget(const proto::Table& table, const std::string& table_path,
+std::string Budget(const proto::Table& table, const std::string& table_name,
                    const std::map<std::pair<std::string, std::string>, CellResult>& results,
                    const PartitionSpread& spread, const std::vector<Job>& pending, const std::string& records,
                    const std::string& run_binary, const std::string& cache) {
@@ -505,7 +494,7 @@ std::string Budget(const proto::Table& table, const std::string& table_path,
                       total.recorded_s / 3600, total.missing, total.missing_s / 3600,
                       total.unknown ? absl::StrFormat(" + %d runs unknown", total.unknown) : "",
                       gb(total.peak_rss_bytes));
-  if (absl::GetFlag(FLAGS_budget_summary)) return absl::StrCat("| `", table_path, "` | ", total_cells, "\n");
+  if (absl::GetFlag(FLAGS_budget_summary)) return absl::StrCat("| `", table_name, "` | ", total_cells, "\n");
   absl::StrAppend(&out, "| **total** | ", total_cells, "\n\n");
   if (!timed.empty()) {
     absl::StrAppend(&out, "Estimated from timed rounds (not from records): ", absl::StrJoin(timed, ", "), ".\n\n");
@@ -725,7 +714,7 @@ int Run() {
   }
 
   if (absl::GetFlag(FLAGS_budget)) {
-    std::cout << Budget(*table, TableName(table_path), results, spread, pending, records, run_binary, cache);
+    std::cout << Budget(*table, absl::StrCat(paper, "/", stem), results, spread, pending, records, run_binary, cache);
     return 0;
   }
 

@@ -172,7 +172,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       c->release_generator_ = s.cross_client && config.clients_per_round == config.num_clients;
       c->spill_moments_ = c->release_generator_ && SpillPays(c->gen_, config.num_clients);
       FGL_RETURN_IF_ERROR(c->PrepareGeneratorTraining());
-      if (c->release_generator_ && s.gen_rounds > 0) FGL_RETURN_IF_ERROR(c->ReleaseGenerator());  // round 1's broadcast sets it
+      if (c->release_generator_ && s.gen_rounds > 0) c->ReleaseGenerator();  // round 1's broadcast sets it
     }
     return std::unique_ptr<fl::ClientAlgorithm>(std::move(c));
   }
@@ -206,7 +206,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       reply.mutable_header()->set_type(v_.type);
     }
     fl::AddTrainLoss(last_loss_, &reply);
-    if (gen_phase && release_generator_ && round.round < s_.gen_rounds) FGL_RETURN_IF_ERROR(ReleaseGenerator());
+    if (gen_phase && release_generator_ && round.round < s_.gen_rounds) ReleaseGenerator();
     return reply;
   }
 
@@ -270,7 +270,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       mended_ = false;
       if (was_released && mended->second != 0) return absl::InvalidArgumentError(who + ": released and mended");
       if (mended->second != 0) FGL_RETURN_IF_ERROR(Mend());
-      if (was_released) FGL_RETURN_IF_ERROR(ReleaseGenerator());
+      if (was_released) ReleaseGenerator();
     }
     (*rest.mutable_scalars()).erase(kReleased);
     return model_->RestoreState(rest);
@@ -284,13 +284,12 @@ class FedSageClient final : public fl::ClientAlgorithm {
 
   // Between generator rounds NeighGen's parameters wait only to be overwritten by the next
   // broadcast: with every client in every round they are dropped (280 MB per client on
-  // Coauthor-CS) and reallocated when the broadcast arrives. The joint optimiser's large moments
-  // (560 MB per client on CS) wait on disk meanwhile and come back bit for bit.
-  absl::Status ReleaseGenerator() {
+  // Coauthor-CS) and reallocated when the broadcast arrives. Where SpillPays, the joint
+  // optimiser's large moments (560 MB per client on CS) wait on disk meanwhile, bit for bit.
+  void ReleaseGenerator() {
     for (const auto& [name, p] : Named(*gen_)) p.set_data(torch::empty({0}, p.options()));
     gen_released_ = true;
     if (spill_moments_ && joint_ && !joint_->spilled()) SpillOrKeep();
-    return absl::OkStatus();
   }
   // Spilling only saves memory: when it fails (a full or missing $TMPDIR) the moments stay.
   void SpillOrKeep() const {
