@@ -51,6 +51,8 @@ class EgoSage final : public GnnModel {
   // Φ on position-aligned embeddings `tree_embeddings` [B, tree_size, hidden] (zero rows where
   // `valid` [B, tree_size] is false): the centres' embedding and logits.
   ModelOutput Personalise(const torch::Tensor& tree_embeddings, const torch::Tensor& valid);
+  // Φ's SAGE layers alone: the centres' embedding [B, hidden].
+  torch::Tensor PersonalisedEmbedding(const torch::Tensor& tree_embeddings, const torch::Tensor& valid);
 
   const EgoSageOptions& options() const { return o_; }
   int64_t tree_size() const { return tree_size_; }
