@@ -25,17 +25,20 @@ MashedEgoGraphs MashEgoGraphs(const torch::Tensor& trees, const torch::Tensor& e
   TORCH_CHECK(trees.dim() == 2 && chunk >= 1, "MashEgoGraphs: trees must be [n, S], chunk >= 1");
   const int64_t n = trees.size(0), size = trees.size(1), h = embeddings.size(1);
   const torch::Tensor present = (trees >= 0).to(embeddings.scalar_type()).unsqueeze(-1);  // [n, S, 1]
-  const torch::Tensor ids = trees.clamp_min(0).reshape({-1});
-  const torch::Tensor x = embeddings.index_select(0, ids).reshape({n, size, h}) * present;
-  const torch::Tensor y =
-      torch::one_hot(labels.index_select(0, ids), num_classes).to(embeddings.scalar_type()).reshape({n, size, num_classes}) *
-      present;
+  const torch::Tensor ids = trees.clamp_min(0);
   std::vector<torch::Tensor> xs, ys;
+  // Gathered chunk by chunk: all n trees at once would be an [n, S, h] tensor (70 MB for a Cora
+  // client at h = 512), page-faulted in fresh every round.
   for (int64_t begin = 0; begin < n; begin += chunk) {
     const int64_t b = first_only ? 1 : std::min(chunk, n - begin);
-    const torch::Tensor count = present.narrow(0, begin, b).sum(0).clamp_min(1);  // [S, 1]
-    xs.push_back(x.narrow(0, begin, b).sum(0) / count);
-    ys.push_back(y.narrow(0, begin, b).sum(0) / count);
+    const torch::Tensor p = present.narrow(0, begin, b);
+    const torch::Tensor chunk_ids = ids.narrow(0, begin, b).reshape({-1});
+    const torch::Tensor x = embeddings.index_select(0, chunk_ids).reshape({b, size, h}) * p;
+    const torch::Tensor y =
+        torch::one_hot(labels.index_select(0, chunk_ids), num_classes).to(embeddings.scalar_type()).reshape({b, size, num_classes}) * p;
+    const torch::Tensor count = p.sum(0).clamp_min(1);  // [S, 1]
+    xs.push_back(x.sum(0) / count);
+    ys.push_back(y.sum(0) / count);
   }
   if (xs.empty()) return {torch::zeros({0, size, h}), torch::zeros({0, size, num_classes})};
   return {torch::stack(xs), torch::stack(ys)};
