@@ -155,12 +155,18 @@ ModelOutput EgoSage::forward_centres(const NodeFeatures& x, const GraphView& gra
            valid.narrow(0, first, count).unsqueeze(-1).to(r.scalar_type());
   };
   const int64_t b = ids.numel();
-  // A multiple of 48 centres: OpenBLAS's sgemm computes a row with its full-width micro-kernel
-  // (12 rows on Haswell) or its edge kernel, which round differently, so every chunk must start
-  // where a micro-kernel block of the one-pass product would (measured: chunks of 190 rows
-  // changed results, multiples of 12 did not).
+  // A multiple of 48 centres: OpenBLAS's sgemm (the pinned Haswell kernel, one thread, as the run
+  // binaries set it) computes a row with its full-width micro-kernel (12 rows) or its edge
+  // kernel, which round differently, so every chunk must start where a micro-kernel block of the
+  // one-pass product would (measured: chunks of 190 rows changed results, multiples of 12 did
+  // not). It also blocks the rows by 104,512 (not a multiple of 12): products taller than that,
+  // and other devices' BLAS, take the one pass.
   const int64_t chunk = std::max<int64_t>(48, kPersonaliseChunkBytes / (tree_size_ * o_.hidden * 4) / 48 * 48);
-  if (torch::GradMode::is_enabled() || is_training() || b <= chunk) return Personalise(trees_of(0, b), valid);
+  int64_t tallest = b;  // rows of the tallest product: depth layers-1 of the trees
+  for (int64_t l = 1; l < o_.layers; ++l) tallest *= std::max<int64_t>(1, o_.fanout);
+  if (torch::GradMode::is_enabled() || is_training() || b <= chunk || !r.device().is_cpu() || tallest > 100000) {
+    return Personalise(trees_of(0, b), valid);
+  }
   // In evaluation without autograd (every node's prediction), the SAGE layers run on chunks of
   // centres: a centre's embedding depends on its own tree only, so the embeddings are the same,
   // and the [B, tree, hidden] temporaries stay below glibc's mmap threshold instead of being

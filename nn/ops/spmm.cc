@@ -39,7 +39,10 @@ void CsrRow(const int64_t* __restrict col, const float* __restrict v, int64_t be
 // order, so the result is bit-identical for any thread count.
 void CsrTimesDense(const int64_t* rp, const int64_t* col, const float* v, const float* x,
                    int64_t rows, int64_t f, float* out) {
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, f));
+  // At least about 2^20 multiply-adds per thread: below that the fork and join cost more than
+  // they save (Cora's adjacency, 13k entries x 64 columns, stays on one thread).
+  const int64_t per_row = std::max<int64_t>(1, f * std::max<int64_t>(1, rows > 0 ? rp[rows] / rows : 1));
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / per_row);
   at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) CsrRow(col, v, rp[r], rp[r + 1], x, f, out + r * f);
   });

@@ -90,8 +90,9 @@ TEST(SpmmTest, EqualsThePlainLoopBitForBit) {
 TEST(SpmmTest, OneThreadEqualsTwo) {
   const CsrPattern p = RandomPattern(3000, 3000, 8, 2);
   const torch::Tensor v0 = torch::randn({p.nnz()});
-  const torch::Tensor x0 = torch::randn({3000, 16});
-  const torch::Tensor r = torch::randn({3000, 16});
+  // 3000 rows x 8 entries x 256 columns: about 6M multiply-adds, above the parallel grain.
+  const torch::Tensor x0 = torch::randn({3000, 256});
+  const torch::Tensor r = torch::randn({3000, 256});
   auto run = [&](int threads) {
     at::set_num_threads(threads);
     torch::Tensor v = v0.clone().requires_grad_(true), x = x0.clone().requires_grad_(true);
