@@ -75,7 +75,10 @@ torch::Tensor EgoSage::Reduce(const NodeFeatures& x, const GraphView& graph) {
 }
 
 ModelOutput EgoSage::Personalise(const torch::Tensor& tree_embeddings, const torch::Tensor& valid) {
-  const torch::Tensor embedding = PersonalisedEmbedding(tree_embeddings, valid);
+  return Classify(PersonalisedEmbedding(tree_embeddings, valid));
+}
+
+ModelOutput EgoSage::Classify(const torch::Tensor& embedding) {
   return {embedding, head_->forward(Dropout(embedding, o_.dropout, is_training()))};
 }
 
@@ -176,8 +179,7 @@ ModelOutput EgoSage::forward_centres(const NodeFeatures& x, const GraphView& gra
     const int64_t count = std::min(chunk, b - first);
     parts.push_back(PersonalisedEmbedding(trees_of(first, count), valid.narrow(0, first, count)));
   }
-  const torch::Tensor embedding = torch::cat(parts);
-  return {embedding, head_->forward(embedding)};
+  return Classify(torch::cat(parts));
 }
 
 ModelOutput EgoSage::forward(const NodeFeatures& x, const GraphView& graph) {

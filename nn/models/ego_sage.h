@@ -67,6 +67,9 @@ class EgoSage final : public GnnModel {
  private:
   EgoSageOptions o_;
   int64_t in_, classes_, tree_size_;
+  // The classifier (after dropout) on the centres' embedding.
+  ModelOutput Classify(const torch::Tensor& embedding);
+
   LinearLayer reduction_{nullptr}, head_{nullptr};
   torch::nn::ModuleList sage_reduction_{nullptr};  // reduction=sage: two SAGEConv
   torch::nn::ModuleList body_{nullptr};  // per layer: lin_l (bias), lin_r (no bias)

@@ -35,15 +35,20 @@ void CsrRow(const int64_t* __restrict col, const float* __restrict v, int64_t be
   }
 }
 
+// Rows per thread for a row loop doing about `f` multiply-adds per entry of a CSR with `rows`
+// rows ending at rp[rows] entries: at least about 2^20 multiply-adds per thread, below which the
+// fork and join cost more than they save (Cora's adjacency, 13k entries x 64 columns, stays on
+// one thread).
+int64_t RowGrain(const int64_t* rp, int64_t rows, int64_t f) {
+  const int64_t entries_per_row = rows > 0 ? std::max<int64_t>(1, rp[rows] / rows) : 1;
+  return std::max<int64_t>(1, (int64_t{1} << 20) / (std::max<int64_t>(1, f) * entries_per_row));
+}
+
 // out[r, :] = sum_{e in row r} v[e] * x[col[e], :]; each row is written by one thread in a fixed
 // order, so the result is bit-identical for any thread count.
 void CsrTimesDense(const int64_t* rp, const int64_t* col, const float* v, const float* x,
                    int64_t rows, int64_t f, float* out) {
-  // At least about 2^20 multiply-adds per thread: below that the fork and join cost more than
-  // they save (Cora's adjacency, 13k entries x 64 columns, stays on one thread).
-  const int64_t per_row = std::max<int64_t>(1, f * std::max<int64_t>(1, rows > 0 ? rp[rows] / rows : 1));
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / per_row);
-  at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+  at::parallel_for(0, rows, RowGrain(rp, rows, f), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) CsrRow(col, v, rp[r], rp[r + 1], x, f, out + r * f);
   });
 }
@@ -102,7 +107,7 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
       const float* xs = xc.data_ptr<float>();
       float* dv = d_values.data_ptr<float>();
       const int64_t f = dy.size(1);
-      at::parallel_for(0, rows, 256, [&](int64_t r0, int64_t r1) {
+      at::parallel_for(0, rows, RowGrain(rp, rows, f), [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           for (int64_t e = rp[r]; e < rp[r + 1]; ++e) {
             const float* a = g + r * f;
