@@ -23,6 +23,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -302,7 +303,8 @@ absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto:
   return record;
 }
 
-absl::Status WriteRecord(const std::string& path, const proto::RunRecord& record) {
+// One line of protobuf JSON at `path`, written atomically (a temporary file, then a rename).
+absl::Status WriteRecord(const std::string& path, const google::protobuf::Message& record) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -341,6 +343,16 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   return rc == 0 ? pid : -1;
 }
 
+// The configuration key of a run for the budget: "method|dataset|clients|model", the model with
+// its dropout rates blanked ("dropout=*"): they do not change what a run costs, and FedMpa's Fig. 3
+// sweeps them. Other model options do (nFedGNN's GAT runs cost ten times its GCN runs).
+std::string CostKey(const std::string& method, const std::string& dataset, int clients, const std::string& model) {
+  static const std::regex kDropout("dropout=[^,;]*");
+  return absl::StrCat(method, "|", dataset, "|", clients, "|", std::regex_replace(model, kDropout, "dropout=*"));
+}
+
+std::string BudgetKey(const proto::Experiment& e) { return CostKey(e.method(), e.dataset(), e.clients(), e.model()); }
+
 // What the recorded runs of one configuration (BudgetKey) cost: mean wall seconds, and the
 // largest peak resident set of those that measured it (0 when none did).
 struct RecordedCost {
@@ -356,7 +368,7 @@ std::map<std::string, RecordedCost> RecordedCosts(const std::string& records) {
     proto::RunRecord record;
     if (entry.path().extension() != ".json" || !ReadJson(entry.path().string(), &record)) continue;
     const fl::proto::RunResult& r = record.result();
-    const std::string key = absl::StrCat(r.method(), "|", r.dataset(), "|", r.clients(), "|", r.model());
+    const std::string key = CostKey(r.method(), r.dataset(), r.clients(), r.model());
     auto& [sum, n] = sums[key];
     // An early-stopped run's time scaled to all its rounds: the estimate is for a run that goes
     // the distance (one that stops early costs less).
@@ -389,15 +401,15 @@ int64_t MemInfoBytes(const std::string& field) {
   return 0;
 }
 
-// The configuration key of a run for the budget: "method|dataset|clients|model" (nFedGNN's GAT
-// runs cost ten times its GCN runs on the same users).
-std::string BudgetKey(const proto::Experiment& e) {
-  return absl::StrCat(e.method(), "|", e.dataset(), "|", e.clients(), "|", e.model());
+// A timing's file name under <records>/timings: the FNV-1a-64 of its configuration key.
+std::string TimingFileStem(const std::string& key) {
+  return absl::StrFormat("%016x", graph::Fnv1a64(key.data(), key.size()));
 }
 
 // Times `rounds` rounds of one run of `job` and scales them to its full rounds: loading and
-// partitioning once, plus the per-round training time. Returns seconds, or -1 when it failed.
-double TimedEstimate(const Job& job, int rounds, const std::string& run_binary, const std::string& cache) {
+// partitioning once, plus the per-round training time. nullopt when the run failed.
+std::optional<proto::BudgetTiming> TimedEstimate(const Job& job, int rounds, const std::string& run_binary,
+                                                 const std::string& cache) {
   proto::Experiment short_run = job.resolved;
   const int full = short_run.rounds();
   short_run.set_rounds(std::min(rounds, full));
@@ -405,37 +417,96 @@ double TimedEstimate(const Job& job, int rounds, const std::string& run_binary, 
   std::string text;
   google::protobuf::TextFormat::PrintToString(short_run, &text);
   std::ofstream(stem + ".spec.textproto") << text;
+  std::error_code ec;
+  std::filesystem::remove_all(stem + ".out", ec);  // an older timing's seed directory
   const pid_t pid = Spawn({run_binary, "--spec=" + stem + ".spec.textproto", "--threads=1", "--out=" + stem + ".out"},
                           stem + ".log");
   int status = 0;
-  if (pid <= 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+  struct rusage usage {};
+  if (pid <= 0 || wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return std::nullopt;
+  }
   fl::proto::RunResult result;
   const std::string dir = SeedDirectory(stem + ".out");
-  if (dir.empty() || !ReadJson(dir + "/result.json", &result)) return -1;
-  return (result.wall_s() - result.train_s()) + result.train_s() * full / short_run.rounds();
+  if (dir.empty() || !ReadJson(dir + "/result.json", &result) || result.train_s() < 0 ||
+      result.wall_s() < result.train_s()) {
+    return std::nullopt;
+  }
+  proto::BudgetTiming timing;
+  timing.set_key(BudgetKey(job.resolved));
+  timing.set_rounds_timed(short_run.rounds());
+  timing.set_rounds(full);
+  timing.set_load_s(result.wall_s() - result.train_s());
+  timing.set_train_s(result.train_s());
+  timing.set_estimate_s(timing.load_s() + timing.train_s() * full / short_run.rounds());
+  timing.set_peak_rss_bytes(static_cast<int64_t>(usage.ru_maxrss) * 1024);
+  return timing;
+}
+
+// The committed timings (`records`/timings/*.json) by configuration key; unreadable files and
+// files whose name is not their key's hash are skipped with a warning.
+std::map<std::string, proto::BudgetTiming> CommittedTimings(const std::string& records) {
+  std::map<std::string, proto::BudgetTiming> timings;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(records + "/timings", ec)) {
+    proto::BudgetTiming timing;
+    if (entry.path().extension() != ".json" || !ReadJson(entry.path().string(), &timing)) continue;
+    if (entry.path().stem().string() != TimingFileStem(timing.key()) || timing.rounds_timed() <= 0 ||
+        !(timing.estimate_s() >= 0)) {
+      LOG(WARNING) << entry.path().string() << ": not a timing of its configuration (key \"" << timing.key()
+                   << "\", rounds_timed " << timing.rounds_timed() << ", estimate_s " << timing.estimate_s()
+                   << "); ignored";
+      continue;
+    }
+    timings[timing.key()] = timing;
+  }
+  return timings;
 }
 
 std::string Budget(const proto::Table& table, const std::string& table_name,
                    const std::map<std::pair<std::string, std::string>, CellResult>& results,
                    const PartitionSpread& spread, const std::vector<Job>& pending, const std::string& records,
-                   const std::string& run_binary, const std::string& cache) {
+                   const std::string& run_binary, const std::string& cache, const std::string& commit,
+                   const std::string& machine) {
   std::map<std::string, double> wall;
   for (const auto& [key, cost] : RecordedCosts(records)) wall[key] = cost.wall_s;
+  // Configurations without a record: committed timings, then (with --budget_time_rounds) new ones,
+  // committed beside the records.
   std::set<std::string> timed;
+  std::map<std::string, proto::BudgetTiming> timings = CommittedTimings(records);
   if (const int rounds = absl::GetFlag(FLAGS_budget_time_rounds); rounds > 0) {
     for (const Job& j : pending) {
       const std::string key = BudgetKey(j.resolved);
-      if (wall.count(key) || timed.count(key)) continue;
+      if (wall.count(key) || timings.count(key)) continue;
       std::cerr << "timing " << rounds << " rounds of " << key << "\n";
-      if (const double s = TimedEstimate(j, rounds, run_binary, cache); s >= 0) {
-        wall[key] = s;
-        timed.insert(key);
+      std::optional<proto::BudgetTiming> timing = TimedEstimate(j, rounds, run_binary, cache);
+      if (!timing) {
+        std::cerr << "  failed (log: " << cache << "/budget_" << j.cell_key << ".log)\n";
+        continue;
       }
+      timing->set_code_commit(commit);
+      timing->set_machine(machine);
+      const std::time_t now = std::time(nullptr);
+      char date[16];
+      std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+      timing->set_measured_on(date);
+      std::cerr << absl::StrFormat("  %.0f s a run (%d rounds in %.1f s, %.1f s loading)\n", timing->estimate_s(),
+                                   timing->rounds_timed(), timing->train_s(), timing->load_s());
+      const std::string dir = records + "/timings";
+      if (absl::Status s = graph::io::MakeDirs(dir); !s.ok()) LOG(ERROR) << s;
+      if (absl::Status s = WriteRecord(absl::StrCat(dir, "/", TimingFileStem(key), ".json"), *timing); !s.ok()) {
+        LOG(ERROR) << s;
+      }
+      timings[key] = *timing;
     }
+  }
+  for (const auto& [key, timing] : timings) {
+    if (wall.emplace(key, timing.estimate_s()).second) timed.insert(key);
   }
   struct RowBudget {
     int recorded = 0, missing = 0, unknown = 0;
     double recorded_s = 0, missing_s = 0;
+    double timed_s = 0;           // the part of missing_s from timed rounds (no record yet)
     int filled = 0, present = 0;  // cells: every run recorded / the data is on this machine
     int64_t peak_rss_bytes = 0;   // the largest recorded peak of the row's configurations
   };
@@ -465,8 +536,15 @@ std::string Budget(const proto::Table& table, const std::string& table_name,
       ++b.unknown;
     } else {
       b.missing_s += it->second;
+      if (timed.count(it->first)) b.timed_s += it->second;
     }
   }
+  // "12.34 (3.10 from timed rounds) + 5 runs unknown"
+  auto estimate = [](const RowBudget& b) {
+    return absl::StrCat(absl::StrFormat("%.2f", b.missing_s / 3600),
+                        b.timed_s > 0 ? absl::StrFormat(" (%.2f from timed rounds)", b.timed_s / 3600) : "",
+                        b.unknown ? absl::StrFormat(" + %d runs unknown", b.unknown) : "");
+  };
   auto gb = [](int64_t bytes) { return bytes > 0 ? absl::StrFormat("%.1f", bytes / 1e9) : std::string("–"); };
   std::string out = absl::StrCat("## ", table.id(), "\n\n| row | cells filled / present | runs recorded | CPU-h recorded | ",
                                  "runs missing | CPU-h missing (estimated) | peak GB (recorded) |\n",
@@ -476,28 +554,33 @@ std::string Budget(const proto::Table& table, const std::string& table_name,
     auto it = rows.find(row.key());
     if (it == rows.end()) continue;
     const RowBudget& b = it->second;
-    absl::StrAppend(&out, absl::StrFormat("| %s | %d / %d | %d | %.2f | %d | %.2f%s | %s |\n", row.key(), b.filled,
-                                          b.present, b.recorded, b.recorded_s / 3600, b.missing, b.missing_s / 3600,
-                                          b.unknown ? absl::StrFormat(" + %d runs unknown", b.unknown) : "",
+    absl::StrAppend(&out, absl::StrFormat("| %s | %d / %d | %d | %.2f | %d | %s | %s |\n", row.key(), b.filled,
+                                          b.present, b.recorded, b.recorded_s / 3600, b.missing, estimate(b),
                                           gb(b.peak_rss_bytes)));
     total.peak_rss_bytes = std::max(total.peak_rss_bytes, b.peak_rss_bytes);
     total.recorded += b.recorded;
     total.recorded_s += b.recorded_s;
     total.missing += b.missing;
     total.missing_s += b.missing_s;
+    total.timed_s += b.timed_s;
     total.unknown += b.unknown;
     total.filled += b.filled;
     total.present += b.present;
   }
   const std::string total_cells =
-      absl::StrFormat("%d / %d | %d | %.2f | %d | %.2f%s | %s |", total.filled, total.present, total.recorded,
-                      total.recorded_s / 3600, total.missing, total.missing_s / 3600,
-                      total.unknown ? absl::StrFormat(" + %d runs unknown", total.unknown) : "",
-                      gb(total.peak_rss_bytes));
+      absl::StrFormat("%d / %d | %d | %.2f | %d | %s | %s |", total.filled, total.present, total.recorded,
+                      total.recorded_s / 3600, total.missing, estimate(total), gb(total.peak_rss_bytes));
   if (absl::GetFlag(FLAGS_budget_summary)) return absl::StrCat("| `", table_name, "` | ", total_cells, "\n");
   absl::StrAppend(&out, "| **total** | ", total_cells, "\n\n");
-  if (!timed.empty()) {
-    absl::StrAppend(&out, "Estimated from timed rounds (not from records): ", absl::StrJoin(timed, ", "), ".\n\n");
+  {
+    std::set<std::string> used;  // the timed configurations this table's estimate rests on
+    for (const Job& j : pending) {
+      if (timed.count(BudgetKey(j.resolved))) used.insert(BudgetKey(j.resolved));
+    }
+    if (!used.empty()) {
+      absl::StrAppend(&out, "Estimated from timed rounds (`experiments/results/timings/`, not from records): ",
+                      absl::StrJoin(used, ", "), ".\n\n");
+    }
   }
   return out;
 }
@@ -714,7 +797,8 @@ int Run() {
   }
 
   if (absl::GetFlag(FLAGS_budget)) {
-    std::cout << Budget(*table, absl::StrCat(paper, "/", stem), results, spread, pending, records, run_binary, cache);
+    std::cout << Budget(*table, absl::StrCat(paper, "/", stem), results, spread, pending, records, run_binary, cache,
+                        commit, machine);
     return 0;
   }
 
@@ -736,6 +820,8 @@ int Run() {
   std::map<std::string, int64_t> expected_peak;
   if (total > 0) {
     for (const auto& [key, cost] : RecordedCosts(records)) expected_peak[key] = cost.peak_rss_bytes;
+    // A configuration without a record: its timing run's peak (a few rounds, so a lower bound).
+    for (const auto& [key, timing] : CommittedTimings(records)) expected_peak.emplace(key, timing.peak_rss_bytes());
   }
   auto peak_of = [&](const Job& j) {
     auto it = expected_peak.find(BudgetKey(j.resolved));

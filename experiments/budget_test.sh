@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The budget's timed rounds: --budget_time_rounds times a configuration without records once,
+# commits the timing under <results>/timings, and later budgets read it (without timing again); a
+# timing whose file name is not its key's hash is ignored; dropout rates do not split a configuration.
+set -euo pipefail
+runner="experiments/table_runner"
+run="$(pwd)/experiments/run"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+table="$tmp/paper/budget.textproto"
+mkdir -p "$tmp/paper"
+cat > "$table" <<'TABLE'
+id: "budget_test"
+title: "budget test"
+paper: "none"
+metric: "test accuracy (%)"
+base {
+  name: "budget_test"
+  dataset: "csbm:num_nodes=300"
+  partitioner: "louvain"
+  clients: 3
+  method: "fedavg"
+  rounds: 40
+  local_epochs: 1
+  seeds: [2024, 2025]
+}
+rows { key: "d1" label: "dropout 0.1" overrides { model: "gcn:layers=2,hidden=16,dropout=0.1" } }
+rows { key: "d5" label: "dropout 0.5" overrides { model: "gcn:layers=2,hidden=16,dropout=0.5" } }
+columns { key: "c3" label: "3 clients" overrides { clients: 3 } }
+cells { row: "d1" column: "c3" paper { mean: 50 present: true } }
+cells { row: "d5" column: "c3" paper { mean: 50 present: true } }
+TABLE
+args=(--table="$table" --budget --results_dir="$tmp/results" --cache_dir="$tmp/cache" --report_dir="$tmp/reports"
+      --run_binary="$run")
+fail() { echo "FAIL: $*"; exit 1; }
+
+out="$("$runner" "${args[@]}" 2>"$tmp/log0")" || { cat "$tmp/log0"; fail "budget without timings"; }
+grep -q "| \*\*total\*\* | 0 / 2 | 0 | 0.00 | 4 | 0.00 + 4 runs unknown |" <<<"$out" || fail "no timing: $out"
+
+out="$("$runner" "${args[@]}" --budget_time_rounds=2 2>"$tmp/log1")" || { cat "$tmp/log1"; fail "timing"; }
+[[ "$(grep -c '^timing 2 rounds' "$tmp/log1")" == 1 ]] || { cat "$tmp/log1"; fail "expected one configuration timed (dropout rates are one configuration)"; }
+files=("$tmp"/results/timings/*.json)
+[[ ${#files[@]} == 1 && -s "${files[0]}" ]] || fail "expected one timing file, got ${files[*]}"
+grep -q '"rounds_timed":2' "${files[0]}" || fail "timing file: $(cat "${files[0]}")"
+grep -q 'from timed rounds' <<<"$out" || fail "timed estimate not shown: $out"
+grep -q 'runs unknown' <<<"$out" && fail "runs still unknown after timing: $out"
+
+# A later budget reads the committed timing and times nothing.
+out2="$("$runner" "${args[@]}" --budget_time_rounds=2 2>"$tmp/log2")" || { cat "$tmp/log2"; fail "second budget"; }
+grep -q '^timing' "$tmp/log2" && fail "timed again: $(cat "$tmp/log2")"
+[[ "$(grep total <<<"$out")" == "$(grep total <<<"$out2")" ]] || fail "estimate changed: $out / $out2"
+
+# A timing under another name is not its configuration's: ignored, with a warning naming the file.
+mv "${files[0]}" "$tmp/results/timings/0000000000000000.json"
+out3="$("$runner" "${args[@]}" 2>"$tmp/log3")" || { cat "$tmp/log3"; fail "third budget"; }
+grep -q "0000000000000000.json: not a timing of its configuration" "$tmp/log3" || { cat "$tmp/log3"; fail "no warning"; }
+grep -q "4 runs unknown" <<<"$out3" || fail "misnamed timing was used: $out3"
+echo "PASS"
