@@ -15,27 +15,32 @@ for a in "$@"; do
   esac
 done
 rows=""
+runs_dir="$(mktemp -d)"
+trap 'rm -rf "$runs_dir"' EXIT
+i=0
 for t in "${tables[@]}"; do
-  row="$("$runner" --table="$t" --budget --budget_summary "${args[@]+"${args[@]}"}" 2>"${TMPDIR:-/tmp}/fgl-budget.log")" \
+  i=$((i + 1))
+  row="$("$runner" --table="$t" --budget --budget_summary --budget_runs_out="$runs_dir/$i.tsv" \
+    "${args[@]+"${args[@]}"}" 2>"${TMPDIR:-/tmp}/fgl-budget.log")" \
     || { cat "${TMPDIR:-/tmp}/fgl-budget.log" >&2; echo "budget: the runner failed on $t" >&2; exit 1; }
   rows+="$row"$'\n'
 done
-# Columns: | table | filled / present | recorded | CPU-h recorded | missing | CPU-h missing[ + N runs unknown] | peak GB |
-totals="$(printf '%s' "$rows" | awk -F'|' '
-  NF > 7 {
-    split($3, fp, "/"); filled += fp[1]; present += fp[2];
-    recorded += $4; recorded_h += $5; missing += $6;
-    est = $7; unknown_n = 0;
-    if (match(est, /\+ [0-9]+ runs unknown/)) { u = substr(est, RSTART + 2); unknown_n = u + 0 }
-    if (match(est, /\([0-9.]+ from timed rounds\)/)) { t = substr(est, RSTART + 1); timed_h += t + 0 }
-    missing_h += est + 0; unknown += unknown_n;
-    if ($8 + 0 > peak) peak = $8 + 0
+# The totals: cells summed over tables; runs (and their hours) counted once however many tables
+# use them (FedEgo's Tables 2 and 3 are the same runs, scored on two tests).
+cells="$(printf '%s' "$rows" | awk -F'|' 'NF > 7 { split($3, fp, "/"); f += fp[1]; p += fp[2]; if ($8 + 0 > peak) peak = $8 + 0 }
+  END { printf "%d / %d|%s", f, p, peak ? sprintf("%.1f", peak) : "–" }')"
+totals="$(cat "$runs_dir"/*.tsv 2>/dev/null | awk -F'\t' -v cells="$cells" '
+  $1 == "recorded" && !(($2) in rec) { rec[$2] = 1; recorded++; recorded_s += $3 }
+  $1 == "missing" && !(($2) in mis) {
+    mis[$2] = 1; missing++
+    if ($4 == "unknown") unknown++; else { missing_s += $3; if ($4 == "timed") timed_s += $3 }
   }
   END {
-    printf "| **all tables** | %d / %d | %d | %.2f | %d | %.2f%s%s | %s |\n", filled, present, recorded,
-      recorded_h, missing, missing_h, timed_h ? sprintf(" (%.2f from timed rounds)", timed_h) : "",
-      unknown ? sprintf(" + %d runs unknown", unknown) : "",
-      peak ? sprintf("%.1f", peak) : "–"
+    split(cells, c, "|")
+    printf "| **all tables** (a run shared by several tables counted once) | %s | %d | %.2f | %d | %.2f%s%s | %s |\n",
+      c[1], recorded, recorded_s / 3600, missing, missing_s / 3600,
+      timed_s ? sprintf(" (%.2f from timed rounds)", timed_s / 3600) : "",
+      unknown ? sprintf(" + %d runs unknown", unknown) : "", c[2]
   }')"
 table="| table | cells filled / present | runs recorded | CPU-h recorded | runs missing | CPU-h missing (estimated) | peak GB (recorded) |
 |---|---|---|---|---|---|---|

@@ -49,6 +49,10 @@ out2="$("$runner" "${args[@]}" --budget_time_rounds=2 2>"$tmp/log2")" || { cat "
 grep -q '^timing' "$tmp/log2" && fail "timed again: $(cat "$tmp/log2")"
 [[ "$(grep total <<<"$out")" == "$(grep total <<<"$out2")" ]] || fail "estimate changed: $out / $out2"
 
+# The runs file: each missing run once, with the timed estimate.
+"$runner" "${args[@]}" --budget_runs_out="$tmp/runs.tsv" >/dev/null 2>"$tmp/log_runs" || { cat "$tmp/log_runs"; fail "runs file"; }
+[[ "$(grep -c $'^missing\t[0-9a-f]*\t[0-9.e+-]*\ttimed$' "$tmp/runs.tsv")" == 4 ]] || fail "runs file: $(cat "$tmp/runs.tsv")"
+
 # A timing under another name is not its configuration's: ignored, with a warning naming the file.
 mv "${files[0]}" "$tmp/results/timings/0000000000000000.json"
 out3="$("$runner" "${args[@]}" 2>"$tmp/log3")" || { cat "$tmp/log3"; fail "third budget"; }

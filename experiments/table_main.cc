@@ -76,6 +76,11 @@ ABSL_FLAG(double, memory_gb, 0,
 ABSL_FLAG(bool, run_partition_spread, true,
           "Also run the partition-spread runs (further partition seeds of the spread rows); false: "
           "fill them from their records only, so the table's own cells come first.");
+ABSL_FLAG(std::string, budget_runs_out, "",
+          "With --budget: also write every run the table uses to this file, one per line: "
+          "\"recorded<TAB>key<TAB>wall seconds\" or \"missing<TAB>key<TAB>estimated seconds (-1: unknown)<TAB>"
+          "records|timed|unknown\", so "
+          "that totals over several tables count a run they share once (//experiments:budget).");
 ABSL_FLAG(bool, budget_summary, false,
           "With --budget: print only the table's total as one Markdown row (the //experiments:budget "
           "table).");
@@ -185,6 +190,12 @@ std::map<std::string, std::vector<double>> FinalReports(const fl::proto::RunResu
   return out;
 }
 
+// Every recorded run a table uses, by its key: wall seconds (for --budget_runs_out).
+std::map<std::string, double>& RecordedRuns() {
+  static auto* runs = new std::map<std::string, double>();
+  return *runs;
+}
+
 // One finished run's numbers into its cell: the value the table shows, the traffic, the time.
 void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResult& r) {
   constexpr double kMiB = 1 << 20;
@@ -215,6 +226,7 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
   r.traffic_mib.push_back(static_cast<double>(result.bytes_up() + result.bytes_down()) / kMiB);
   r.rounds_run.push_back(record.test_curve_size());
   r.run_seconds += result.wall_s();
+  RecordedRuns()[record.key()] = result.wall_s();
   r.peak_rss_bytes = std::max(r.peak_rss_bytes, record.peak_rss_bytes());
 }
 
@@ -545,6 +557,16 @@ std::string Budget(const proto::Table& table, const std::string& table_name,
                         b.timed_s > 0 ? absl::StrFormat(" (%.2f from timed rounds)", b.timed_s / 3600) : "",
                         b.unknown ? absl::StrFormat(" + %d runs unknown", b.unknown) : "");
   };
+  if (const std::string path = absl::GetFlag(FLAGS_budget_runs_out); !path.empty()) {
+    std::ofstream runs(path, std::ios::trunc);
+    for (const auto& [key, seconds] : RecordedRuns()) runs << "recorded\t" << key << "\t" << seconds << "\n";
+    for (const Job& j : pending) {
+      auto it = wall.find(BudgetKey(j.resolved));
+      runs << "missing\t" << j.cell_key << "\t" << (it == wall.end() ? -1.0 : it->second) << "\t"
+           << (it == wall.end() ? "unknown" : timed.count(it->first) ? "timed" : "records") << "\n";
+    }
+    if (!runs) LOG(ERROR) << "cannot write " << path;
+  }
   auto gb = [](int64_t bytes) { return bytes > 0 ? absl::StrFormat("%.1f", bytes / 1e9) : std::string("–"); };
   std::string out = absl::StrCat("## ", table.id(), "\n\n| row | cells filled / present | runs recorded | CPU-h recorded | ",
                                  "runs missing | CPU-h missing (estimated) | peak GB (recorded) |\n",
