@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -132,7 +133,10 @@ template <typename P, typename I, typename V>
 void FillDense(absl::Span<const P> indptr, absl::Span<const I> indices, absl::Span<const V> data,
                int64_t cols, float* out) {
   const int64_t rows = static_cast<int64_t>(indptr.size()) - 1;
-  at::parallel_for(0, rows, 256, [&](int64_t begin, int64_t end) {
+  // At least ~2^20 floats written per thread: below that, waking the OpenMP team costs more than
+  // it saves (and on a loaded machine far more: the fuzz test's thousands of tiny matrices).
+  const int64_t grain = std::max<int64_t>(256, (int64_t{1} << 20) / std::max<int64_t>(cols, 1));
+  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       float* row = out + r * cols;
       std::memset(row, 0, sizeof(float) * cols);
