@@ -23,19 +23,22 @@ for t in "${tables[@]}"; do
   row="$("$runner" --table="$t" --budget --budget_summary --budget_runs_out="$runs_dir/$i.tsv" \
     "${args[@]+"${args[@]}"}" 2>"${TMPDIR:-/tmp}/fgl-budget.log")" \
     || { cat "${TMPDIR:-/tmp}/fgl-budget.log" >&2; echo "budget: the runner failed on $t" >&2; exit 1; }
+  [[ -f "$runs_dir/$i.tsv" ]] || { echo "budget: the runner wrote no runs file for $t" >&2; exit 1; }
   rows+="$row"$'\n'
 done
 # The totals: cells summed over tables; runs (and their hours) counted once however many tables
 # use them (FedEgo's Tables 2 and 3 are the same runs, scored on two tests).
 cells="$(printf '%s' "$rows" | awk -F'|' 'NF > 7 { split($3, fp, "/"); f += fp[1]; p += fp[2]; if ($8 + 0 > peak) peak = $8 + 0 }
   END { printf "%d / %d|%s", f, p, peak ? sprintf("%.1f", peak) : "–" }')"
-totals="$(cat "$runs_dir"/*.tsv 2>/dev/null | awk -F'\t' -v cells="$cells" '
+totals="$(cat "$runs_dir"/*.tsv | awk -F'\t' -v cells="$cells" '
   $1 == "recorded" && !(($2) in rec) { rec[$2] = 1; recorded++; recorded_s += $3 }
-  $1 == "missing" && !(($2) in mis) {
-    mis[$2] = 1; missing++
-    if ($4 == "unknown") unknown++; else { missing_s += $3; if ($4 == "timed") timed_s += $3 }
-  }
+  # A missing run once; a table that has an estimate for it wins over one that has none.
+  $1 == "missing" && (!(($2) in src) || src[$2] == "unknown") { src[$2] = $4; est[$2] = $3 }
   END {
+    for (k in src) {
+      missing++
+      if (src[k] == "unknown") unknown++; else { missing_s += est[k]; if (src[k] == "timed") timed_s += est[k] }
+    }
     split(cells, c, "|")
     printf "| **all tables** (a run shared by several tables counted once) | %s | %d | %.2f | %d | %.2f%s%s | %s |\n",
       c[1], recorded, recorded_s / 3600, missing, missing_s / 3600,

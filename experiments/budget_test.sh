@@ -41,7 +41,12 @@ out="$("$runner" "${args[@]}" --budget_time_rounds=2 2>"$tmp/log1")" || { cat "$
 files=("$tmp"/results/timings/*.json)
 [[ ${#files[@]} == 1 && -s "${files[0]}" ]] || fail "expected one timing file, got ${files[*]}"
 grep -q '"rounds_timed":2' "${files[0]}" || fail "timing file: $(cat "${files[0]}")"
-grep -q 'from timed rounds' <<<"$out" || fail "timed estimate not shown: $out"
+# 4 runs of 40 rounds each: load_s + train_s x 40 / 2 each, in the total's estimate column.
+grep -qE '\| \*\*total\*\* \| 0 / 2 \| 0 \| 0\.00 \| 4 \| [0-9.]+ \([0-9.]+ from timed rounds\) \|' <<<"$out" \
+  || fail "timed estimate not in the total: $out"
+jq -e '(.load_s + .train_s * .rounds / .rounds_timed) as $w
+       | .rounds == 40 and ((.estimate_s - $w) | if . < 0 then -. else . end) < 1e-6' "${files[0]}" >/dev/null \
+  || fail "estimate_s is not load_s + train_s x rounds / rounds_timed: $(cat "${files[0]}")"
 grep -q 'runs unknown' <<<"$out" && fail "runs still unknown after timing: $out"
 
 # A later budget reads the committed timing and times nothing.

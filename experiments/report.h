@@ -22,6 +22,8 @@ struct CellResult {
   std::vector<double> values;  // one per seed: percent, or MiB for Table::UPLOADED_MIB
   std::string detail;          // error text for kFailed, missing file for kDataNotPresent
   double run_seconds = 0;      // the runs' own logged wall time, summed over seeds
+  // Each recorded run it holds: (record key, its wall seconds), for budget totals over tables.
+  std::vector<std::pair<std::string, double>> recorded_runs;
   std::string protocol;        // ProtocolCard of the cell's resolved spec
   std::string params;          // MethodParamsText of it
   std::vector<double> traffic_mib;  // one per seed: MiB up + down

@@ -190,12 +190,6 @@ std::map<std::string, std::vector<double>> FinalReports(const fl::proto::RunResu
   return out;
 }
 
-// Every recorded run a table uses, by its key: wall seconds (for --budget_runs_out).
-std::map<std::string, double>& RecordedRuns() {
-  static auto* runs = new std::map<std::string, double>();
-  return *runs;
-}
-
 // One finished run's numbers into its cell: the value the table shows, the traffic, the time.
 void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResult& r) {
   constexpr double kMiB = 1 << 20;
@@ -226,7 +220,7 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
   r.traffic_mib.push_back(static_cast<double>(result.bytes_up() + result.bytes_down()) / kMiB);
   r.rounds_run.push_back(record.test_curve_size());
   r.run_seconds += result.wall_s();
-  RecordedRuns()[record.key()] = result.wall_s();
+  r.recorded_runs.emplace_back(record.key(), result.wall_s());
   r.peak_rss_bytes = std::max(r.peak_rss_bytes, record.peak_rss_bytes());
 }
 
@@ -317,10 +311,11 @@ absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto:
 
 // One line of protobuf JSON at `path`, written atomically (a temporary file, then a rename).
 absl::Status WriteRecord(const std::string& path, const google::protobuf::Message& record) {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = absl::StrCat(path, ".", getpid(), ".tmp");  // one per writing process
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << fl::ToJsonLine(record) << "\n";
+    out.close();
     if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -356,8 +351,9 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
 }
 
 // The configuration key of a run for the budget: "method|dataset|clients|model", the model with
-// its dropout rates blanked ("dropout=*"): they do not change what a run costs, and FedMpa's Fig. 3
-// sweeps them. Other model options do (nFedGNN's GAT runs cost ten times its GCN runs).
+// its dropout rates blanked ("dropout=*", also input_/attn_/prop_dropout): they barely change what
+// a run costs (a rate of exactly 0 skips the mask, a little cheaper), and FedMpa's Fig. 3 sweeps
+// them. Other model options do matter (nFedGNN's GAT runs cost ten times its GCN runs).
 std::string CostKey(const std::string& method, const std::string& dataset, int clients, const std::string& model) {
   static const std::regex kDropout("dropout=[^,;]*");
   return absl::StrCat(method, "|", dataset, "|", clients, "|", std::regex_replace(model, kDropout, "dropout=*"));
@@ -446,17 +442,20 @@ std::optional<proto::BudgetTiming> TimedEstimate(const Job& job, int rounds, con
   }
   proto::BudgetTiming timing;
   timing.set_key(BudgetKey(job.resolved));
-  timing.set_rounds_timed(short_run.rounds());
+  // An early-stopped timing run trained fewer rounds than it was given.
+  timing.set_rounds_timed(result.stopped_round() > 0 ? std::min(result.stopped_round(), short_run.rounds())
+                                                     : short_run.rounds());
   timing.set_rounds(full);
   timing.set_load_s(result.wall_s() - result.train_s());
   timing.set_train_s(result.train_s());
-  timing.set_estimate_s(timing.load_s() + timing.train_s() * full / short_run.rounds());
+  timing.set_estimate_s(timing.load_s() + timing.train_s() * full / timing.rounds_timed());
   timing.set_peak_rss_bytes(static_cast<int64_t>(usage.ru_maxrss) * 1024);
   return timing;
 }
 
-// The committed timings (`records`/timings/*.json) by configuration key; unreadable files and
-// files whose name is not their key's hash are skipped with a warning.
+// The committed timings (`records`/timings/*.json) by configuration key. Files that do not parse
+// (ReadJson warns; an empty file is skipped silently) or whose name is not their key's hash are
+// skipped.
 std::map<std::string, proto::BudgetTiming> CommittedTimings(const std::string& records) {
   std::map<std::string, proto::BudgetTiming> timings;
   std::error_code ec;
@@ -464,10 +463,11 @@ std::map<std::string, proto::BudgetTiming> CommittedTimings(const std::string& r
     proto::BudgetTiming timing;
     if (entry.path().extension() != ".json" || !ReadJson(entry.path().string(), &timing)) continue;
     if (entry.path().stem().string() != TimingFileStem(timing.key()) || timing.rounds_timed() <= 0 ||
-        !(timing.estimate_s() >= 0)) {
+        !std::isfinite(timing.load_s()) || !std::isfinite(timing.train_s()) || timing.load_s() < 0 ||
+        timing.train_s() < 0) {
       LOG(WARNING) << entry.path().string() << ": not a timing of its configuration (key \"" << timing.key()
-                   << "\", rounds_timed " << timing.rounds_timed() << ", estimate_s " << timing.estimate_s()
-                   << "); ignored";
+                   << "\", rounds_timed " << timing.rounds_timed() << ", load_s " << timing.load_s() << ", train_s "
+                   << timing.train_s() << "); ignored";
       continue;
     }
     timings[timing.key()] = timing;
@@ -475,7 +475,7 @@ std::map<std::string, proto::BudgetTiming> CommittedTimings(const std::string& r
   return timings;
 }
 
-std::string Budget(const proto::Table& table, const std::string& table_name,
+absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string& table_name,
                    const std::map<std::pair<std::string, std::string>, CellResult>& results,
                    const PartitionSpread& spread, const std::vector<Job>& pending, const std::string& records,
                    const std::string& run_binary, const std::string& cache, const std::string& commit,
@@ -484,12 +484,12 @@ std::string Budget(const proto::Table& table, const std::string& table_name,
   for (const auto& [key, cost] : RecordedCosts(records)) wall[key] = cost.wall_s;
   // Configurations without a record: committed timings, then (with --budget_time_rounds) new ones,
   // committed beside the records.
-  std::set<std::string> timed;
   std::map<std::string, proto::BudgetTiming> timings = CommittedTimings(records);
   if (const int rounds = absl::GetFlag(FLAGS_budget_time_rounds); rounds > 0) {
+    std::set<std::string> tried;  // a configuration whose timing failed is not tried again
     for (const Job& j : pending) {
       const std::string key = BudgetKey(j.resolved);
-      if (wall.count(key) || timings.count(key)) continue;
+      if (wall.count(key) || timings.count(key) || !tried.insert(key).second) continue;
       std::cerr << "timing " << rounds << " rounds of " << key << "\n";
       std::optional<proto::BudgetTiming> timing = TimedEstimate(j, rounds, run_binary, cache);
       if (!timing) {
@@ -512,9 +512,17 @@ std::string Budget(const proto::Table& table, const std::string& table_name,
       timings[key] = *timing;
     }
   }
-  for (const auto& [key, timing] : timings) {
-    if (wall.emplace(key, timing.estimate_s()).second) timed.insert(key);
-  }
+  // One run's estimated seconds: the mean of its configuration's records, else its timing scaled
+  // to this run's own rounds; nullopt when neither exists. `from_timing` says which.
+  auto estimate_of = [&](const Job& j, bool& from_timing) -> std::optional<double> {
+    const std::string key = BudgetKey(j.resolved);
+    from_timing = false;
+    if (auto it = wall.find(key); it != wall.end()) return it->second;
+    auto t = timings.find(key);
+    if (t == timings.end()) return std::nullopt;
+    from_timing = true;
+    return t->second.load_s() + t->second.train_s() * j.resolved.rounds() / t->second.rounds_timed();
+  };
   struct RowBudget {
     int recorded = 0, missing = 0, unknown = 0;
     double recorded_s = 0, missing_s = 0;
@@ -543,12 +551,12 @@ std::string Budget(const proto::Table& table, const std::string& table_name,
   for (const Job& j : pending) {
     RowBudget& b = rows[j.cell.first];
     ++b.missing;
-    auto it = wall.find(BudgetKey(j.resolved));
-    if (it == wall.end()) {
+    bool from_timing = false;
+    if (const std::optional<double> s = estimate_of(j, from_timing); !s) {
       ++b.unknown;
     } else {
-      b.missing_s += it->second;
-      if (timed.count(it->first)) b.timed_s += it->second;
+      b.missing_s += *s;
+      if (from_timing) b.timed_s += *s;
     }
   }
   // "12.34 (3.10 from timed rounds) + 5 runs unknown"
@@ -559,13 +567,23 @@ std::string Budget(const proto::Table& table, const std::string& table_name,
   };
   if (const std::string path = absl::GetFlag(FLAGS_budget_runs_out); !path.empty()) {
     std::ofstream runs(path, std::ios::trunc);
-    for (const auto& [key, seconds] : RecordedRuns()) runs << "recorded\t" << key << "\t" << seconds << "\n";
-    for (const Job& j : pending) {
-      auto it = wall.find(BudgetKey(j.resolved));
-      runs << "missing\t" << j.cell_key << "\t" << (it == wall.end() ? -1.0 : it->second) << "\t"
-           << (it == wall.end() ? "unknown" : timed.count(it->first) ? "timed" : "records") << "\n";
+    auto recorded = [&](const CellResult& r) {
+      for (const auto& [key, seconds] : r.recorded_runs) {
+        runs << "recorded\t" << key << "\t" << absl::StrFormat("%.3f", seconds) << "\n";
+      }
+    };
+    for (const auto& [key, r] : results) recorded(r);
+    for (const auto& [key, by_seed] : spread) {
+      for (const auto& [seed, r] : by_seed) recorded(r);
     }
-    if (!runs) LOG(ERROR) << "cannot write " << path;
+    for (const Job& j : pending) {
+      bool from_timing = false;
+      const std::optional<double> s = estimate_of(j, from_timing);
+      runs << "missing\t" << j.cell_key << "\t" << absl::StrFormat("%.3f", s.value_or(-1)) << "\t"
+           << (!s ? "unknown" : from_timing ? "timed" : "records") << "\n";
+    }
+    runs.close();
+    if (!runs) return absl::UnavailableError(absl::StrCat("cannot write ", path));
   }
   auto gb = [](int64_t bytes) { return bytes > 0 ? absl::StrFormat("%.1f", bytes / 1e9) : std::string("–"); };
   std::string out = absl::StrCat("## ", table.id(), "\n\n| row | cells filled / present | runs recorded | CPU-h recorded | ",
@@ -597,10 +615,11 @@ std::string Budget(const proto::Table& table, const std::string& table_name,
   {
     std::set<std::string> used;  // the timed configurations this table's estimate rests on
     for (const Job& j : pending) {
-      if (timed.count(BudgetKey(j.resolved))) used.insert(BudgetKey(j.resolved));
+      bool from_timing = false;
+      if (estimate_of(j, from_timing) && from_timing) used.insert(BudgetKey(j.resolved));
     }
     if (!used.empty()) {
-      absl::StrAppend(&out, "Estimated from timed rounds (`experiments/results/timings/`, not from records): ",
+      absl::StrAppend(&out, "Estimated from timed rounds (", records, "/timings, not from records): ",
                       absl::StrJoin(used, ", "), ".\n\n");
     }
   }
@@ -716,6 +735,7 @@ int Run() {
         r.curve_sum.clear();
         r.curve_runs = 0;
         r.run_seconds = 0;
+        r.recorded_runs.clear();
         r.peak_rss_bytes = 0;
         if (plot) first_runs.erase(key);
         if (plot) all_runs.erase(key);
@@ -819,8 +839,13 @@ int Run() {
   }
 
   if (absl::GetFlag(FLAGS_budget)) {
-    std::cout << Budget(*table, absl::StrCat(paper, "/", stem), results, spread, pending, records, run_binary, cache,
-                        commit, machine);
+    absl::StatusOr<std::string> budget = Budget(*table, absl::StrCat(paper, "/", stem), results, spread, pending,
+                                                records, run_binary, cache, commit, machine);
+    if (!budget.ok()) {
+      LOG(ERROR) << budget.status();
+      return 1;
+    }
+    std::cout << *budget;
     return 0;
   }
 

@@ -41,7 +41,14 @@ absl::StatusOr<proto::Message> Send(proto::Message m, int64_t& bytes, const std:
 // The broadcast as the client sees it: the server's message itself where the task carries it (it
 // is shared and read-only), else parsed from its bytes.
 absl::StatusOr<std::shared_ptr<const proto::Message>> Received(const SharedMessage& m) {
-  if (m.message != nullptr) return m.message;
+  if (m.message != nullptr) {
+    // SharedMessage::Of serialises to "" what protobuf cannot (2 GB and over).
+    if (m.bytes != nullptr && m.bytes->empty() && m.message->ByteSizeLong() > 0) {
+      return absl::ResourceExhaustedError(absl::StrCat("cannot receive the broadcast: ", m.message->ByteSizeLong(),
+                                                       " bytes exceed protobuf's 2 GB message limit"));
+    }
+    return m.message;
+  }
   if (m.bytes == nullptr) return absl::InvalidArgumentError("a training task without a message");
   FGL_ASSIGN_OR_RETURN(proto::Message parsed, Receive(*m.bytes, "broadcast"));
   return std::make_shared<const proto::Message>(std::move(parsed));
