@@ -58,6 +58,12 @@ grep -q '^timing' "$tmp/log2" && fail "timed again: $(cat "$tmp/log2")"
 "$runner" "${args[@]}" --budget_runs_out="$tmp/runs.tsv" >/dev/null 2>"$tmp/log_runs" || { cat "$tmp/log_runs"; fail "runs file"; }
 [[ "$(grep -c $'^missing\t[0-9a-f]*\t[0-9.e+-]*\ttimed$' "$tmp/runs.tsv")" == 4 ]] || fail "runs file: $(cat "$tmp/runs.tsv")"
 
+# budget.sh over the same table twice: its cells count twice, its runs once.
+all="$(bash experiments/budget.sh "$table" "$table" --results_dir="$tmp/results" --cache_dir="$tmp/cache" \
+       --run_binary="$run" 2>"$tmp/log_all")" || { cat "$tmp/log_all"; fail "budget.sh"; }
+grep -qE '^\| \*\*all tables\*\* \(a run shared by several tables counted once\) \| 0 / 4 \| 0 \| 0\.00 \| 4 \| ' <<<"$all" \
+  || fail "budget.sh totals: $all"
+
 # A timing under another name is not its configuration's: ignored, with a warning naming the file.
 mv "${files[0]}" "$tmp/results/timings/0000000000000000.json"
 out3="$("$runner" "${args[@]}" 2>"$tmp/log3")" || { cat "$tmp/log3"; fail "third budget"; }
