@@ -322,7 +322,13 @@ TEST(ReportTest, CommunicationCellsMatchThePaperToItsPrintedPrecision) {
   t.add_rows()->set_key("nfedgnn");
   for (const char* key : {"cora", "citeseer", "big"}) t.add_columns()->set_key(key);
   std::map<std::pair<std::string, std::string>, CellResult> cells;
-  auto done = [](double v) { return CellResult{CellResult::State::kDone, {v}, "", 0, "", "", {2 * v}}; };
+  auto done = [](double v) {
+    CellResult c;
+    c.state = CellResult::State::kDone;
+    c.values = {v};
+    c.traffic_mib = {2 * v};
+    return c;
+  };
   const std::pair<const char*, std::pair<double, double>> data[] = {
       {"cora", {33.0566, 34.06}}, {"citeseer", {40.6128, 40.61}}, {"big", {47440.4, 4.74e4}}};
   for (const auto& [col, ours_paper] : data) {
