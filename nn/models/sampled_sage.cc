@@ -1,5 +1,6 @@
 #include "nn/models/sampled_sage.h"
 
+#include <map>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -50,7 +51,8 @@ SampledSage::SampledSage(const SampledSageOptions& options, int64_t in_features,
 
 std::string SampledSage::spec() const {
   return absl::StrCat("sampled_sage:sizes=", absl::StrJoin(o_.sizes, "-"), ",fanout=", o_.fanout,
-                      ",dropout=", o_.dropout, ",batch=", o_.batch, ",epoch_fraction=", o_.epoch_fraction);
+                      ",dropout=", o_.dropout, ",batch=", o_.batch, ",epoch_fraction=", o_.epoch_fraction,
+                      o_.project_first ? ",project_first=1" : "");
 }
 
 ModelOutput SampledSage::forward_centres(const NodeFeatures& x, const GraphView& graph, const torch::Tensor& centres) {
@@ -71,11 +73,23 @@ ModelOutput SampledSage::forward_centres(const NodeFeatures& x, const GraphView&
   const bool training = is_training();
   // The raw features of positions [from, to) of every tree, [B, to - from, in] after `weight`:
   // dropout acts on each use of a row, so the self and the neighbour inputs get their own masks.
+  // project_first: every node's product once, read per position; only where dropout is off
+  // (it masks each use of a row) and the positions outnumber the nodes.
+  const bool whole = o_.project_first && !(training && o_.dropout > 0) &&
+                     b * start[layers + 1] >= x.num_nodes();
+  std::map<const void*, torch::Tensor> all_products;  // per kernel: x W, when `whole`
   auto project = [&](int64_t from, int64_t to, const torch::Tensor& weight) {
     const torch::Tensor slots = trees.narrow(1, from, to - from).reshape({-1});
     const torch::Tensor valid = (slots >= 0).to(torch::kFloat32).to(weight.device()).unsqueeze(1);
-    const NodeFeatures rows = x.Rows(slots.clamp_min(0)).Dropout(o_.dropout, training);
-    return (rows.MatMul(weight) * valid).reshape({b, to - from, weight.size(1)});
+    torch::Tensor products;
+    if (whole) {
+      torch::Tensor& all = all_products[weight.unsafeGetTensorImpl()];
+      if (!all.defined()) all = x.MatMul(weight);
+      products = all.index_select(0, slots.clamp_min(0).to(weight.device()));
+    } else {
+      products = x.Rows(slots.clamp_min(0)).Dropout(o_.dropout, training).MatMul(weight);
+    }
+    return (products * valid).reshape({b, to - from, weight.size(1)});
   };
   std::vector<torch::Tensor> h;  // per depth, [B, width, size] after the current layer
   for (int64_t l = 0; l < layers; ++l) {
@@ -123,6 +137,7 @@ absl::StatusOr<SampledSageOptions> ParseSampledSageSpec(const std::string& spec)
   FGL_ASSIGN_OR_RETURN(s.dropout, o.Double("dropout", s.dropout));
   FGL_ASSIGN_OR_RETURN(s.batch, o.Int("batch", s.batch));
   FGL_ASSIGN_OR_RETURN(s.epoch_fraction, o.Double("epoch_fraction", s.epoch_fraction));
+  FGL_ASSIGN_OR_RETURN(s.project_first, o.Bool("project_first", s.project_first));
   FGL_RETURN_IF_ERROR(o.CheckAllUsed());
   if (s.sizes.empty() || s.sizes.size() > 4) return bad("1 to 4 layers");
   if (s.fanout < 1 || s.fanout > 16) return bad("fanout must be in [1, 16]");

@@ -2,6 +2,7 @@
 // spec's errors.
 #include "nn/models/sampled_sage.h"
 
+#include <tuple>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -79,9 +80,48 @@ TEST(SampledSageTest, TrainingDrawsFromTheStreamAndRepeats) {
   EXPECT_TRUE(torch::equal(run(5, false), run(5, false)));
 }
 
+TEST(SampledSageTest, ProjectFirstIsTheSameFunctionAndGradient) {
+  // A ring of 12 with chords: a whole-graph forward has 12 * 7 positions at fanout 2, 2 layers,
+  // more than its 12 nodes, so project_first multiplies each node's features once.
+  std::vector<int64_t> src, dst;
+  for (int64_t v = 0; v < 12; ++v) {
+    for (int64_t u : {(v + 1) % 12, (v + 5) % 12}) {
+      src.insert(src.end(), {v, u});
+      dst.insert(dst.end(), {u, v});
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(graph::CsrGraph g, graph::CsrFromEdges(12, src, dst));
+  ASSERT_OK_AND_ASSIGN(GraphView view, GraphView::Create(g));
+  ASSERT_OK_AND_ASSIGN(SampledSageOptions gather, ParseSampledSageSpec("sampled_sage:sizes=8-4,fanout=2,dropout=0"));
+  ASSERT_OK_AND_ASSIGN(SampledSageOptions project,
+                       ParseSampledSageSpec("sampled_sage:sizes=8-4,fanout=2,dropout=0,project_first=1"));
+  EXPECT_TRUE(project.project_first);
+  torch::manual_seed(4);
+  SampledSage a(gather, 6, 3);
+  torch::manual_seed(4);
+  SampledSage b(project, 6, 3);
+  EXPECT_EQ(b.spec(), "sampled_sage:sizes=8-4,fanout=2,dropout=0,batch=32,epoch_fraction=1,project_first=1");
+  const torch::Tensor x0 = torch::rand({12, 6}) - 0.5;
+  auto run = [&](SampledSage& model) {
+    const torch::Tensor x = x0.clone().requires_grad_(true);
+    model.train();
+    model.zero_grad();
+    DropoutSeedScope stream(9);  // the same trees for both
+    const torch::Tensor logits = model.forward(NodeFeatures(x), view).logits;
+    (logits * torch::arange(36, torch::kFloat).view({12, 3})).sum().backward();
+    return std::make_tuple(logits.detach(), x.grad(), model.named_parameters()["body.0.w_neigh"].grad().clone());
+  };
+  const auto [la, xa, wa] = run(a);
+  const auto [lb, xb, wb] = run(b);
+  EXPECT_TRUE(torch::allclose(la, lb, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(xa, xb, 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(wa, wb, 1e-4, 1e-5));
+  EXPECT_GT(wa.abs().sum().item<double>(), 0);
+}
+
 TEST(SampledSageTest, BadSpecsAreErrors) {
   for (const char* spec : {"sampled_sage:sizes=1-32", "sampled_sage:sizes=64-", "sampled_sage:fanout=0",
-                           "sampled_sage:dropout=1", "sampled_sage:epoch_fraction=0", "sampled_sage:hidden=3"}) {
+                           "sampled_sage:dropout=1", "sampled_sage:epoch_fraction=0", "sampled_sage:hidden=3", "sampled_sage:project_first=2"}) {
     EXPECT_FALSE(ParseSampledSageSpec(spec).ok()) << spec;
   }
   EXPECT_THAT(ParseSampledSageSpec("sampled_sage:sizes=1-32").status().message(), HasSubstr("sizes=1-32"));
