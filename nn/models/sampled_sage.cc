@@ -1,6 +1,5 @@
 #include "nn/models/sampled_sage.h"
 
-#include <map>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -73,22 +72,20 @@ ModelOutput SampledSage::forward_centres(const NodeFeatures& x, const GraphView&
   const bool training = is_training();
   // The raw features of positions [from, to) of every tree, [B, to - from, in] after `weight`:
   // dropout acts on each use of a row, so the self and the neighbour inputs get their own masks.
-  // project_first: every node's product once, read per position; only where dropout is off
-  // (it masks each use of a row) and the positions outnumber the nodes.
-  const bool whole = o_.project_first && !(training && o_.dropout > 0) &&
-                     b * start[layers + 1] >= x.num_nodes();
-  std::map<const void*, torch::Tensor> all_products;  // per kernel: x W, when `whole`
-  auto project = [&](int64_t from, int64_t to, const torch::Tensor& weight) {
+  // project_first: the first layer's x W once per kernel, read per position; only where dropout
+  // is off (it masks each use of a row) and the positions outnumber the nodes.
+  torch::Tensor self_all, neigh_all;  // x W_self, x W_neigh when so
+  if (o_.project_first && !(training && o_.dropout > 0) && b * start[layers + 1] >= x.num_nodes()) {
+    const auto& first = *body_[0]->as<MeanAggregatorImpl>();
+    self_all = x.MatMul(first.w_self);
+    neigh_all = x.MatMul(first.w_neigh);
+  }
+  auto project = [&](int64_t from, int64_t to, const torch::Tensor& weight, const torch::Tensor& all) {
     const torch::Tensor slots = trees.narrow(1, from, to - from).reshape({-1});
     const torch::Tensor valid = (slots >= 0).to(torch::kFloat32).to(weight.device()).unsqueeze(1);
-    torch::Tensor products;
-    if (whole) {
-      torch::Tensor& all = all_products[weight.unsafeGetTensorImpl()];
-      if (!all.defined()) all = x.MatMul(weight);
-      products = all.index_select(0, slots.clamp_min(0).to(weight.device()));
-    } else {
-      products = x.Rows(slots.clamp_min(0)).Dropout(o_.dropout, training).MatMul(weight);
-    }
+    const torch::Tensor products =
+        all.defined() ? all.index_select(0, slots.clamp_min(0).to(weight.device()))
+                      : x.Rows(slots.clamp_min(0)).Dropout(o_.dropout, training).MatMul(weight);
     return (products * valid).reshape({b, to - from, weight.size(1)});
   };
   std::vector<torch::Tensor> h;  // per depth, [B, width, size] after the current layer
@@ -99,8 +96,8 @@ ModelOutput SampledSage::forward_centres(const NodeFeatures& x, const GraphView&
     for (int64_t d = 0; d < layers - l; ++d) {
       torch::Tensor self, neigh;
       if (l == 0) {
-        self = project(start[d], start[d + 1], agg.w_self);
-        neigh = project(start[d + 1], start[d + 2], agg.w_neigh);
+        self = project(start[d], start[d + 1], agg.w_self, self_all);
+        neigh = project(start[d + 1], start[d + 2], agg.w_neigh, neigh_all);
       } else {
         self = torch::matmul(Dropout(h[d], o_.dropout, training), agg.w_self);
         neigh = torch::matmul(Dropout(h[d + 1], o_.dropout, training), agg.w_neigh);

@@ -121,7 +121,8 @@ TEST(SampledSageTest, ProjectFirstIsTheSameFunctionAndGradient) {
 
 TEST(SampledSageTest, BadSpecsAreErrors) {
   for (const char* spec : {"sampled_sage:sizes=1-32", "sampled_sage:sizes=64-", "sampled_sage:fanout=0",
-                           "sampled_sage:dropout=1", "sampled_sage:epoch_fraction=0", "sampled_sage:hidden=3", "sampled_sage:project_first=2"}) {
+                           "sampled_sage:dropout=1", "sampled_sage:epoch_fraction=0", "sampled_sage:hidden=3",
+                           "sampled_sage:project_first=2"}) {
     EXPECT_FALSE(ParseSampledSageSpec(spec).ok()) << spec;
   }
   EXPECT_THAT(ParseSampledSageSpec("sampled_sage:sizes=1-32").status().message(), HasSubstr("sizes=1-32"));
