@@ -49,9 +49,9 @@ constexpr char kGenAdam[] = "gen_adam.";
 constexpr int64_t kSpillMinBytes = int64_t{16} << 20;
 
 // Whether the idle clients' large Adam moments are worth moving to disk between generator rounds:
-// only when all clients' together would take over a third of the machine's memory (Coauthor-CS
-// with 20 clients: 11.2 GB of 24), since the writes cost system time (about 45 s per generator
-// round on CS-10, which fits without them). Where they go changes no number.
+// only when all clients' together would take over an eighth of the machine's memory (Physics-5:
+// 3.45 GB of 24; Coauthor-CS-20: 11.2 GB), since the writes cost system time (about 45 s per
+// generator round on CS-10). Where they go changes no number.
 bool SpillPays(const NeighGen& gen, int num_clients) {
   int64_t idle = 0;
   for (const auto& item : gen->named_parameters(/*recurse=*/true)) {
@@ -59,7 +59,7 @@ bool SpillPays(const NeighGen& gen, int num_clients) {
     if (bytes >= kSpillMinBytes) idle += 2 * bytes;  // exp_avg and exp_avg_sq
   }
   const int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
-  return memory > 0 && idle * num_clients > memory / 3;
+  return memory > 0 && idle * num_clients > memory / 8;
 }
 
 // Where spilled optimiser state goes: $TMPDIR, else /tmp (an unnamed file, gone with the process).
@@ -68,6 +68,7 @@ std::string SpillDirectory() {
   return dir != nullptr && *dir != '\0' ? dir : "/tmp";
 }
 constexpr char kMended[] = "mended";
+constexpr char kGenTrained[] = "neighgen_trained";  // absent in checkpoints before it existed: 0
 constexpr char kReleased[] = "neighgen_released";
 
 // One registered member of the family and its defaults.
@@ -207,6 +208,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     }
     fl::AddTrainLoss(last_loss_, &reply);
     if (gen_phase && release_generator_ && round.round < s_.gen_rounds) ReleaseGenerator();
+    if (gen_phase && round.round == s_.gen_rounds) FinishGeneratorTraining();
     return reply;
   }
 
@@ -230,13 +232,14 @@ class FedSageClient final : public fl::ClientAlgorithm {
       } else {
         fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &m);
       }
-      if (!mended_) {  // freed once mended; spilled moments are read back for the checkpoint
+      if (joint_) {  // freed after the last generator round; spilled moments are read back
         const bool spilled = joint_->spilled();
         FGL_RETURN_IF_ERROR(joint_->Unspill());
         fl::SaveAdamState(*joint_, JointParameters(), kGenAdam, &m);
         if (spilled) SpillOrKeep();
       }
       (*m.mutable_scalars())[kMended] = mended_ ? 1 : 0;
+      if (!mended_ && !joint_) (*m.mutable_scalars())[kGenTrained] = 1;
     }
     return m;
   }
@@ -260,7 +263,9 @@ class FedSageClient final : public fl::ClientAlgorithm {
       }
       auto mended = state.scalars().find(kMended);
       if (mended == state.scalars().end()) return absl::InvalidArgumentError(who + " lacks '" + kMended + "'");
-      if (mended->second == 0) {  // still in the generator rounds: the joint optimiser resumes
+      auto trained = state.scalars().find(kGenTrained);
+      const bool was_trained = trained != state.scalars().end() && trained->second != 0;
+      if (mended->second == 0 && !was_trained) {  // still in the generator rounds: the joint optimiser resumes
         if (!joint_) FGL_RETURN_IF_ERROR(PrepareGeneratorTraining());  // freed by an earlier Mend
         FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
         FGL_RETURN_IF_ERROR(fl::RestoreAdamState(state, tensors, JointParameters(), kGenAdam, who, joint_.get()));
@@ -268,11 +273,18 @@ class FedSageClient final : public fl::ClientAlgorithm {
       FGL_RETURN_IF_ERROR(fl::TakeTensors(kGenAdam, &rest).status());
       *graph_ = *data_;
       mended_ = false;
-      if (was_released && mended->second != 0) return absl::InvalidArgumentError(who + ": released and mended");
-      if (mended->second != 0) FGL_RETURN_IF_ERROR(Mend());
+      if (was_released && (mended->second != 0 || was_trained)) {
+        return absl::InvalidArgumentError(who + ": released after the generator rounds");
+      }
+      if (mended->second != 0) {
+        FGL_RETURN_IF_ERROR(Mend());
+      } else if (was_trained) {
+        FinishGeneratorTraining();
+      }
       if (was_released) ReleaseGenerator();
     }
     (*rest.mutable_scalars()).erase(kReleased);
+    (*rest.mutable_scalars()).erase(kGenTrained);
     return model_->RestoreState(rest);
   }
 
@@ -394,17 +406,24 @@ class FedSageClient final : public fl::ClientAlgorithm {
     graph_->labels = pad(data_->labels);
     graph_->split = {pad(data_->split.train), pad(data_->split.val), pad(data_->split.test)};
     mended_ = true;
-    // The generator's training state is never used again: its optimiser moments (2 × fGen, 560 MB
-    // per client on Coauthor-CS) and the impaired graph with its targets go. NeighGen's
-    // parameters stay: a checkpoint rebuilds the mended graph from them.
+    FinishGeneratorTraining();  // a client that missed the last generator round still holds it
+    VLOG(2) << v_.name << " client " << data_->id << ": mended with " << extra << " generated neighbours";
+    return absl::OkStatus();
+  }
+
+  // The generator's training state is never used again once its last round is over: the optimiser
+  // moments (2 × fGen: 560 MB per client on Coauthor-CS, 690 MB on Physics) and the impaired graph
+  // with its targets go at once, not when the client mends in the next round, so that no client
+  // holds them while the others train. NeighGen's parameters stay: mending, and a checkpoint's
+  // rebuild of the mended graph, read them.
+  void FinishGeneratorTraining() {
+    if (!joint_) return;
     joint_.reset();
     nn::Adam::ReleaseScratch();
     impaired_view_.reset();
     impaired_graph_ = graph::CsrGraph();
     impaired_features_ = impaired_labels_ = impaired_train_ = num_missing_ = feature_loss_slots_ = torch::Tensor();
     missing_ = MissingNeighbours();
-    VLOG(2) << v_.name << " client " << data_->id << ": mended with " << extra << " generated neighbours";
-    return absl::OkStatus();
   }
 
   Variant v_;

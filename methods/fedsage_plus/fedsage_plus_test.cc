@@ -79,6 +79,10 @@ TEST(FedSagePlusTest, NeighGenTravelsOnlyInGeneratorRoundsAndCheckpointsRoundTri
     EXPECT_EQ(CountPrefix(global, "neighgen.") > 0, gen_round) << "round " << r;
     // A restored client continues exactly as the original (generator phase, then mended).
     ASSERT_OK_AND_ASSIGN(fl::proto::Message saved, c->SaveState());
+    // The joint optimiser's moments exist after round 1's steps while a generator round is still to
+    // come: the last one (round 2) frees them, before the client mends in round 3.
+    EXPECT_EQ(CountPrefix(saved, "gen_adam.") > 0, r == 2) << "round " << r;
+    EXPECT_EQ(saved.scalars().count("neighgen_trained") > 0, r == 3) << "round " << r;
     ASSERT_OK_AND_ASSIGN(auto restored, f.client(data, config));
     ASSERT_OK(restored->RestoreState(saved));
     ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, c->Train(global, round));
