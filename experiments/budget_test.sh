@@ -28,21 +28,23 @@ rows { key: "d5" label: "dropout 0.5" overrides { model: "gcn:layers=2,hidden=16
 columns { key: "c3" label: "3 clients" overrides { clients: 3 } }
 cells { row: "d1" column: "c3" paper { mean: 50 present: true } }
 cells { row: "d5" column: "c3" paper { mean: 50 present: true } }
+partition_spread { rows: "d1" partition_seeds: [9] }
 TABLE
 args=(--table="$table" --budget --results_dir="$tmp/results" --cache_dir="$tmp/cache" --report_dir="$tmp/reports"
       --run_binary="$run")
 fail() { echo "FAIL: $*"; exit 1; }
 
 out="$("$runner" "${args[@]}" 2>"$tmp/log0")" || { cat "$tmp/log0"; fail "budget without timings"; }
-grep -q "| \*\*total\*\* | 0 / 2 | 0 | 0.00 | 4 | 0.00 + 4 runs unknown |" <<<"$out" || fail "no timing: $out"
+# 4 cell runs and 2 on the spread row's further partition, counted apart.
+grep -q "| \*\*total\*\* | 0 / 2 | 0 | 0.00 | 6 (2 partition spread) | 0.00 + 6 runs unknown |" <<<"$out" || fail "no timing: $out"
 
 out="$("$runner" "${args[@]}" --budget_time_rounds=2 2>"$tmp/log1")" || { cat "$tmp/log1"; fail "timing"; }
 [[ "$(grep -c '^timing 2 rounds' "$tmp/log1")" == 1 ]] || { cat "$tmp/log1"; fail "expected one configuration timed (dropout rates are one configuration)"; }
 files=("$tmp"/results/timings/*.json)
 [[ ${#files[@]} == 1 && -s "${files[0]}" ]] || fail "expected one timing file, got ${files[*]}"
 grep -q '"rounds_timed":2' "${files[0]}" || fail "timing file: $(cat "${files[0]}")"
-# 4 runs of 40 rounds each: load_s + train_s x 40 / 2 each, in the total's estimate column.
-grep -qE '\| \*\*total\*\* \| 0 / 2 \| 0 \| 0\.00 \| 4 \| [0-9.]+ \([0-9.]+ from timed rounds\) \|' <<<"$out" \
+# 6 runs of 40 rounds each: load_s + train_s x 40 / 2 each, in the total's estimate column.
+grep -qE '\| \*\*total\*\* \| 0 / 2 \| 0 \| 0\.00 \| 6 \(2 partition spread\) \| [0-9.]+ \([0-9.]+ from timed rounds\) \|' <<<"$out" \
   || fail "timed estimate not in the total: $out"
 jq -e '(.load_s + .train_s * .rounds / .rounds_timed) as $w
        | .rounds == 40 and ((.estimate_s - $w) | if . < 0 then -. else . end) < 1e-6' "${files[0]}" >/dev/null \
@@ -56,17 +58,18 @@ grep -q '^timing' "$tmp/log2" && fail "timed again: $(cat "$tmp/log2")"
 
 # The runs file: each missing run once, with the timed estimate.
 "$runner" "${args[@]}" --budget_runs_out="$tmp/runs.tsv" >/dev/null 2>"$tmp/log_runs" || { cat "$tmp/log_runs"; fail "runs file"; }
-[[ "$(grep -c $'^missing\t[0-9a-f]*\t[0-9.e+-]*\ttimed$' "$tmp/runs.tsv")" == 4 ]] || fail "runs file: $(cat "$tmp/runs.tsv")"
+[[ "$(grep -c $'^missing\t[0-9a-f]*\t[0-9.e+-]*\ttimed\tcell$' "$tmp/runs.tsv")" == 4 ]] || fail "runs file: $(cat "$tmp/runs.tsv")"
+[[ "$(grep -c $'^missing\t[0-9a-f]*\t[0-9.e+-]*\ttimed\tspread$' "$tmp/runs.tsv")" == 2 ]] || fail "runs file: $(cat "$tmp/runs.tsv")"
 
 # budget.sh over the same table twice: its cells count twice, its runs once.
 all="$(bash experiments/budget.sh "$table" "$table" --results_dir="$tmp/results" --cache_dir="$tmp/cache" \
        --run_binary="$run" 2>"$tmp/log_all")" || { cat "$tmp/log_all"; fail "budget.sh"; }
-grep -qE '^\| \*\*all tables\*\* \(a run shared by several tables counted once\) \| 0 / 4 \| 0 \| 0\.00 \| 4 \| ' <<<"$all" \
+grep -qE '^\| \*\*all tables\*\* \(a run shared by several tables counted once\) \| 0 / 4 \| 0 \| 0\.00 \| 6 \(2 partition spread\) \| ' <<<"$all" \
   || fail "budget.sh totals: $all"
 
 # A timing under another name is not its configuration's: ignored, with a warning naming the file.
 mv "${files[0]}" "$tmp/results/timings/0000000000000000.json"
 out3="$("$runner" "${args[@]}" 2>"$tmp/log3")" || { cat "$tmp/log3"; fail "third budget"; }
 grep -q "0000000000000000.json: not a timing of its configuration" "$tmp/log3" || { cat "$tmp/log3"; fail "no warning"; }
-grep -q "4 runs unknown" <<<"$out3" || fail "misnamed timing was used: $out3"
+grep -q "6 runs unknown" <<<"$out3" || fail "misnamed timing was used: $out3"
 echo "PASS"

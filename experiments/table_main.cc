@@ -525,6 +525,7 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
   };
   struct RowBudget {
     int recorded = 0, missing = 0, unknown = 0;
+    int spread_missing = 0;       // of `missing`: further partitions of spread rows, not cells
     double recorded_s = 0, missing_s = 0;
     double timed_s = 0;           // the part of missing_s from timed rounds (no record yet)
     int filled = 0, present = 0;  // cells: every run recorded / the data is on this machine
@@ -551,6 +552,7 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
   for (const Job& j : pending) {
     RowBudget& b = rows[j.cell.first];
     ++b.missing;
+    b.spread_missing += !j.plot;  // only the main cells' runs are plotted
     bool from_timing = false;
     if (const std::optional<double> s = estimate_of(j, from_timing); !s) {
       ++b.unknown;
@@ -580,11 +582,16 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
       bool from_timing = false;
       const std::optional<double> s = estimate_of(j, from_timing);
       runs << "missing\t" << j.cell_key << "\t" << absl::StrFormat("%.3f", s.value_or(-1)) << "\t"
-           << (!s ? "unknown" : from_timing ? "timed" : "records") << "\n";
+           << (!s ? "unknown" : from_timing ? "timed" : "records") << "\t" << (j.plot ? "cell" : "spread") << "\n";
     }
     runs.close();
     if (!runs) return absl::UnavailableError(absl::StrCat("cannot write ", path));
   }
+  // "18 (18 partition spread)": lanes run with --run_partition_spread=false leave those.
+  auto missing_runs = [](const RowBudget& b) {
+    return b.spread_missing > 0 ? absl::StrFormat("%d (%d partition spread)", b.missing, b.spread_missing)
+                                : absl::StrCat(b.missing);
+  };
   auto gb = [](int64_t bytes) { return bytes > 0 ? absl::StrFormat("%.1f", bytes / 1e9) : std::string("–"); };
   std::string out = absl::StrCat("## ", table.id(), "\n\n| row | cells filled / present | runs recorded | CPU-h recorded | ",
                                  "runs missing | CPU-h missing (estimated) | peak GB (recorded) |\n",
@@ -594,13 +601,14 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
     auto it = rows.find(row.key());
     if (it == rows.end()) continue;
     const RowBudget& b = it->second;
-    absl::StrAppend(&out, absl::StrFormat("| %s | %d / %d | %d | %.2f | %d | %s | %s |\n", row.key(), b.filled,
-                                          b.present, b.recorded, b.recorded_s / 3600, b.missing, estimate(b),
+    absl::StrAppend(&out, absl::StrFormat("| %s | %d / %d | %d | %.2f | %s | %s | %s |\n", row.key(), b.filled,
+                                          b.present, b.recorded, b.recorded_s / 3600, missing_runs(b), estimate(b),
                                           gb(b.peak_rss_bytes)));
     total.peak_rss_bytes = std::max(total.peak_rss_bytes, b.peak_rss_bytes);
     total.recorded += b.recorded;
     total.recorded_s += b.recorded_s;
     total.missing += b.missing;
+    total.spread_missing += b.spread_missing;
     total.missing_s += b.missing_s;
     total.timed_s += b.timed_s;
     total.unknown += b.unknown;
@@ -608,8 +616,8 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
     total.present += b.present;
   }
   const std::string total_cells =
-      absl::StrFormat("%d / %d | %d | %.2f | %d | %s | %s |", total.filled, total.present, total.recorded,
-                      total.recorded_s / 3600, total.missing, estimate(total), gb(total.peak_rss_bytes));
+      absl::StrFormat("%d / %d | %d | %.2f | %s | %s | %s |", total.filled, total.present, total.recorded,
+                      total.recorded_s / 3600, missing_runs(total), estimate(total), gb(total.peak_rss_bytes));
   if (absl::GetFlag(FLAGS_budget_summary)) return absl::StrCat("| `", table_name, "` | ", total_cells, "\n");
   absl::StrAppend(&out, "| **total** | ", total_cells, "\n\n");
   {
