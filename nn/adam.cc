@@ -1,8 +1,5 @@
 #include "nn/adam.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <array>
 #include <cerrno>
 #include <cmath>
@@ -11,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "c10/util/string_utils.h"
+#include "nn/spill_file.h"
 
 namespace fgl::nn {
 namespace {
@@ -30,87 +28,49 @@ torch::Tensor Scratch(int i, const torch::Tensor& like) {
   return buffer.narrow(0, 0, like.numel()).view(like.sizes());
 }
 
-// The whole buffer through pwrite or pread (either may move fewer bytes than asked, or be
-// interrupted).
-template <typename Io, typename Byte>
-bool WholeBuffer(Io io, int fd, Byte* data, int64_t bytes, int64_t offset) {
-  while (bytes > 0) {
-    const ssize_t n = io(fd, data, static_cast<size_t>(bytes), offset);
-    if (n < 0 && errno == EINTR) continue;
-    if (n == 0) errno = EIO;  // nothing moved: no errno of its own
-    if (n <= 0) return false;
-    data += n;
-    bytes -= n;
-    offset += n;
-  }
-  return true;
-}
-
 }  // namespace
 
-Adam::~Adam() {
-  if (spill_fd_ >= 0) close(spill_fd_);
-}
+Adam::~Adam() = default;
 
 absl::Status Adam::Spill(const std::string& dir, int64_t min_bytes) {
   TORCH_CHECK(!spilled(), "fgl::nn::Adam::Spill: already spilled");
-  std::vector<std::pair<std::string, bool>> chosen;  // (state key, squared)
+  std::vector<Spilled> chosen;
+  std::vector<torch::Tensor> moments;
   for (auto& [key, base] : state_) {
     auto& state = static_cast<torch::optim::AdamParamState&>(*base);
     for (const bool squared : {false, true}) {
       const torch::Tensor& moment = squared ? state.exp_avg_sq() : state.exp_avg();
       const int64_t bytes = moment.numel() * static_cast<int64_t>(moment.element_size());
-      if (bytes >= min_bytes && moment.device().is_cpu()) chosen.emplace_back(key, squared);
+      if (bytes >= min_bytes && moment.device().is_cpu()) {
+        chosen.push_back({key, squared, moment.options()});
+        moments.push_back(moment);
+      }
     }
   }
   if (chosen.empty()) return absl::OkStatus();  // nothing worth a file
-  std::string path = dir + "/fgl-adam-XXXXXX";
-  const int fd = mkostemp(path.data(), O_CLOEXEC);
-  if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat("cannot create a spill file in '", dir, "': ", std::strerror(errno)));
-  }
-  unlink(path.c_str());  // the open descriptor keeps it; the file goes with it
-  std::vector<Spilled> spilled;
-  int64_t offset = 0;
-  for (const auto& [key, squared] : chosen) {
-    auto& state = static_cast<torch::optim::AdamParamState&>(*state_.at(key));
-    const torch::Tensor moment = (squared ? state.exp_avg_sq() : state.exp_avg()).contiguous();
-    const int64_t bytes = moment.numel() * static_cast<int64_t>(moment.element_size());
-    if (!WholeBuffer(pwrite, fd, static_cast<const char*>(moment.data_ptr()), bytes, offset)) {
-      const std::string why = std::strerror(errno);
-      close(fd);
-      return absl::UnavailableError(
-          absl::StrCat("cannot spill ", bytes, " bytes of optimiser state to '", dir, "': ", why));
-    }
-    spilled.push_back({key, squared, offset, moment.sizes().vec(), moment.options()});
-    offset += bytes;
-  }
+  absl::StatusOr<SpillFile> file = SpillFile::Write(dir, moments);
+  if (!file.ok()) return absl::Status(file.status().code(), absl::StrCat("optimiser state: ", file.status().message()));
+  moments.clear();
   // Only now that every write succeeded are the moments freed.
-  for (const Spilled& s : spilled) {
+  for (const Spilled& s : chosen) {
     auto& state = static_cast<torch::optim::AdamParamState&>(*state_.at(s.key));
     torch::Tensor empty = torch::empty({0}, s.options);
     s.squared ? state.exp_avg_sq(empty) : state.exp_avg(empty);
   }
-  spill_fd_ = fd;
-  spill_dir_ = dir;
-  spilled_ = std::move(spilled);
+  spill_file_ = std::make_unique<SpillFile>(*std::move(file));
+  spilled_ = std::move(chosen);
   return absl::OkStatus();
 }
 
 absl::Status Adam::Unspill() {
   if (!spilled()) return absl::OkStatus();
-  for (const Spilled& s : spilled_) {
-    torch::Tensor moment = torch::empty(s.sizes, s.options);
-    const int64_t bytes = moment.numel() * static_cast<int64_t>(moment.element_size());
-    if (!WholeBuffer(pread, spill_fd_, static_cast<char*>(moment.data_ptr()), bytes, s.offset)) {
-      return absl::DataLossError(absl::StrCat("cannot read back ", bytes, " bytes of optimiser state spilled to '",
-                                              spill_dir_, "': ", std::strerror(errno)));
-    }
-    auto& state = static_cast<torch::optim::AdamParamState&>(*state_.at(s.key));
-    s.squared ? state.exp_avg_sq(moment) : state.exp_avg(moment);
+  absl::StatusOr<std::vector<torch::Tensor>> moments = spill_file_->Read();
+  if (!moments.ok()) return absl::Status(moments.status().code(), absl::StrCat("optimiser state: ", moments.status().message()));
+  for (size_t i = 0; i < spilled_.size(); ++i) {
+    auto& state = static_cast<torch::optim::AdamParamState&>(*state_.at(spilled_[i].key));
+    spilled_[i].squared ? state.exp_avg_sq((*moments)[i]) : state.exp_avg((*moments)[i]);
   }
-  close(spill_fd_);
-  spill_fd_ = -1;
+  spill_file_.reset();
   spilled_.clear();
   return absl::OkStatus();
 }

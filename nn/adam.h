@@ -6,10 +6,12 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "nn/spill_file.h"
 
 namespace fgl::nn {
 
@@ -33,18 +35,15 @@ class Adam : public torch::optim::Adam {
   // (spilled() stays false). Errors name the directory and leave the moments in memory.
   absl::Status Spill(const std::string& dir, int64_t min_bytes);
   absl::Status Unspill();
-  bool spilled() const { return spill_fd_ >= 0; }
+  bool spilled() const { return spill_file_ != nullptr; }
 
  private:
-  struct Spilled {
-    std::string key;         // the state's key (the parameter's TensorImpl)
-    bool squared = false;    // exp_avg_sq, else exp_avg
-    int64_t offset = 0;      // in the file
-    std::vector<int64_t> sizes;
+  struct Spilled {  // in the file's order
+    std::string key;       // the state's key (the parameter's TensorImpl)
+    bool squared = false;  // exp_avg_sq, else exp_avg
     torch::TensorOptions options;
   };
-  int spill_fd_ = -1;
-  std::string spill_dir_;
+  std::unique_ptr<SpillFile> spill_file_;
   std::vector<Spilled> spilled_;
 };
 

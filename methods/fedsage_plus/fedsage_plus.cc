@@ -37,6 +37,7 @@
 #include "nn/adam.h"
 #include "nn/losses/losses.h"
 #include "nn/ops/dropout.h"
+#include "nn/spill_file.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::fedsage_plus {
@@ -229,6 +230,11 @@ class FedSageClient final : public fl::ClientAlgorithm {
     if (s_.neighgen) {
       if (gen_released_) {
         (*m.mutable_scalars())[kReleased] = 1;
+      } else if (gen_parked_) {  // read back for the checkpoint; the parameters stay on disk
+        FGL_ASSIGN_OR_RETURN(std::vector<torch::Tensor> parked, gen_parked_->Read());
+        fl::NamedTensors named = Named(*gen_);
+        for (size_t i = 0; i < named.size(); ++i) named[i].second = parked[i];
+        fl::AddTensors(fl::WithPrefix(kGenPrefix, named), &m);
       } else {
         fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &m);
       }
@@ -254,6 +260,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
         return absl::InvalidArgumentError(who + ": its generator was released, which this run never does");
       }
       FGL_RETURN_IF_ERROR(ReallocateGenerator());
+      FGL_RETURN_IF_ERROR(UnparkGenerator());
       FGL_ASSIGN_OR_RETURN(auto gen, fl::TakeTensors(kGenPrefix, &rest));
       if (!was_released) {
         FGL_ASSIGN_OR_RETURN(fl::NamedTensors loaded, fl::MatchTensors(gen, Named(*gen_), who));
@@ -407,6 +414,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     graph_->split = {pad(data_->split.train), pad(data_->split.val), pad(data_->split.test)};
     mended_ = true;
     FinishGeneratorTraining();  // a client that missed the last generator round still holds it
+    ParkGenerator();
     VLOG(2) << v_.name << " client " << data_->id << ": mended with " << extra << " generated neighbours";
     return absl::OkStatus();
   }
@@ -416,6 +424,30 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // with its targets go at once, not when the client mends in the next round, so that no client
   // holds them while the others train. NeighGen's parameters stay: mending, and a checkpoint's
   // rebuild of the mended graph, read them.
+  // Once mended, NeighGen's parameters are read again only by a checkpoint (to rebuild the mended
+  // graph): they wait on disk (345 MB per client on Physics, 2.8 GB for all of CS-10's clients),
+  // written once per run. If writing fails they stay in memory.
+  void ParkGenerator() {
+    std::vector<torch::Tensor> params;
+    for (const auto& [name, p] : Named(*gen_)) params.push_back(p);
+    absl::StatusOr<nn::SpillFile> file = nn::SpillFile::Write(SpillDirectory(), params);
+    if (!file.ok()) {
+      LOG(WARNING) << v_.name << " client " << data_->id << " keeps NeighGen in memory: " << file.status();
+      return;
+    }
+    params.clear();
+    for (const auto& [name, p] : Named(*gen_)) p.set_data(torch::empty({0}, p.options()));
+    gen_parked_ = std::make_unique<nn::SpillFile>(*std::move(file));
+  }
+  absl::Status UnparkGenerator() {
+    if (!gen_parked_) return absl::OkStatus();
+    FGL_ASSIGN_OR_RETURN(std::vector<torch::Tensor> parked, gen_parked_->Read());
+    const fl::NamedTensors params = Named(*gen_);
+    for (size_t i = 0; i < params.size(); ++i) params[i].second.set_data(parked[i]);
+    gen_parked_.reset();
+    return absl::OkStatus();
+  }
+
   void FinishGeneratorTraining() {
     if (!joint_) return;
     joint_.reset();
@@ -436,6 +468,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // NeighGen and its training data (only with neighgen).
   NeighGen gen_{nullptr};
   std::unique_ptr<nn::Adam> joint_;
+  std::unique_ptr<nn::SpillFile> gen_parked_;  // NeighGen's parameters after mending (ParkGenerator)
   graph::CsrGraph impaired_graph_;
   std::shared_ptr<nn::GraphView> impaired_view_;
   torch::Tensor impaired_features_, impaired_labels_, impaired_train_, num_missing_;
