@@ -419,11 +419,6 @@ class FedSageClient final : public fl::ClientAlgorithm {
     return absl::OkStatus();
   }
 
-  // The generator's training state is never used again once its last round is over: the optimiser
-  // moments (2 × fGen: 560 MB per client on Coauthor-CS, 690 MB on Physics) and the impaired graph
-  // with its targets go at once, not when the client mends in the next round, so that no client
-  // holds them while the others train. NeighGen's parameters stay: mending, and a checkpoint's
-  // rebuild of the mended graph, read them.
   // Once mended, NeighGen's parameters are read again only by a checkpoint (to rebuild the mended
   // graph): they wait on disk (345 MB per client on Physics, 2.8 GB for all of CS-10's clients),
   // written once per run. If writing fails they stay in memory.
@@ -448,6 +443,11 @@ class FedSageClient final : public fl::ClientAlgorithm {
     return absl::OkStatus();
   }
 
+  // The generator's training state is never used again once its last round is over: the optimiser
+  // moments (2 × fGen: 560 MB per client on Coauthor-CS, 690 MB on Physics) and the impaired graph
+  // with its targets go at once, not when the client mends in the next round, so that no client
+  // holds them while the others train. NeighGen's parameters stay: mending, and a checkpoint's
+  // rebuild of the mended graph, read them.
   void FinishGeneratorTraining() {
     if (!joint_) return;
     joint_.reset();
