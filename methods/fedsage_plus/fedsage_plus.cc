@@ -259,8 +259,15 @@ class FedSageClient final : public fl::ClientAlgorithm {
       if (was_released && !release_generator_) {
         return absl::InvalidArgumentError(who + ": its generator was released, which this run never does");
       }
+      auto mended = state.scalars().find(kMended);
+      if (mended == state.scalars().end()) return absl::InvalidArgumentError(who + " lacks '" + kMended + "'");
+      auto trained = state.scalars().find(kGenTrained);
+      const bool was_trained = trained != state.scalars().end() && trained->second != 0;
+      if (was_released && (mended->second != 0 || was_trained)) {
+        return absl::InvalidArgumentError(who + ": released after the generator rounds");
+      }
       FGL_RETURN_IF_ERROR(ReallocateGenerator());
-      FGL_RETURN_IF_ERROR(UnparkGenerator());
+      DropParkedGenerator();
       FGL_ASSIGN_OR_RETURN(auto gen, fl::TakeTensors(kGenPrefix, &rest));
       if (!was_released) {
         FGL_ASSIGN_OR_RETURN(fl::NamedTensors loaded, fl::MatchTensors(gen, Named(*gen_), who));
@@ -268,10 +275,6 @@ class FedSageClient final : public fl::ClientAlgorithm {
         const fl::NamedTensors targets = Named(*gen_);
         for (size_t i = 0; i < targets.size(); ++i) targets[i].second.copy_(loaded[i].second);
       }
-      auto mended = state.scalars().find(kMended);
-      if (mended == state.scalars().end()) return absl::InvalidArgumentError(who + " lacks '" + kMended + "'");
-      auto trained = state.scalars().find(kGenTrained);
-      const bool was_trained = trained != state.scalars().end() && trained->second != 0;
       if (mended->second == 0 && !was_trained) {  // still in the generator rounds: the joint optimiser resumes
         if (!joint_) FGL_RETURN_IF_ERROR(PrepareGeneratorTraining());  // freed by an earlier Mend
         FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
@@ -280,9 +283,6 @@ class FedSageClient final : public fl::ClientAlgorithm {
       FGL_RETURN_IF_ERROR(fl::TakeTensors(kGenAdam, &rest).status());
       *graph_ = *data_;
       mended_ = false;
-      if (was_released && (mended->second != 0 || was_trained)) {
-        return absl::InvalidArgumentError(who + ": released after the generator rounds");
-      }
       if (mended->second != 0) {
         FGL_RETURN_IF_ERROR(Mend());
       } else if (was_trained) {
@@ -423,6 +423,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // graph): they wait on disk (345 MB per client on Physics, 2.8 GB for all of CS-10's clients),
   // written once per run. If writing fails they stay in memory.
   void ParkGenerator() {
+    if (!config_.device.is_cpu()) return;  // SpillFile holds CPU tensors
     std::vector<torch::Tensor> params;
     for (const auto& [name, p] : Named(*gen_)) params.push_back(p);
     absl::StatusOr<nn::SpillFile> file = nn::SpillFile::Write(SpillDirectory(), params);
@@ -434,13 +435,12 @@ class FedSageClient final : public fl::ClientAlgorithm {
     for (const auto& [name, p] : Named(*gen_)) p.set_data(torch::empty({0}, p.options()));
     gen_parked_ = std::make_unique<nn::SpillFile>(*std::move(file));
   }
-  absl::Status UnparkGenerator() {
-    if (!gen_parked_) return absl::OkStatus();
-    FGL_ASSIGN_OR_RETURN(std::vector<torch::Tensor> parked, gen_parked_->Read());
+  // Before a restore overwrites them: the parked values are not needed, only the shapes.
+  void DropParkedGenerator() {
+    if (!gen_parked_) return;
     const fl::NamedTensors params = Named(*gen_);
-    for (size_t i = 0; i < params.size(); ++i) params[i].second.set_data(parked[i]);
+    for (size_t i = 0; i < params.size(); ++i) params[i].second.set_data(torch::empty(gen_shapes_[i], params[i].second.options()));
     gen_parked_.reset();
-    return absl::OkStatus();
   }
 
   // The generator's training state is never used again once its last round is over: the optimiser

@@ -103,6 +103,21 @@ TEST(FedSagePlusTest, NeighGenTravelsOnlyInGeneratorRoundsAndCheckpointsRoundTri
     ASSERT_OK_AND_ASSIGN(fl::proto::Message b2, server2->Broadcast({r + 1, 0}));
     EXPECT_EQ(b1.SerializeAsString(), b2.SerializeAsString());
   }
+  // After mending NeighGen waits on disk: a restored client saves it again, and a parked client
+  // takes a restore, both continuing identically.
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message last, c->SaveState());
+  EXPECT_GT(CountPrefix(last, "neighgen."), 0);
+  ASSERT_OK_AND_ASSIGN(auto again, f.client(data, config));
+  ASSERT_OK(again->RestoreState(last));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message resaved, again->SaveState());
+  ASSERT_OK(c->RestoreState(resaved));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({5, 105}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message r1, c->Train(global, {5, 105}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message r2, again->Train(global, {5, 105}));
+  EXPECT_DOUBLE_EQ(r1.scalars().at("train_loss"), r2.scalars().at("train_loss"));
+  ASSERT_OK_AND_ASSIGN(torch::Tensor p1, c->Predict(&global));
+  ASSERT_OK_AND_ASSIGN(torch::Tensor p2, again->Predict(&global));
+  EXPECT_TRUE(torch::equal(p1, p2));
 }
 
 // Between generator rounds, with every client in every round, a client drops NeighGen's
