@@ -306,7 +306,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // Coauthor-CS) and reallocated when the broadcast arrives. Where SpillPays, the joint
   // optimiser's large moments (560 MB per client on CS) wait on disk meanwhile, bit for bit.
   void ReleaseGenerator() {
-    for (const auto& [name, p] : Named(*gen_)) p.set_data(torch::empty({0}, p.options()));
+    FreeGeneratorParameters();
     gen_released_ = true;
     if (spill_moments_ && joint_ && !joint_->spilled()) SpillOrKeep();
   }
@@ -319,10 +319,18 @@ class FedSageClient final : public fl::ClientAlgorithm {
   absl::Status ReallocateGenerator() {
     if (joint_) FGL_RETURN_IF_ERROR(joint_->Unspill());
     if (!gen_released_) return absl::OkStatus();
-    const fl::NamedTensors params = Named(*gen_);
-    for (size_t i = 0; i < params.size(); ++i) params[i].second.set_data(torch::empty(gen_shapes_[i], params[i].second.options()));
+    AllocateGeneratorParameters();
     gen_released_ = false;
     return absl::OkStatus();
+  }
+  // NeighGen's parameters emptied in place (their TensorImpls, hence the optimiser's state keys,
+  // stay), and given back their shapes, uninitialised, before something overwrites them.
+  void FreeGeneratorParameters() {
+    for (const auto& [name, p] : Named(*gen_)) p.set_data(torch::empty({0}, p.options()));
+  }
+  void AllocateGeneratorParameters() {
+    const fl::NamedTensors params = Named(*gen_);
+    for (size_t i = 0; i < params.size(); ++i) params[i].second.set_data(torch::empty(gen_shapes_[i], params[i].second.options()));
   }
 
   // Hides half of the nodes that are neither training nor test nodes (the targets) and builds the
@@ -432,14 +440,13 @@ class FedSageClient final : public fl::ClientAlgorithm {
       return;
     }
     params.clear();
-    for (const auto& [name, p] : Named(*gen_)) p.set_data(torch::empty({0}, p.options()));
+    FreeGeneratorParameters();
     gen_parked_ = std::make_unique<nn::SpillFile>(*std::move(file));
   }
   // Before a restore overwrites them: the parked values are not needed, only the shapes.
   void DropParkedGenerator() {
     if (!gen_parked_) return;
-    const fl::NamedTensors params = Named(*gen_);
-    for (size_t i = 0; i < params.size(); ++i) params[i].second.set_data(torch::empty(gen_shapes_[i], params[i].second.options()));
+    AllocateGeneratorParameters();
     gen_parked_.reset();
   }
 
