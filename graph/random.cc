@@ -1,5 +1,6 @@
 #include "graph/random.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "glog/logging.h"
@@ -14,7 +15,58 @@ uint64_t SplitMix64(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
+// xoshiro256's state update (Rng::NextU64 without the output function).
+void Step(uint64_t* s) {
+  const uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = (s[3] << 45) | (s[3] >> 19);
+}
+
+// out = M v, M given by its columns (256 columns of 4 words).
+void Multiply(const uint64_t (*m)[4], const uint64_t* v, uint64_t* out) {
+  uint64_t r[4] = {0, 0, 0, 0};
+  for (int j = 0; j < 256; ++j) {
+    const uint64_t bit = (v[j >> 6] >> (j & 63)) & 1;
+    const uint64_t keep = -bit;
+    for (int w = 0; w < 4; ++w) r[w] ^= m[j][w] & keep;
+  }
+  for (int w = 0; w < 4; ++w) out[w] = r[w];
+}
+
+// c = a b (column form; c may not alias a or b).
+void MatMul(const uint64_t (*a)[4], const uint64_t (*b)[4], uint64_t (*c)[4]) {
+  for (int j = 0; j < 256; ++j) Multiply(a, b[j], c[j]);
+}
+
 }  // namespace
+
+RngJump::RngJump(uint64_t draws) {
+  // Binary powering of the one-step matrix T: result = T^draws.
+  uint64_t power[256][4], scratch[256][4];
+  for (int j = 0; j < 256; ++j) {
+    for (int w = 0; w < 4; ++w) power[j][w] = 0;
+    power[j][j >> 6] = uint64_t{1} << (j & 63);
+    Step(power[j]);
+    for (int w = 0; w < 4; ++w) columns_[j][w] = 0;
+    columns_[j][j >> 6] = uint64_t{1} << (j & 63);  // the identity
+  }
+  for (uint64_t d = draws; d != 0; d >>= 1) {
+    if (d & 1) {
+      MatMul(power, columns_, scratch);
+      std::copy(&scratch[0][0], &scratch[0][0] + 256 * 4, &columns_[0][0]);
+    }
+    if (d > 1) {
+      MatMul(power, power, scratch);
+      std::copy(&scratch[0][0], &scratch[0][0] + 256 * 4, &power[0][0]);
+    }
+  }
+}
+
+void RngJump::Apply(Rng& rng) const { Multiply(columns_, rng.s_, rng.s_); }
 
 uint64_t Fnv1a64(const void* data, size_t size, uint64_t h) {
   const auto* p = static_cast<const unsigned char*>(data);

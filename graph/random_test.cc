@@ -17,6 +17,19 @@ TEST(RngTest, SameSeedSameStreamDifferentNamesDiffer) {
   EXPECT_EQ(same, 0);
 }
 
+TEST(RngTest, JumpDrawsWhatStepsDraw) {
+  for (uint64_t draws : {0ull, 1ull, 2ull, 77ull, 1000ull, 32768ull, 100003ull}) {
+    Rng stepped(5, "dropout"), jumped(5, "dropout");
+    for (uint64_t i = 0; i < draws; ++i) stepped.NextU64();
+    const RngJump jump(draws);
+    jump.Apply(jumped);
+    for (int i = 0; i < 8; ++i) ASSERT_EQ(stepped.NextU64(), jumped.NextU64()) << draws << " draws";
+    jump.Apply(jumped);  // a second application: 2 x draws from the start, + 8
+    for (uint64_t i = 0; i < draws; ++i) stepped.NextU64();
+    EXPECT_EQ(stepped.NextU64(), jumped.NextU64()) << draws << " draws, twice";
+  }
+}
+
 TEST(RngTest, UniformIntIsInRangeAndRoughlyUniform) {
   Rng r(7);
   std::vector<int> hist(6, 0);

@@ -74,6 +74,14 @@ void BM_TrainEpochCora(benchmark::State& state) { TrainEpoch(state, "cora"); }
 void BM_TrainEpochPhysics(benchmark::State& state) { TrainEpoch(state, "coauthor_physics"); }
 BENCHMARK(BM_TrainEpochCora)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TrainEpochPhysics)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {1, 2}})->Unit(benchmark::kMillisecond);
+// The graphs between Cora (2,708 nodes) and Physics (34,493), for GCN and GraphSAGE at one and
+// two threads: where a second intra-op thread starts to pay.
+void BM_TrainEpochPhoto(benchmark::State& state) { TrainEpoch(state, "amazon_photo"); }
+void BM_TrainEpochComputers(benchmark::State& state) { TrainEpoch(state, "amazon_computers"); }
+void BM_TrainEpochCS(benchmark::State& state) { TrainEpoch(state, "coauthor_cs"); }
+BENCHMARK(BM_TrainEpochPhoto)->ArgsProduct({{0, 2}, {1, 2}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TrainEpochComputers)->ArgsProduct({{0, 2}, {1, 2}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TrainEpochCS)->ArgsProduct({{0, 2}, {1, 2}})->Unit(benchmark::kMillisecond);
 
 void BM_SpmmCora(benchmark::State& state) {
   SetComputeThreads(1);
