@@ -13,6 +13,7 @@
 #include "graph/random.h"
 #include "nn/losses/losses.h"
 #include "nn/ops/dropout.h"
+#include "nn/threads.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::fl {
@@ -48,6 +49,7 @@ NamedTensors LocalModel::Parameters(const std::string& group) const {
 
 absl::Status LocalModel::Train(int epochs, uint64_t seed, const Hooks& hooks) {
   nn::DropoutSeedScope dropout_stream(seed);  // per client, whatever thread trains it
+  const nn::GraphSizedThreads threads(data_->view->num_nodes());
   model_->train();
   if (model_->mini_batching()) return TrainMiniBatches(epochs, seed, hooks);
   for (int e = 0; e < epochs; ++e) {

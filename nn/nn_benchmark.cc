@@ -60,6 +60,7 @@ void TrainEpoch(benchmark::State& state, const std::string& dataset) {
   auto model = *MakeModel(spec, l->data.num_features(), l->data.num_classes);
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(0.01).weight_decay(5e-4));
   model->train();
+  const GraphSizedThreads threads(l->data.num_nodes());  // as the trainers
   for (auto _ : state) {
     opt.zero_grad();
     torch::Tensor loss = MaskedCrossEntropy(model->forward(*l->x, *l->view).logits,

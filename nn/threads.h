@@ -6,11 +6,30 @@
 #ifndef FGL_NN_THREADS_H_
 #define FGL_NN_THREADS_H_
 
+#include <cstdint>
+
 namespace fgl::nn {
 
 // Sets LibTorch's pool to `n` threads (n >= 1) and OpenBLAS's to one. Returns false if OpenBLAS
 // is not the loaded BLAS (then only LibTorch's pool is set).
 bool SetComputeThreads(int n);
+
+// While alive, LibTorch ops started on this thread use one thread when the graph has fewer than
+// kMinNodesForThreads nodes, else the pool's size. A Cora-sized epoch's element-wise ops are
+// split into pieces too small to pay for the fork and join (two threads were 0.7-1.0x one on
+// Cora, 1.1-1.5x on Coauthor-CS and Physics; nn/README.md). Results do not change: every
+// parallel op here gives the same bits at any thread count.
+class GraphSizedThreads {
+ public:
+  static constexpr int64_t kMinNodesForThreads = 10000;
+  explicit GraphSizedThreads(int64_t num_nodes);
+  ~GraphSizedThreads();
+  GraphSizedThreads(const GraphSizedThreads&) = delete;
+  GraphSizedThreads& operator=(const GraphSizedThreads&) = delete;
+
+ private:
+  int previous_;
+};
 
 }  // namespace fgl::nn
 

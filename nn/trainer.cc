@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "nn/losses/losses.h"
+#include "nn/threads.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::nn {
@@ -47,6 +48,7 @@ absl::StatusOr<TrainResult> TrainNodeClassifier(GnnModel& model, const NodeFeatu
   std::vector<double> epoch_ms;
   int since_best = 0;
   double best_val_loss = std::numeric_limits<double>::infinity();
+  const GraphSizedThreads threads(graph.num_nodes());
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
     const auto start = std::chrono::steady_clock::now();
     model.train();

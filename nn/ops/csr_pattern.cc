@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace fgl::nn {
 
@@ -11,6 +12,12 @@ struct CsrPattern::Cache {
   std::once_flag row_once, transpose_once;
   torch::Tensor row_index;
   Transposed transposed;
+  // The last TransposedValues input (held, so its identity cannot be reused), its version then,
+  // and its result.
+  absl::Mutex values_mu;
+  torch::Tensor values ABSL_GUARDED_BY(values_mu);
+  uint32_t values_version ABSL_GUARDED_BY(values_mu) = 0;
+  torch::Tensor transposed_values ABSL_GUARDED_BY(values_mu);
 };
 
 CsrPattern::CsrPattern(int64_t rows, int64_t cols, torch::Tensor row_ptr, torch::Tensor col)
@@ -86,6 +93,19 @@ const CsrPattern::Transposed& CsrPattern::transposed() const {
     cache_->transposed = {t_rp.to(d), t_col.to(d), perm.to(d)};
   });
   return cache_->transposed;
+}
+
+torch::Tensor CsrPattern::TransposedValues(const torch::Tensor& values) const {
+  const Transposed& t = transposed();
+  absl::MutexLock lock(&cache_->values_mu);
+  if (cache_->values.defined() && cache_->values.unsafeGetTensorImpl() == values.unsafeGetTensorImpl() &&
+      cache_->values_version == values._version()) {
+    return cache_->transposed_values;
+  }
+  cache_->values = values;
+  cache_->values_version = values._version();
+  cache_->transposed_values = values.index_select(0, t.perm).contiguous();
+  return cache_->transposed_values;
 }
 
 CsrPattern CsrPattern::To(torch::Device device) const {

@@ -74,7 +74,9 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
     ctx->saved_data["col"] = pattern->col();
     ctx->saved_data["t_row_ptr"] = t.row_ptr;
     ctx->saved_data["t_col"] = t.col;
-    ctx->saved_data["t_perm"] = t.perm;
+    // Looked up now, while the pattern is alive: the pattern keeps the last one, so constant
+    // values are permuted once, not at every backward pass.
+    if (x.requires_grad()) ctx->saved_data["t_values"] = pattern->TransposedValues(values);
     ctx->save_for_backward({values, x});
     return Forward(*pattern, values, x);
   }
@@ -85,7 +87,6 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
     const torch::Tensor col_t = ctx->saved_data["col"].toTensor();
     const torch::Tensor t_row_ptr = ctx->saved_data["t_row_ptr"].toTensor();
     const torch::Tensor t_col = ctx->saved_data["t_col"].toTensor();
-    const torch::Tensor t_perm = ctx->saved_data["t_perm"].toTensor();
     const int64_t rows = row_ptr.size(0) - 1, cols = t_row_ptr.size(0) - 1, nnz = col_t.size(0);
     torch::autograd::variable_list saved = ctx->get_saved_variables();
     const torch::Tensor& values = saved[0];
@@ -93,7 +94,7 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
     torch::Tensor dy = grads[0].contiguous();
     torch::Tensor d_values, d_x;
     if (ctx->needs_input_grad(1)) {  // x (tensor inputs only are counted)
-      torch::Tensor tv = values.index_select(0, t_perm).contiguous();
+      const torch::Tensor tv = ctx->saved_data["t_values"].toTensor();
       d_x = torch::empty_like(x);
       CsrTimesDense(t_row_ptr.data_ptr<int64_t>(), t_col.data_ptr<int64_t>(), tv.data_ptr<float>(),
                     dy.data_ptr<float>(), cols, dy.size(1), d_x.data_ptr<float>());

@@ -56,6 +56,26 @@ TEST(SpmmTest, TransposeIsExact) {
                                   torch::tensor({5}, torch::kInt64)).ok());
 }
 
+// The transposed values are kept for a constant tensor and recomputed for a changed or new one;
+// the gradient in x follows the values of each call.
+TEST(SpmmTest, TransposedValuesFollowTheValues) {
+  const CsrPattern p = RandomPattern(30, 20, 3, 2);
+  const torch::Tensor perm = p.transposed().perm;
+  torch::Tensor v = torch::randn({p.nnz()});
+  const torch::Tensor first = p.TransposedValues(v);
+  EXPECT_TRUE(torch::equal(first, v.index_select(0, perm)));
+  EXPECT_EQ(p.TransposedValues(v).data_ptr(), first.data_ptr());  // kept
+  v.mul_(2);  // in place: a new version
+  EXPECT_TRUE(torch::equal(p.TransposedValues(v), v.index_select(0, perm)));
+  const torch::Tensor w = torch::randn({p.nnz()});
+  EXPECT_TRUE(torch::equal(p.TransposedValues(w), w.index_select(0, perm)));
+  for (const torch::Tensor& values : {v, w, v}) {
+    torch::Tensor x = torch::randn({20, 4}).requires_grad_(true);
+    Spmm(p, values, x).sum().backward();
+    EXPECT_TRUE(torch::allclose(x.grad(), Dense(p, values).t().matmul(torch::ones({30, 4})), 1e-5, 1e-5));
+  }
+}
+
 // The plain loop every CPU-specific clone of the kernel must equal bit for bit: per output entry,
 // the products rounded and added in the row's entry order (no fused multiply-add).
 torch::Tensor PlainLoop(const CsrPattern& p, const torch::Tensor& values, const torch::Tensor& x) {
