@@ -17,8 +17,9 @@ bool SetComputeThreads(int n);
 // While alive, LibTorch ops started on this thread use one thread when the graph has fewer than
 // kMinNodesForThreads nodes, else the pool's size. A Cora-sized epoch's element-wise ops are
 // split into pieces too small to pay for the fork and join (two threads were 0.7-1.0x one on
-// Cora, 1.1-1.5x on Coauthor-CS and Physics; nn/README.md). Results do not change: every
-// parallel op here gives the same bits at any thread count.
+// Cora, 1.1-1.5x on Coauthor-CS and Physics; nn/README.md). Our kernels (Spmm, dropout masks)
+// give the same bits at any thread count; ATen's reductions above 32,768 elements do not, so
+// runs that must repeat bit for bit (every table run) use one thread.
 class GraphSizedThreads {
  public:
   static constexpr int64_t kMinNodesForThreads = 10000;

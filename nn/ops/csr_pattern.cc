@@ -97,6 +97,9 @@ const CsrPattern::Transposed& CsrPattern::transposed() const {
 
 torch::Tensor CsrPattern::TransposedValues(const torch::Tensor& values) const {
   const Transposed& t = transposed();
+  // Values that carry a gradient (attention weights) are new at every call: not kept, so the
+  // cache never holds an autograd graph.
+  if (values.requires_grad()) return values.index_select(0, t.perm).contiguous();
   absl::MutexLock lock(&cache_->values_mu);
   if (cache_->values.defined() && cache_->values.unsafeGetTensorImpl() == values.unsafeGetTensorImpl() &&
       cache_->values_version == values._version()) {

@@ -34,8 +34,9 @@ class CsrPattern {
   struct Transposed;
   const Transposed& transposed() const;
 
-  // values.index_select(0, transposed().perm). The last result is kept with its input (and the
-  // input's version), so a constant tensor (features, a normalised adjacency) is permuted once
+  // values.index_select(0, transposed().perm). The last result for values without a gradient is
+  // kept with its input (and the input's version), so a constant tensor (features, a normalised
+  // adjacency) is permuted once
   // rather than at every backward pass: the gather's random reads were a sixth of a one-thread
   // Physics GCN epoch. Thread-safe.
   torch::Tensor TransposedValues(const torch::Tensor& values) const;

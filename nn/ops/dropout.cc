@@ -62,8 +62,9 @@ torch::Tensor Dropout(const torch::Tensor& x, double p, bool training) {
   if (p >= 1.0) return x * 0.0;
   graph::Rng rng(NextStochasticSeed());
   const int64_t n = x.numel();
-  torch::Tensor mask = torch::empty({n}, torch::kFloat32);
-  auto* m = reinterpret_cast<uint32_t*>(mask.data_ptr<float>());
+  // Written as 32-bit words (the float bits of scale or +0), read as float32.
+  torch::Tensor mask_bits = torch::empty({n}, torch::kInt32);
+  auto* m = reinterpret_cast<uint32_t*>(mask_bits.data_ptr<int32_t>());
   const float scale = static_cast<float>(1.0 / (1.0 - p));
   uint32_t scale_bits;
   std::memcpy(&scale_bits, &scale, sizeof scale);
@@ -85,7 +86,7 @@ torch::Tensor Dropout(const torch::Tensor& x, double p, bool training) {
       }
     });
   }
-  return x * mask.view(x.sizes()).to(x.device());
+  return x * mask_bits.view(torch::kFloat32).view(x.sizes()).to(x.device());
 }
 
 }  // namespace fgl::nn

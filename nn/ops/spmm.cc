@@ -63,20 +63,21 @@ torch::Tensor Forward(const CsrPattern& p, const torch::Tensor& values, const to
 }
 
 // y = A x  =>  dx = Aᵀ dy  and  d values[e] = <dy[row(e)], x[col(e)]>.
-// backward returns one gradient per forward input: {d_values, d_x}.
+// backward returns one gradient per forward input: {-, d_values, d_x, -}.
 class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
  public:
+  // needs_dx: grad mode was on and x requires grad (grad mode is always off in here).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const CsrPattern* pattern,
-                               torch::Tensor values, torch::Tensor x) {
+                               torch::Tensor values, torch::Tensor x, bool needs_dx) {
     // Save the index tensors themselves (not the pattern), so backward never outlives them.
     const CsrPattern::Transposed& t = pattern->transposed();
     ctx->saved_data["row_ptr"] = pattern->row_ptr();
     ctx->saved_data["col"] = pattern->col();
     ctx->saved_data["t_row_ptr"] = t.row_ptr;
     ctx->saved_data["t_col"] = t.col;
-    // Looked up now, while the pattern is alive: the pattern keeps the last one, so constant
-    // values are permuted once, not at every backward pass.
-    if (x.requires_grad()) ctx->saved_data["t_values"] = pattern->TransposedValues(values);
+    // Looked up now, while the pattern is alive: it keeps the last result, so constant values
+    // are permuted once, not at every backward pass.
+    if (needs_dx) ctx->saved_data["t_values"] = pattern->TransposedValues(values);
     ctx->save_for_backward({values, x});
     return Forward(*pattern, values, x);
   }
@@ -120,7 +121,7 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
         }
       });
     }
-    return {torch::Tensor(), d_values, d_x};
+    return {torch::Tensor(), d_values, d_x, torch::Tensor()};
   }
 };
 
@@ -139,7 +140,8 @@ torch::Tensor Spmm(const CsrPattern& pattern, const torch::Tensor& values, const
     return torch::zeros({pattern.rows(), x.size(1)}, x.options())
         .index_add_(0, pattern.row_index(), messages);
   }
-  return SpmmFunction::apply(&pattern, values, x);
+  // Only a pass that will need dx looks up the transposed values.
+  return SpmmFunction::apply(&pattern, values, x, torch::GradMode::is_enabled() && x.requires_grad());
 }
 
 torch::Tensor SpmmReference(const CsrPattern& pattern, const torch::Tensor& values,

@@ -67,7 +67,8 @@ TEST(SpmmTest, TransposedValuesFollowTheValues) {
   EXPECT_EQ(p.TransposedValues(v).data_ptr(), first.data_ptr());  // kept
   v.mul_(2);  // in place: a new version
   EXPECT_TRUE(torch::equal(p.TransposedValues(v), v.index_select(0, perm)));
-  const torch::Tensor w = torch::randn({p.nnz()});
+  torch::Tensor w = torch::randn({p.nnz()});
+  w.mul_(3);  // the same version as v: identity, not the version alone, must tell them apart
   EXPECT_TRUE(torch::equal(p.TransposedValues(w), w.index_select(0, perm)));
   for (const torch::Tensor& values : {v, w, v}) {
     torch::Tensor x = torch::randn({20, 4}).requires_grad_(true);
