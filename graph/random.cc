@@ -15,17 +15,6 @@ uint64_t SplitMix64(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-// xoshiro256's state update (Rng::NextU64 without the output function).
-void Step(uint64_t* s) {
-  const uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = (s[3] << 45) | (s[3] >> 19);
-}
-
 // out = M v, M given by its columns (256 columns of 4 words).
 void Multiply(const uint64_t (*m)[4], const uint64_t* v, uint64_t* out) {
   uint64_t r[4] = {0, 0, 0, 0};
@@ -50,7 +39,7 @@ RngJump::RngJump(uint64_t draws) {
   for (int j = 0; j < 256; ++j) {
     for (int w = 0; w < 4; ++w) power[j][w] = 0;
     power[j][j >> 6] = uint64_t{1} << (j & 63);
-    Step(power[j]);
+    Rng::Advance(power[j]);
     for (int w = 0; w < 4; ++w) columns_[j][w] = 0;
     columns_[j][j >> 6] = uint64_t{1} << (j & 63);  // the identity
   }

@@ -23,13 +23,7 @@ class Rng {
   // Inline: dropout masks draw one per two entries, and a call per draw was a third of their cost.
   uint64_t NextU64() {
     const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = Rotl(s_[3], 45);
+    Advance(s_);
     return result;
   }
   // Uniform in [0, 1) with 53 random bits.
@@ -61,6 +55,16 @@ class Rng {
  private:
   friend class RngJump;
   static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  // xoshiro256's state update, linear over GF(2) (RngJump builds its matrix from it).
+  static void Advance(uint64_t* s) {
+    const uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = Rotl(s[3], 45);
+  }
   uint64_t s_[4];
   bool has_spare_normal_ = false;
   double spare_normal_ = 0;
