@@ -13,9 +13,13 @@
 // With --out=DIR, each seed writes DIR/seed_<s>/ (DIR/ itself for one seed given by flags):
 // rounds.jsonl (a fl.proto.RoundRecord per line), result.json and, for global evaluation,
 // final_model.pb (the last broadcast), all JSON through protobuf's printer.
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -30,6 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "experiments/spec.h"
 #include "fl/federation_setup.h"
+#include "fl/proto/checkpoint.pb.h"
 #include "fl/proto_json.h"
 #include "fl/simulator.h"
 #include "glog/logging.h"
@@ -49,7 +54,9 @@ ABSL_FLAG(bool, strict, false, "Abort when a client fails instead of leaving it 
 ABSL_FLAG(std::string, out, "", "Directory for rounds.jsonl and result.json (created).");
 ABSL_FLAG(std::string, checkpoint_dir, "", "Directory for checkpoint.pb (must exist).");
 ABSL_FLAG(int, checkpoint_every, 0, "Write a checkpoint every this many rounds; 0 never.");
-ABSL_FLAG(bool, resume, false, "Continue from --checkpoint_dir/checkpoint.pb if it matches this run.");
+ABSL_FLAG(bool, resume, false,
+          "Continue from --checkpoint_dir/checkpoint.pb if it matches this run (rounds.jsonl in --out keeps the "
+          "rounds before it).");
 
 namespace fgl::experiments {
 namespace {
@@ -143,30 +150,112 @@ absl::StatusOr<proto::Experiment> LoadResolved(const std::vector<std::string>& f
   return resolved;
 }
 
-// One run: writes DIR/rounds.jsonl and DIR/result.json when `out` is set.
+// The largest resident set this process has had, in bytes (Linux reports KiB).
+int64_t PeakResidentBytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return int64_t{usage.ru_maxrss} * 1024;
+}
+
+// A resumable run's peak across its processes: CHECKPOINT_DIR/peak_rss_bytes, one decimal number,
+// rewritten (atomically) after every round, so a process killed after its last checkpoint still
+// counts. 0 when absent or unreadable.
+int64_t ReadPeakFile(const std::string& path) {
+  std::ifstream in(path);
+  int64_t bytes = 0;
+  return in >> bytes && bytes > 0 ? bytes : 0;
+}
+
+void WritePeakFile(const std::string& path, int64_t bytes) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << bytes << "\n";
+    if (!out) return;  // the peak is bookkeeping: a full disk must not stop the run
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+// The rounds.jsonl lines an interrupted earlier process of this run wrote, which must be rounds
+// 1, 2, ... in order; a resumed federation starts its callbacks at its checkpoint's round R and
+// keeps lines 1 .. R-1 of these.
+std::vector<std::string> EarlierRoundLines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    fl::proto::RoundRecord round;
+    if (!fl::FromJson(line, &round, path).ok() || round.round() != static_cast<int>(lines.size()) + 1) {
+      // A torn last line (the process died mid-write) ends what can be kept.
+      break;
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+// One run: writes DIR/rounds.jsonl and DIR/result.json when `out` is set. With o.resume and a
+// checkpoint, the run continues an interrupted one: rounds.jsonl keeps the rounds before the
+// checkpoint's, and wall_s / train_s add the earlier processes' round seconds (their loading and
+// the work after their last checkpoint are not counted).
 absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, const std::string& out) {
   std::ofstream rounds_file;
   const bool terminal = isatty(2);
   const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> earlier;
+  const std::string rounds_path = out + "/rounds.jsonl";
   if (!out.empty()) {
     FGL_RETURN_IF_ERROR(graph::io::MakeDirs(out));
-    rounds_file.open(out + "/rounds.jsonl", std::ios::trunc);
-    if (!rounds_file) return absl::UnavailableError(absl::StrCat("cannot write ", out, "/rounds.jsonl"));
+    if (o.resume && graph::io::FileExists(rounds_path)) {
+      earlier = EarlierRoundLines(rounds_path);
+    }
   }
+  const std::string peak_path = o.checkpoint_dir.empty() ? "" : o.checkpoint_dir + "/peak_rss_bytes";
+  const int64_t earlier_peak = o.resume && !peak_path.empty() ? ReadPeakFile(peak_path) : 0;
   const int rounds = o.spec.rounds();
+  int first_round = 0;  // of this process's callbacks
+  absl::Status rounds_error;
   absl::StatusOr<fl::FederationResult> r = fl::RunFederation(o, [&](const fl::RoundRecord& rec) {
+    if (first_round == 0) {
+      first_round = rec.round;
+      if (!out.empty()) {
+        // Opened at the first callback, so that a process that dies while loading leaves the
+        // earlier lines in place.
+        rounds_file.open(rounds_path, std::ios::trunc);
+        if (!rounds_file) rounds_error = absl::UnavailableError(absl::StrCat("cannot write ", rounds_path));
+        if (rec.round - 1 > static_cast<int>(earlier.size())) {
+          rounds_error = absl::DataLossError(absl::StrCat(
+              rounds_path, " holds rounds 1..", earlier.size(), " but the checkpoint continues after round ",
+              rec.round - 1, ": delete ", o.checkpoint_dir, "/checkpoint.pb to start the run afresh"));
+        }
+        for (int i = 0; i + 1 < rec.round && i < static_cast<int>(earlier.size()); ++i) rounds_file << earlier[i] << "\n";
+      }
+    }
     if (rounds_file.is_open()) {
       rounds_file << fl::ToJsonLine(fl::RoundRecordToProto(rec, /*with_clients=*/true)) << "\n" << std::flush;
     }
+    if (!peak_path.empty()) WritePeakFile(peak_path, std::max(earlier_peak, PeakResidentBytes()));
     if (terminal) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const int done = rec.round - first_round + 1;
       std::cerr << absl::StrFormat("\rround %d/%d  val %.2f  test %.2f  ETA %.0fs   ", rec.round, rounds,
-                                   rec.val_acc, rec.test_acc, elapsed / rec.round * (rounds - rec.round))
+                                   rec.val_acc, rec.test_acc, elapsed / done * (rounds - rec.round))
                 << (rec.round == rounds ? "\n" : "") << std::flush;
     }
   });
   if (!r.ok()) return r.status();
+  FGL_RETURN_IF_ERROR(rounds_error);
+  if (!out.empty() && !rounds_file.is_open()) rounds_file.open(rounds_path, std::ios::trunc);  // no rounds
   fl::proto::RunResult result = fl::RunResultToProto(o, *r);
+  if (first_round > 1) {
+    double earlier_s = 0;
+    for (const fl::RoundRecord& rec : r->rounds) {
+      if (rec.round < first_round) earlier_s += rec.seconds;
+    }
+    result.set_wall_s(result.wall_s() + earlier_s);
+    result.set_train_s(result.train_s() + earlier_s);
+    LOG(INFO) << "resumed at round " << first_round << "; the earlier processes' rounds took " << earlier_s << " s";
+  }
   if (!out.empty()) {
     std::ofstream(out + "/result.json", std::ios::trunc) << fl::ToJsonLine(result) << "\n";
     // The final global model as broadcast: a transport run (//fl:server) must match it bit for bit.

@@ -93,6 +93,14 @@ ABSL_FLAG(std::string, results_dir, "",
 ABSL_FLAG(std::string, report_dir, "",
           "Where reports go; default <workspace>/experiments/reports (quick: reports-quick).");
 ABSL_FLAG(std::string, run_binary, "experiments/run", "The //experiments:run binary.");
+ABSL_FLAG(double, checkpoint_minutes, 10,
+          "Checkpoint each run about this often (by its configuration's recorded seconds per round) in "
+          "<cache>/<run>.ckpt: a runner stopped and started again resumes an interrupted run from its "
+          "last checkpoint, with the same numbers. 0 = never. Configurations without a recorded or timed "
+          "cost, or expected to peak above a quarter of the machine's memory, are not checkpointed (a "
+          "checkpoint holds a serialised copy of every client's state).");
+ABSL_FLAG(int, checkpoint_rounds, 0,
+          "Checkpoint every this many rounds, whatever the configuration; 0 = by --checkpoint_minutes.");
 
 extern char** environ;
 
@@ -334,6 +342,7 @@ struct Job {
   bool plot = false;             // a main cell: its first run may be plotted
   pid_t pid = 0;
   int64_t expected_peak = 0;     // bytes of memory counted for it while it runs
+  std::string checkpoint_dir;    // <cache>/<run>.ckpt: checkpoint.pb and peak_rss_bytes (run_main.cc)
 };
 
 pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
@@ -394,6 +403,14 @@ int64_t ResidentBytes(pid_t pid) {
   int64_t size = 0, resident = 0;
   if (!(in >> size >> resident)) return 0;
   return resident * sysconf(_SC_PAGESIZE);
+}
+
+// The peak resident set an interrupted run's earlier processes reached (run_main.cc writes it
+// beside the checkpoint), 0 when there is none.
+int64_t EarlierPeakBytes(const std::string& checkpoint_dir) {
+  std::ifstream in(checkpoint_dir + "/peak_rss_bytes");
+  int64_t bytes = 0;
+  return in >> bytes && bytes > 0 ? bytes : 0;
 }
 
 // A field of /proc/meminfo in bytes ("MemTotal", "MemAvailable"); 0 when it cannot be read.
@@ -759,6 +776,7 @@ int Run() {
       job.spec_path = absl::StrCat(cache, "/", hash, ".spec.textproto");
       job.out_dir = absl::StrCat(cache, "/", hash, ".out");
       job.log_path = absl::StrCat(cache, "/", hash, ".log");
+      job.checkpoint_dir = absl::StrCat(cache, "/", hash, ".ckpt");
       std::string spec_text;
       google::protobuf::TextFormat::PrintToString(one, &spec_text);
       std::ofstream(job.spec_path) << spec_text;
@@ -873,11 +891,34 @@ int Run() {
                                    ? static_cast<int64_t>(absl::GetFlag(FLAGS_memory_gb) * 1e9)
                                    : MemInfoBytes("MemTotal") / 10 * 9;
   std::map<std::string, int64_t> expected_peak;
+  std::map<std::string, double> expected_wall;  // seconds per run, for the checkpoint interval
   if (total > 0) {
-    for (const auto& [key, cost] : RecordedCosts(records)) expected_peak[key] = cost.peak_rss_bytes;
+    for (const auto& [key, cost] : RecordedCosts(records)) {
+      expected_peak[key] = cost.peak_rss_bytes;
+      expected_wall[key] = cost.wall_s;
+    }
     // A configuration without a record: its timing run's peak (a few rounds, so a lower bound).
-    for (const auto& [key, timing] : CommittedTimings(records)) expected_peak.emplace(key, timing.peak_rss_bytes());
+    for (const auto& [key, timing] : CommittedTimings(records)) {
+      expected_peak.emplace(key, timing.peak_rss_bytes());
+      expected_wall.emplace(key, timing.estimate_s());
+    }
   }
+  // Rounds between checkpoints for a run: about --checkpoint_minutes of its configuration's
+  // recorded time; 0 (none) where its cost is unknown or its state may be too large to copy.
+  const int64_t checkpoint_peak_limit = MemInfoBytes("MemTotal") / 4;
+  auto checkpoint_every = [&](const Job& j) {
+    const int rounds = j.resolved.rounds();
+    if (absl::GetFlag(FLAGS_checkpoint_rounds) > 0) return absl::GetFlag(FLAGS_checkpoint_rounds);
+    const double minutes = absl::GetFlag(FLAGS_checkpoint_minutes);
+    auto wall = expected_wall.find(BudgetKey(j.resolved));
+    auto peak = expected_peak.find(BudgetKey(j.resolved));
+    if (!(minutes > 0) || rounds < 2 || wall == expected_wall.end() || !(wall->second > 0) ||
+        peak == expected_peak.end() || peak->second <= 0 || peak->second > checkpoint_peak_limit) {
+      return 0;
+    }
+    const double every = std::ceil(minutes * 60 / (wall->second / rounds));
+    return every >= rounds ? 0 : static_cast<int>(every);
+  };
   auto peak_of = [&](const Job& j) {
     auto it = expected_peak.find(BudgetKey(j.resolved));
     return it == expected_peak.end() ? int64_t{0} : it->second;
@@ -903,7 +944,19 @@ int Run() {
       if (!next.has_value()) break;  // wait for a running one to finish
       Job& j = pending[waiting[*next]];
       waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(*next));
-      j.pid = Spawn({run_binary, "--spec=" + j.spec_path, "--threads=1", "--out=" + j.out_dir}, j.log_path);
+      std::vector<std::string> args = {run_binary, "--spec=" + j.spec_path, "--threads=1", "--out=" + j.out_dir};
+      // An interrupted run resumes from its checkpoint whether or not this one would write them.
+      const int every = checkpoint_every(j);
+      const bool resumable = graph::io::FileExists(j.checkpoint_dir + "/checkpoint.pb");
+      if ((every > 0 || resumable) && graph::io::MakeDirs(j.checkpoint_dir).ok()) {
+        args.insert(args.end(), {"--checkpoint_dir=" + j.checkpoint_dir, absl::StrCat("--checkpoint_every=", every),
+                                 "--resume"});
+        if (resumable) {
+          LOG(INFO) << "resuming " << j.cell.first << "/" << j.cell.second << " seed " << j.seed << " from "
+                    << j.checkpoint_dir << "/checkpoint.pb";
+        }
+      }
+      j.pid = Spawn(args, j.log_path);
       if (j.pid <= 0) {
         LOG(ERROR) << "cannot start " << run_binary;
         return 1;
@@ -920,6 +973,7 @@ int Run() {
     if (it == running.end()) continue;
     Job j = it->second;
     running.erase(it);
+    std::error_code ec;  // removing a checkpoint directory is best effort
     running_peaks -= j.expected_peak;
     // Its configuration's next runs are expected to peak as high as this one did.
     int64_t& expected = expected_peak[BudgetKey(j.resolved)];
@@ -934,13 +988,17 @@ int Run() {
       result.set_machine(machine);
       absl::StatusOr<proto::RunRecord> record =
           MakeRecord(j.cell_key, j.resolved, j.seed, result, seed_dir + "/rounds.jsonl");
-      if (record.ok()) record->set_peak_rss_bytes(int64_t{usage.ru_maxrss} * 1024);  // Linux: KiB
+      // Linux reports KiB; a resumed run's earlier processes may have peaked higher.
+      if (record.ok()) {
+        record->set_peak_rss_bytes(std::max(int64_t{usage.ru_maxrss} * 1024, EarlierPeakBytes(j.checkpoint_dir)));
+      }
       if (absl::Status s = record.ok() ? WriteRecord(j.record_path, *record) : record.status(); !s.ok()) {
         LOG(ERROR) << s;
         return 1;
       }
       commits.insert(commit);
       machines.insert(machine);
+      std::filesystem::remove_all(j.checkpoint_dir, ec);
       for (CellResult* r : j.targets) AddRun(*table, *record, *r);
       if (j.plot && !first_runs.count(j.cell)) first_runs[j.cell] = *record;
       if (j.plot) all_runs[j.cell].push_back(*record);
@@ -951,6 +1009,11 @@ int Run() {
       }
       ++failed;
       LOG(ERROR) << "run failed for cell " << j.cell.first << "/" << j.cell.second << "; log: " << j.log_path;
+      // A run that exited with an error starts afresh next time (its checkpoint may be the cause);
+      // one killed by a signal (the runner stopped, the machine short of memory) keeps it.
+      if (WIFEXITED(status) && std::filesystem::remove_all(j.checkpoint_dir, ec) > 0) {
+        LOG(ERROR) << "removed its checkpoint " << j.checkpoint_dir;
+      }
     }
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - runs_start).count();
     const double eta = elapsed / done * (total - done);
