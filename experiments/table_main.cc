@@ -97,7 +97,7 @@ ABSL_FLAG(double, checkpoint_minutes, 10,
           "Checkpoint each run about this often (by its configuration's recorded seconds per round) in "
           "<cache>/<run>.ckpt: a runner stopped and started again resumes an interrupted run from its "
           "last checkpoint, with the same numbers. 0 = never. Configurations without a recorded or timed "
-          "cost, or expected to peak above a quarter of the machine's memory, are not checkpointed (a "
+          "cost, or recorded to peak above a quarter of the machine's memory, are not checkpointed (a "
           "checkpoint holds a serialised copy of every client's state).");
 ABSL_FLAG(int, checkpoint_rounds, 0,
           "Checkpoint every this many rounds, whatever the configuration; 0 = by --checkpoint_minutes.");
@@ -912,8 +912,9 @@ int Run() {
     const double minutes = absl::GetFlag(FLAGS_checkpoint_minutes);
     auto wall = expected_wall.find(BudgetKey(j.resolved));
     auto peak = expected_peak.find(BudgetKey(j.resolved));
+    // Records older than peak measurement (2026-11-26) leave a configuration's peak unknown (0).
     if (!(minutes > 0) || rounds < 2 || wall == expected_wall.end() || !(wall->second > 0) ||
-        peak == expected_peak.end() || peak->second <= 0 || peak->second > checkpoint_peak_limit) {
+        (peak != expected_peak.end() && peak->second > checkpoint_peak_limit)) {
       return 0;
     }
     const double every = std::ceil(minutes * 60 / (wall->second / rounds));
