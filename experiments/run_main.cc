@@ -52,7 +52,8 @@ ABSL_FLAG(std::string, device, "cpu", "cpu or cuda[:i].");
 ABSL_FLAG(int, threads, 1, "CPU threads (LibTorch and OpenBLAS).");
 ABSL_FLAG(bool, strict, false, "Abort when a client fails instead of leaving it out of the round.");
 ABSL_FLAG(std::string, out, "", "Directory for rounds.jsonl and result.json (created).");
-ABSL_FLAG(std::string, checkpoint_dir, "", "Directory for checkpoint.pb (must exist).");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "Directory for checkpoint.pb and peak_rss_bytes (must exist; several seeds: seed_<s>/ in it).");
 ABSL_FLAG(int, checkpoint_every, 0, "Write a checkpoint every this many rounds; 0 never.");
 ABSL_FLAG(bool, resume, false,
           "Continue from --checkpoint_dir/checkpoint.pb if it matches this run (rounds.jsonl in --out keeps the "
@@ -171,65 +172,81 @@ void WritePeakFile(const std::string& path, int64_t bytes) {
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << bytes << "\n";
+    out.close();
     if (!out) return;  // the peak is bookkeeping: a full disk must not stop the run
   }
   std::rename(tmp.c_str(), path.c_str());
 }
 
-// The rounds.jsonl lines an interrupted earlier process of this run wrote, which must be rounds
-// 1, 2, ... in order; a resumed federation starts its callbacks at its checkpoint's round R and
-// keeps lines 1 .. R-1 of these.
-std::vector<std::string> EarlierRoundLines(const std::string& path) {
+// `lines` as the whole of `path`, replaced at once (a temporary file, then a rename).
+absl::Status WriteLinesAtomically(const std::string& path, const std::vector<std::string>& lines) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const std::string& line : lines) out << line << "\n";
+    out.close();
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+// The lines of `path` that are rounds 1, 2, ... in order (a torn or foreign line ends them).
+std::vector<std::string> LeadingRoundLines(const std::string& path) {
   std::vector<std::string> lines;
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
     if (line.empty()) continue;
     fl::proto::RoundRecord round;
-    if (!fl::FromJson(line, &round, path).ok() || round.round() != static_cast<int>(lines.size()) + 1) {
-      // A torn last line (the process died mid-write) ends what can be kept.
-      break;
-    }
+    if (!fl::FromJson(line, &round, path).ok() || round.round() != static_cast<int>(lines.size()) + 1) break;
     lines.push_back(std::move(line));
   }
   return lines;
 }
 
-// One run: writes DIR/rounds.jsonl and DIR/result.json when `out` is set. With o.resume and a
-// checkpoint, the run continues an interrupted one: rounds.jsonl keeps the rounds before the
-// checkpoint's, and wall_s / train_s add the earlier processes' round seconds (their loading and
-// the work after their last checkpoint are not counted).
+// One run: writes DIR/rounds.jsonl and DIR/result.json when `out` is set.
+//
+// With o.resume and a checkpoint the run continues an interrupted one, whose rounds.jsonl holds
+// its rounds up to when it stopped (some after its last checkpoint, which this run redoes). The
+// federation's callbacks restart at the checkpoint's round R, so rounds.jsonl keeps the earlier
+// process's lines 1..R-1 (with their per-client detail; from the checkpoint's records where such
+// a line is missing) and this process appends the rest.
 absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, const std::string& out) {
   std::ofstream rounds_file;
   const bool terminal = isatty(2);
   const auto start = std::chrono::steady_clock::now();
-  std::vector<std::string> earlier;
   const std::string rounds_path = out + "/rounds.jsonl";
+  const bool resuming = o.resume && !o.checkpoint_dir.empty() && graph::io::FileExists(o.checkpoint_dir + "/checkpoint.pb");
+  std::vector<std::string> earlier;  // the interrupted process's lines
   if (!out.empty()) {
     FGL_RETURN_IF_ERROR(graph::io::MakeDirs(out));
-    if (o.resume && graph::io::FileExists(rounds_path)) {
-      earlier = EarlierRoundLines(rounds_path);
+    if (resuming) {
+      earlier = LeadingRoundLines(rounds_path);
+    } else {
+      rounds_file.open(rounds_path, std::ios::trunc);
+      if (!rounds_file) return absl::UnavailableError(absl::StrCat("cannot write ", rounds_path));
     }
   }
   const std::string peak_path = o.checkpoint_dir.empty() ? "" : o.checkpoint_dir + "/peak_rss_bytes";
-  const int64_t earlier_peak = o.resume && !peak_path.empty() ? ReadPeakFile(peak_path) : 0;
+  const int64_t earlier_peak = resuming ? ReadPeakFile(peak_path) : 0;
+  // Keeps the earlier lines before round `from` and opens rounds.jsonl to append after them.
+  int kept = -1;  // earlier lines kept; -1 until the splice
+  absl::Status rounds_error;
+  auto splice = [&](int from) {
+    kept = std::min(from - 1, static_cast<int>(earlier.size()));
+    if (out.empty()) return;
+    rounds_error = WriteLinesAtomically(rounds_path, {earlier.begin(), earlier.begin() + kept});
+    if (rounds_error.ok()) rounds_file.open(rounds_path, std::ios::app);
+    if (rounds_error.ok() && !rounds_file) rounds_error = absl::UnavailableError(absl::StrCat("cannot write ", rounds_path));
+  };
   const int rounds = o.spec.rounds();
   int first_round = 0;  // of this process's callbacks
-  absl::Status rounds_error;
   absl::StatusOr<fl::FederationResult> r = fl::RunFederation(o, [&](const fl::RoundRecord& rec) {
     if (first_round == 0) {
       first_round = rec.round;
-      if (!out.empty()) {
-        // Opened at the first callback, so that a process that dies while loading leaves the
-        // earlier lines in place.
-        rounds_file.open(rounds_path, std::ios::trunc);
-        if (!rounds_file) rounds_error = absl::UnavailableError(absl::StrCat("cannot write ", rounds_path));
-        if (rec.round - 1 > static_cast<int>(earlier.size())) {
-          rounds_error = absl::DataLossError(absl::StrCat(
-              rounds_path, " holds rounds 1..", earlier.size(), " but the checkpoint continues after round ",
-              rec.round - 1, ": delete ", o.checkpoint_dir, "/checkpoint.pb to start the run afresh"));
-        }
-        for (int i = 0; i + 1 < rec.round && i < static_cast<int>(earlier.size()); ++i) rounds_file << earlier[i] << "\n";
-      }
+      if (resuming) splice(rec.round);
     }
     if (rounds_file.is_open()) {
       rounds_file << fl::ToJsonLine(fl::RoundRecordToProto(rec, /*with_clients=*/true)) << "\n" << std::flush;
@@ -245,17 +262,32 @@ absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, cons
   });
   if (!r.ok()) return r.status();
   FGL_RETURN_IF_ERROR(rounds_error);
-  if (!out.empty() && !rounds_file.is_open()) rounds_file.open(rounds_path, std::ios::trunc);  // no rounds
-  fl::proto::RunResult result = fl::RunResultToProto(o, *r);
-  if (first_round > 1) {
-    double earlier_s = 0;
-    for (const fl::RoundRecord& rec : r->rounds) {
-      if (rec.round < first_round) earlier_s += rec.seconds;
+  if (resuming) {
+    // Resumed after the last round (nothing left but its scoring, or nothing at all): every
+    // round is an earlier one.
+    if (kept < 0) splice(static_cast<int>(r->rounds.size()) + 1);
+    FGL_RETURN_IF_ERROR(rounds_error);
+    const int from = first_round > 0 ? first_round : static_cast<int>(r->rounds.size()) + 1;
+    if (!out.empty() && kept < from - 1) {
+      // The earlier lines stop short of the checkpoint: its records fill the gap (no per-client
+      // detail for those rounds).
+      rounds_file.close();
+      std::vector<std::string> lines(earlier.begin(), earlier.begin() + kept);
+      for (int i = kept; i < from - 1 && i < static_cast<int>(r->rounds.size()); ++i) {
+        lines.push_back(fl::ToJsonLine(fl::RoundRecordToProto(r->rounds[i], /*with_clients=*/false)));
+      }
+      std::ifstream appended(rounds_path);  // the kept lines, then this process's
+      int index = 0;
+      for (std::string line; std::getline(appended, line);) {
+        if (!line.empty() && index++ >= kept) lines.push_back(std::move(line));
+      }
+      LOG(WARNING) << rounds_path << " held rounds 1.." << kept << " of the " << from - 1
+                   << " before the checkpoint; the checkpoint's records fill in the rest";
+      FGL_RETURN_IF_ERROR(WriteLinesAtomically(rounds_path, lines));
     }
-    result.set_wall_s(result.wall_s() + earlier_s);
-    result.set_train_s(result.train_s() + earlier_s);
-    LOG(INFO) << "resumed at round " << first_round << "; the earlier processes' rounds took " << earlier_s << " s";
+    LOG(INFO) << "resumed at round " << from << "; the earlier processes' rounds took " << r->resumed_s << " s";
   }
+  fl::proto::RunResult result = fl::RunResultToProto(o, *r);
   if (!out.empty()) {
     std::ofstream(out + "/result.json", std::ios::trunc) << fl::ToJsonLine(result) << "\n";
     // The final global model as broadcast: a transport run (//fl:server) must match it bit for bit.
@@ -274,6 +306,10 @@ absl::Status Run(const std::vector<std::string>& field_sets) {
   for (uint64_t seed : resolved.seeds()) {
     fl::FederationOptions o = ToFederationOptions(resolved, seed);
     ApplyRuntimeFlags(o);
+    if (!o.checkpoint_dir.empty() && resolved.seeds_size() > 1) {  // each seed's run its own checkpoint
+      o.checkpoint_dir = absl::StrCat(o.checkpoint_dir, "/seed_", seed);
+      FGL_RETURN_IF_ERROR(graph::io::MakeDirs(o.checkpoint_dir));
+    }
     FGL_ASSIGN_OR_RETURN(const fl::proto::RunResult result,
                          RunOne(o, out.empty() || !per_seed_dirs ? out : absl::StrCat(out, "/seed_", seed)));
     std::cout << fl::ToJsonLine(result) << std::endl;

@@ -413,6 +413,36 @@ int64_t EarlierPeakBytes(const std::string& checkpoint_dir) {
   return in >> bytes && bytes > 0 ? bytes : 0;
 }
 
+// Whether `checkpoint_dir` holds a checkpoint this runner may resume, and the stamp it writes
+// there: the checkpoint must come from the same result and method versions (a change of numerics
+// bumps one of them; a fingerprint alone would not see it), and a checkpoint that two runs in a
+// row could not get past (an out-of-memory kill while resuming, a crash) is dropped.
+std::string CheckpointStamp(const proto::Experiment& resolved) {
+  return absl::StrCat(kResultVersion, " ", CurrentVersion(resolved.method()));
+}
+
+bool UsableCheckpoint(const std::string& dir, const std::string& stamp) {
+  const std::string ckpt = dir + "/checkpoint.pb";
+  if (!graph::io::FileExists(ckpt)) return false;
+  std::error_code ec;
+  auto drop = [&](const std::string& why) {
+    LOG(WARNING) << "dropping " << ckpt << ": " << why;
+    std::filesystem::remove_all(dir, ec);
+    return false;
+  };
+  if (Slurp(dir + "/stamp") != stamp) return drop(absl::StrCat("not of this code's versions (", stamp, ")"));
+  // Resumptions of this very file (its size and modification time): a third one is not tried.
+  const auto written = std::filesystem::last_write_time(ckpt, ec).time_since_epoch().count();
+  const std::string identity = absl::StrCat(std::filesystem::file_size(ckpt, ec), " ", written);
+  std::istringstream tried(Slurp(dir + "/resumes"));
+  std::string size, time;
+  int count = 0;
+  if (!(tried >> size >> time >> count) || absl::StrCat(size, " ", time) != identity) count = 0;
+  if (count >= 2) return drop("two runs resumed from it and neither wrote a later checkpoint");
+  std::ofstream(dir + "/resumes", std::ios::trunc) << identity << " " << count + 1 << "\n";
+  return true;
+}
+
 // A field of /proc/meminfo in bytes ("MemTotal", "MemAvailable"); 0 when it cannot be read.
 int64_t MemInfoBytes(const std::string& field) {
   std::ifstream in("/proc/meminfo");
@@ -948,10 +978,16 @@ int Run() {
       std::vector<std::string> args = {run_binary, "--spec=" + j.spec_path, "--threads=1", "--out=" + j.out_dir};
       // An interrupted run resumes from its checkpoint whether or not this one would write them.
       const int every = checkpoint_every(j);
-      const bool resumable = graph::io::FileExists(j.checkpoint_dir + "/checkpoint.pb");
-      if ((every > 0 || resumable) && graph::io::MakeDirs(j.checkpoint_dir).ok()) {
-        args.insert(args.end(), {"--checkpoint_dir=" + j.checkpoint_dir, absl::StrCat("--checkpoint_every=", every),
-                                 "--resume"});
+      const std::string stamp = CheckpointStamp(j.resolved);
+      const bool resumable = UsableCheckpoint(j.checkpoint_dir, stamp);
+      if (every > 0 || resumable) {
+        if (absl::Status made = graph::io::MakeDirs(j.checkpoint_dir); !made.ok()) {
+          LOG(WARNING) << "no checkpoints for " << j.cell.first << "/" << j.cell.second << ": " << made;
+        } else {
+          std::ofstream(j.checkpoint_dir + "/stamp", std::ios::trunc) << stamp;
+          args.insert(args.end(), {"--checkpoint_dir=" + j.checkpoint_dir,
+                                   absl::StrCat("--checkpoint_every=", every), "--resume"});
+        }
         if (resumable) {
           LOG(INFO) << "resuming " << j.cell.first << "/" << j.cell.second << " seed " << j.seed << " from "
                     << j.checkpoint_dir << "/checkpoint.pb";

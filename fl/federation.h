@@ -105,6 +105,9 @@ struct FederationResult {
   // id order, NaN for a client that did not report it.
   std::map<std::string, std::vector<double>> final_client_reports;
   double wall_s = 0, train_s = 0;  // whole run; rounds only (no loading/partitioning)
+  // A resumed run: the rounds seconds of its earlier processes, included in train_s (the runners
+  // add them to wall_s; those processes' loading is not counted).
+  double resumed_s = 0;
   std::string protocol;            // EvalProtocol::Card() plus split and partition description
   std::vector<int64_t> client_sizes;
   // The server's model after the last round as it broadcasts it, serialised (global evaluation

@@ -101,6 +101,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
   std::vector<int64_t> sizes(n, 0);  // learnt from the evaluations
   std::optional<PendingEval> pending;
   int first_round = 1;
+  double checkpoint_s = 0;  // spent writing checkpoints: not the rounds' time
 
   const std::string ckpt_path = o.checkpoint_dir.empty() ? "" : o.checkpoint_dir + "/checkpoint.pb";
   if (o.resume && !ckpt_path.empty() && graph::io::FileExists(ckpt_path)) {
@@ -135,9 +136,14 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       return full;
     }();
     ApplyClientReports(ckpt.pending_record(), rec);
+    // Round `round` already trained for pending_round_s in the process that wrote the checkpoint.
+    const auto pending_since = Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(std::max(0.0, ckpt.pending_round_s())));
     pending = PendingEval{std::move(rec),
                           global_eval && !personal_eval ? SharedMessage::Of(ckpt.pending_global()) : SharedMessage(),
-                          Clock::now()};
+                          pending_since};
+    result.resumed_s = std::max(0.0, ckpt.rounds_s());
+    result.preparation_bytes_up = ckpt.preparation_bytes_up();
     if (personal_eval) {
       if (ckpt.pending_personal_size() != n) {
         return absl::DataLossError(absl::StrCat(ckpt_path, ": ", ckpt.pending_personal_size(),
@@ -347,11 +353,15 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     pending->personal = std::move(personal);
     if (!ckpt_path.empty() && o.checkpoint_every > 0 && r % o.checkpoint_every == 0) {
       proto::Checkpoint ckpt;
+      ckpt.set_rounds_s(result.resumed_s + Seconds(train_start) - checkpoint_s);
+      ckpt.set_pending_round_s(Seconds(pending->start));
+      const Clock::time_point write_start = Clock::now();
       ckpt.set_version(kCheckpointVersion);
       ckpt.set_run_fingerprint(o.Fingerprint());
       ckpt.set_round(r);
       for (const RoundRecord& done : result.rounds) *ckpt.add_records() = RoundRecordToProto(done);
       ckpt.set_has_pending_eval(true);
+      ckpt.set_preparation_bytes_up(result.preparation_bytes_up);
       *ckpt.mutable_pending_record() = RoundRecordToProto(pending->rec, /*with_clients=*/true);
       if (pending->global.message) *ckpt.mutable_pending_global() = *pending->global.message;
       for (const SharedMessage& m : pending->personal) *ckpt.add_pending_personal() = *m.message;
@@ -365,6 +375,10 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       } else if (hooks.after_checkpoint) {
         hooks.after_checkpoint(r);
       }
+      // Neither round r's seconds nor the run's training time include the checkpoint.
+      const Clock::duration write = Clock::now() - write_start;
+      checkpoint_s += std::chrono::duration<double>(write).count();
+      pending->start += write;
     }
   }
   *stage = "the last evaluation";
@@ -379,7 +393,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     FGL_RETURN_IF_ERROR(finish_evaluation());
   }
   channel.Finish();
-  result.train_s = Seconds(train_start);
+  result.train_s = result.resumed_s + Seconds(train_start) - checkpoint_s;
   result.client_sizes = sizes;
   SelectReportedRound(eval, result);
   FGL_ASSIGN_OR_RETURN(result.protocol, ProtocolCard(o));

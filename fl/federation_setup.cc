@@ -372,6 +372,8 @@ absl::Status WriteFileAtomically(const std::string& path, const google::protobuf
     if (!out || !message.SerializeToOstream(&out)) {
       return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
     }
+    out.close();  // a full disk may only show when the last bytes are flushed
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));

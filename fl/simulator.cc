@@ -32,7 +32,7 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
     if (batched.federation) {  // thousands of one-node users as rows of tensors (nFedGNN)
       *stage = "the batched node-level federation";
       FGL_ASSIGN_OR_RETURN(FederationResult result, batched.federation(o, on_round));
-      result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+      result.wall_s = std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s;
       return result;
     }
   }
@@ -94,7 +94,7 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
   *stage = "the rounds";
   InProcessChannel channel(o, std::move(clients), std::move(algos));
   FGL_ASSIGN_OR_RETURN(FederationResult result, DriveFederation(o, *server, channel, {on_round, nullptr}));
-  result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  result.wall_s = std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s;
   return result;
 }
 

@@ -161,7 +161,7 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
     }
   };
   FGL_ASSIGN_OR_RETURN(FederationResult result, DriveFederation(run_, *server, *this, hooks));
-  result.wall_s = Seconds(start);
+  result.wall_s = Seconds(start) + result.resumed_s;
   return result;
 }
 

@@ -1,7 +1,9 @@
 #include "methods/nfedgnn/node_level_federation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "fl/algorithm.h"
@@ -9,6 +11,7 @@
 #include "fl/optimizer_state.h"
 #include "fl/proto/checkpoint.pb.h"
 #include "fl/tensor_codec.h"
+#include "glog/logging.h"
 #include "graph/io/file.h"
 #include "graph/datasets.h"
 #include "graph/random.h"
@@ -103,6 +106,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   const std::string ckpt_path = o.checkpoint_dir.empty() ? "" : o.checkpoint_dir + "/checkpoint.pb";
   const fl::NamedTensors server_params = server->Parameters();
   int first_round = 1;
+  double checkpoint_s = 0;  // spent writing checkpoints: not the rounds' time
   if (o.resume && !ckpt_path.empty() && graph::io::FileExists(ckpt_path)) {
     FGL_ASSIGN_OR_RETURN(std::string bytes, graph::io::ReadFileBytes(ckpt_path));
     fl::proto::Checkpoint ckpt;
@@ -131,6 +135,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
       result.bytes_down += p.bytes_down();
     }
     first_round = ckpt.round() + 1;
+    result.resumed_s = std::max(0.0, ckpt.rounds_s());
   }
   for (int t = first_round; t <= o.spec.rounds(); ++t) {
     const Clock::time_point round_start = Clock::now();
@@ -163,7 +168,9 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
     if (on_round) on_round(rec);
     result.rounds.push_back(std::move(rec));
     if (!ckpt_path.empty() && o.checkpoint_every > 0 && t % o.checkpoint_every == 0) {
+      const Clock::time_point write_start = Clock::now();
       fl::proto::Checkpoint ckpt;
+      ckpt.set_rounds_s(result.resumed_s + std::chrono::duration<double>(write_start - start).count() - checkpoint_s);
       ckpt.set_version(kCheckpointVersion);
       ckpt.set_run_fingerprint(o.Fingerprint());
       ckpt.set_round(t);
@@ -173,10 +180,15 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
       fl::proto::Message* state = ckpt.add_clients();
       fl::AddTensors(users->State(), state);
       (*state->mutable_scalars())["step"] = static_cast<double>(users->step());
-      FGL_RETURN_IF_ERROR(fl::WriteFileAtomically(ckpt_path, ckpt));
+      // As the driver: a checkpoint that cannot be written only loses the chance to resume here.
+      if (absl::Status written = fl::WriteFileAtomically(ckpt_path, ckpt); !written.ok()) {
+        LOG(WARNING) << "no checkpoint after round " << t << ": " << written.message();
+        std::remove((ckpt_path + ".tmp").c_str());
+      }
+      checkpoint_s += std::chrono::duration<double>(Clock::now() - write_start).count();
     }
   }
-  result.train_s = std::chrono::duration<double>(Clock::now() - start).count();
+  result.train_s = result.resumed_s + std::chrono::duration<double>(Clock::now() - start).count() - checkpoint_s;
   fl::SelectReportedRound(o.eval(), result);
   FGL_ASSIGN_OR_RETURN(result.protocol, fl::ProtocolCard(o));
   return result;
