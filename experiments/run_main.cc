@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "experiments/peak_file.h"
 #include "experiments/spec.h"
 #include "fl/federation_setup.h"
 #include "fl/proto/checkpoint.pb.h"
@@ -158,26 +159,6 @@ int64_t PeakResidentBytes() {
   return int64_t{usage.ru_maxrss} * 1024;
 }
 
-// A resumable run's peak across its processes: CHECKPOINT_DIR/peak_rss_bytes, one decimal number,
-// rewritten (atomically) after every round, so a process killed after its last checkpoint still
-// counts. 0 when absent or unreadable.
-int64_t ReadPeakFile(const std::string& path) {
-  std::ifstream in(path);
-  int64_t bytes = 0;
-  return in >> bytes && bytes > 0 ? bytes : 0;
-}
-
-void WritePeakFile(const std::string& path, int64_t bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << bytes << "\n";
-    out.close();
-    if (!out) return;  // the peak is bookkeeping: a full disk must not stop the run
-  }
-  std::rename(tmp.c_str(), path.c_str());
-}
-
 // `lines` as the whole of `path`, replaced at once (a temporary file, then a rename).
 absl::Status WriteLinesAtomically(const std::string& path, const std::vector<std::string>& lines) {
   const std::string tmp = path + ".tmp";
@@ -229,7 +210,8 @@ absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, cons
       if (!rounds_file) return absl::UnavailableError(absl::StrCat("cannot write ", rounds_path));
     }
   }
-  const std::string peak_path = o.checkpoint_dir.empty() ? "" : o.checkpoint_dir + "/peak_rss_bytes";
+  // Rewritten after every round, so a process killed after its last checkpoint still counts.
+  const std::string peak_path = o.checkpoint_dir.empty() ? "" : PeakFilePath(o.checkpoint_dir);
   const int64_t earlier_peak = resuming ? ReadPeakFile(peak_path) : 0;
   // Keeps the earlier lines before round `from` and opens rounds.jsonl to append after them.
   int kept = -1;  // earlier lines kept; -1 until the splice

@@ -38,6 +38,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "experiments/report.h"
+#include "experiments/peak_file.h"
 #include "experiments/run_scheduling.h"
 #include "experiments/spec.h"
 #include "fl/registry.h"
@@ -403,14 +404,6 @@ int64_t ResidentBytes(pid_t pid) {
   int64_t size = 0, resident = 0;
   if (!(in >> size >> resident)) return 0;
   return resident * sysconf(_SC_PAGESIZE);
-}
-
-// The peak resident set an interrupted run's earlier processes reached (run_main.cc writes it
-// beside the checkpoint), 0 when there is none.
-int64_t EarlierPeakBytes(const std::string& checkpoint_dir) {
-  std::ifstream in(checkpoint_dir + "/peak_rss_bytes");
-  int64_t bytes = 0;
-  return in >> bytes && bytes > 0 ? bytes : 0;
 }
 
 // Whether `checkpoint_dir` holds a checkpoint this runner may resume, and the stamp it writes
@@ -1027,7 +1020,7 @@ int Run() {
           MakeRecord(j.cell_key, j.resolved, j.seed, result, seed_dir + "/rounds.jsonl");
       // Linux reports KiB; a resumed run's earlier processes may have peaked higher.
       if (record.ok()) {
-        record->set_peak_rss_bytes(std::max(int64_t{usage.ru_maxrss} * 1024, EarlierPeakBytes(j.checkpoint_dir)));
+        record->set_peak_rss_bytes(std::max(int64_t{usage.ru_maxrss} * 1024, ReadPeakFile(PeakFilePath(j.checkpoint_dir))));
       }
       if (absl::Status s = record.ok() ? WriteRecord(j.record_path, *record) : record.status(); !s.ok()) {
         LOG(ERROR) << s;
