@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
@@ -367,12 +366,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       for (const SharedMessage& m : pending->personal) *ckpt.add_pending_personal() = *m.message;
       FGL_ASSIGN_OR_RETURN(*ckpt.mutable_server(), server.SaveState());
       FGL_RETURN_IF_ERROR(channel.SaveClients(ckpt));
-      // A checkpoint that cannot be written (a full disk, a state over protobuf's 2 GB) leaves the
-      // run going: it only loses the chance to resume from this round.
-      if (absl::Status written = WriteFileAtomically(ckpt_path, ckpt); !written.ok()) {
-        LOG(WARNING) << "no checkpoint after round " << r << ": " << written.message();
-        std::remove((ckpt_path + ".tmp").c_str());
-      } else if (hooks.after_checkpoint) {
+      if (WriteCheckpointBestEffort(ckpt_path, ckpt, r) && hooks.after_checkpoint) {
         hooks.after_checkpoint(r);
       }
       // Neither round r's seconds nor the run's training time include the checkpoint.

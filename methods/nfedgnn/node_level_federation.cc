@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "fl/algorithm.h"
@@ -180,11 +179,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
       fl::proto::Message* state = ckpt.add_clients();
       fl::AddTensors(users->State(), state);
       (*state->mutable_scalars())["step"] = static_cast<double>(users->step());
-      // As the driver: a checkpoint that cannot be written only loses the chance to resume here.
-      if (absl::Status written = fl::WriteFileAtomically(ckpt_path, ckpt); !written.ok()) {
-        LOG(WARNING) << "no checkpoint after round " << t << ": " << written.message();
-        std::remove((ckpt_path + ".tmp").c_str());
-      }
+      fl::WriteCheckpointBestEffort(ckpt_path, ckpt, t);
       checkpoint_s += std::chrono::duration<double>(Clock::now() - write_start).count();
     }
   }
