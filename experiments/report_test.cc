@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -250,6 +253,69 @@ TEST(ReportTest, ClaimsAreCheckedOnOurNumbers) {
   EXPECT_THAT(md, HasSubstr("+1.7 over FedAvg on a — **holds**: 1 of 1"));
   EXPECT_THAT(md, HasSubstr("the plug-in improves its base — **holds**: 2 of 2"));
   EXPECT_THAT(md, HasSubstr("about a row we have not run — not checkable yet"));
+}
+
+// A verdict on some of a claim's cells while others still await runs says "so far" and how many
+// cells are missing; data that is not present does not count as missing.
+TEST(ReportTest, ClaimOnPartlyFilledCellsHoldsOnlySoFar) {
+  proto::Table t;
+  for (const char* key : {"ours", "base"}) t.add_rows()->set_key(key);
+  for (const char* key : {"a", "b", "c"}) t.add_columns()->set_key(key);
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  auto with = [](CellResult::State s, std::vector<double> v) { return CellResult{s, std::move(v), "", 0}; };
+  cells[{"ours", "a"}] = with(CellResult::State::kDone, {80});
+  cells[{"base", "a"}] = with(CellResult::State::kDone, {70});
+  cells[{"ours", "b"}] = with(CellResult::State::kNotRun, {});
+  cells[{"base", "b"}] = with(CellResult::State::kStale, {});
+  cells[{"ours", "c"}] = with(CellResult::State::kDataNotPresent, {});
+  cells[{"base", "c"}] = with(CellResult::State::kDataNotPresent, {});
+  auto* best = t.add_claims();
+  best->set_text("ours is best");
+  best->set_kind(proto::Claim::ROW_AT_LEAST_OTHERS);
+  best->set_row("ours");
+  auto* gain = t.add_claims();
+  gain->set_text("mean gain 20");
+  gain->set_kind(proto::Claim::MEAN_GAIN_AT_LEAST);
+  gain->set_row("ours");
+  gain->set_base("base");
+  gain->set_min(20);
+  auto* worse = t.add_claims();
+  worse->set_text("base is best");
+  worse->set_kind(proto::Claim::ROW_AT_LEAST_OTHERS);
+  worse->set_row("base");
+  std::string md = MarkdownReport(t, cells, Provenance(), "");
+  EXPECT_THAT(md, HasSubstr("ours is best — **holds so far**: 1 of 1 comparisons; 2 cells it compares still await runs"));
+  EXPECT_THAT(md, HasSubstr("mean gain 20 — **does not hold so far**: 0 of 1"));
+  // One failing comparison refutes an "in every column" claim whatever the missing cells hold.
+  EXPECT_THAT(md, HasSubstr("base is best — **does not hold**: 0 of 1 comparisons"));
+  EXPECT_THAT(md, HasSubstr("2 cells it compares still await runs\n- mean gain"));
+  cells[{"ours", "b"}] = with(CellResult::State::kDone, {75});
+  cells[{"base", "b"}] = with(CellResult::State::kDone, {74});
+  md = MarkdownReport(t, cells, Provenance(), "");
+  EXPECT_THAT(md, HasSubstr("ours is best — **holds**: 2 of 2 comparisons\n"));
+  // Each claim is also checked on the paper's printed means, which may contradict it.
+  for (const auto& [row, col, mean] : std::vector<std::tuple<std::string, std::string, double>>{
+           {"ours", "a", 81}, {"base", "a", 79}, {"ours", "b", 70}, {"base", "b", 72.5}}) {
+    auto* cell = t.add_cells();
+    cell->set_row(row);
+    cell->set_column(col);
+    cell->mutable_paper()->set_mean(mean);
+    cell->mutable_paper()->set_present(true);
+  }
+  // The paper's "+2.004" from cells it prints rounded (81 − 79 = 2) holds to its printed precision.
+  auto* rounded = t.add_claims();
+  rounded->set_text("gain of 2.004 on a");
+  rounded->set_kind(proto::Claim::GAIN_AT_LEAST);
+  rounded->set_row("ours");
+  rounded->set_base("base");
+  rounded->set_column("a");
+  rounded->set_min(2.004);
+  md = MarkdownReport(t, cells, Provenance(), "");
+  EXPECT_THAT(md, HasSubstr("gain of 2.004 on a — **holds**: 1 of 1 comparisons (on the paper's own numbers: holds, 1 of 1)"));
+  EXPECT_THAT(md, HasSubstr("ours is best — **holds**: 2 of 2 comparisons (on the paper's own numbers: does not hold, "
+                            "1 of 2; worst ours vs base on b: 70.00 vs 72.50)\n"));
+  EXPECT_THAT(md, HasSubstr("base is best — **does not hold**: 0 of 2 comparisons; worst base vs ours on a: "
+                            "70.0 vs 80.0 (needs a margin of +0.0) (on the paper's own numbers: does not hold, 1 of 2"));
 }
 
 // A claim about a setting: one column against the others, in every row (or one).
