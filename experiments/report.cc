@@ -169,6 +169,17 @@ std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& c
         }
       }
       break;
+    case proto::Claim::CELLS_AT_MOST:
+      for (const proto::Row& r : t.rows()) {
+        if (!claim.row().empty() && r.key() != claim.row()) continue;
+        for (const std::string& col : columns()) {
+          double x;
+          if (OurMean(cells, r.key(), col, &x)) {
+            out.push_back({absl::StrCat(r.key(), " on ", col, " (bound vs value)"), claim.min(), x, 0, -1, {{r.key(), col}}});
+          }
+        }
+      }
+      break;
     case proto::Claim::MATCHES_PAPER:
       for (const proto::Cell& cell : t.cells()) {
         double ours;

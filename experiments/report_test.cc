@@ -349,6 +349,14 @@ TEST(ReportTest, ColumnClaimComparesWithinRows) {
   // x: 65>=60, 65>=64; y: 68<70 (y has no h128).
   EXPECT_THAT(md, HasSubstr("h64 is optimal — **does not hold**: 2 of 3 comparisons; worst y: h64 vs h16"));
   EXPECT_THAT(md, HasSubstr("h64 beats h128 for x — **holds**: 1 of 1 comparisons"));
+  auto* bound = t.add_claims();
+  bound->set_text("x stays at most 64");
+  bound->set_kind(proto::Claim::CELLS_AT_MOST);
+  bound->set_row("x");
+  bound->set_min(64);
+  EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""),
+              HasSubstr("x stays at most 64 — **does not hold**: 2 of 3 comparisons; worst x on h64 (bound vs value): "
+                        "64.0 vs 65.0"));
 }
 
 // The agreement count: within the paper's std, or the table's minimum band where that is larger.
