@@ -277,7 +277,10 @@ std::string ClaimsSection(const proto::Table& t,
     }
     std::string verdict;
     if (all.empty()) {
-      verdict = "not checkable yet (no pair of filled cells)";
+      verdict = awaiting > 0 ? absl::StrCat("not checkable yet: ", awaiting == 1 ? "the cell it compares awaits"
+                                                                                : absl::StrCat("the ", awaiting, " cells it compares await"),
+                                            " runs")
+                             : "not checkable here (no cells it compares can be filled on this machine)";
     } else {
       const bool all_hold = holds == static_cast<int>(all.size());
       const bool so_far = awaiting > 0 && (all_hold || aggregate);
@@ -292,7 +295,7 @@ std::string ClaimsSection(const proto::Table& t,
                                                   d, worst->lhs, d, worst->rhs, d, worst->min));
       }
       if (awaiting > 0) {
-        absl::StrAppend(&verdict, "; ", awaiting, awaiting == 1 ? " cell" : " cells", " it compares still await runs");
+        absl::StrAppend(&verdict, "; ", awaiting, awaiting == 1 ? " cell it compares still awaits" : " cells it compares still await", " runs");
       }
     }
     absl::StrAppend(&verdict, OnPaperNumbers(t, claim));

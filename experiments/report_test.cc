@@ -252,7 +252,7 @@ TEST(ReportTest, ClaimsAreCheckedOnOurNumbers) {
   EXPECT_THAT(md, HasSubstr("nv is below FedTAD — **holds**: 1 of 1 comparisons"));
   EXPECT_THAT(md, HasSubstr("+1.7 over FedAvg on a — **holds**: 1 of 1"));
   EXPECT_THAT(md, HasSubstr("the plug-in improves its base — **holds**: 2 of 2"));
-  EXPECT_THAT(md, HasSubstr("about a row we have not run — not checkable yet"));
+  EXPECT_THAT(md, HasSubstr("about a row we have not run — not checkable here"));
 }
 
 // A verdict on some of a claim's cells while others still await runs says "so far" and how many
