@@ -94,6 +94,9 @@ ABSL_FLAG(std::string, results_dir, "",
 ABSL_FLAG(std::string, report_dir, "",
           "Where reports go; default <workspace>/experiments/reports (quick: reports-quick).");
 ABSL_FLAG(std::string, run_binary, "experiments/run", "The //experiments:run binary.");
+ABSL_FLAG(std::string, code_commit, "",
+          "The commit --run_binary was built from, recorded in each new run's record; default the workspace's "
+          "HEAD (+dirty), right when the binary is built from the workspace, not for a copy built earlier.");
 ABSL_FLAG(double, checkpoint_minutes, 10,
           "Checkpoint each run about this often (by its configuration's recorded seconds per round) in "
           "<cache>/<run>.ckpt: a runner stopped and started again resumes an interrupted run from its "
@@ -723,10 +726,13 @@ int Run() {
   std::vector<Job> pending;
   Provenance prov;
   // The commit and machine that produce new runs (recorded in each run's record).
-  std::string commit = CommandOutput({"git", "-C", Workspace(), "rev-parse", "--short", "HEAD"});
-  if (commit.empty()) commit = "unknown";
-  if (!CommandOutput({"git", "-C", Workspace(), "status", "--porcelain", "--untracked-files=no"}).empty()) {
-    commit += "+dirty";
+  std::string commit = absl::GetFlag(FLAGS_code_commit);
+  if (commit.empty()) {
+    commit = CommandOutput({"git", "-C", Workspace(), "rev-parse", "--short", "HEAD"});
+    if (commit.empty()) commit = "unknown";
+    if (!CommandOutput({"git", "-C", Workspace(), "status", "--porcelain", "--untracked-files=no"}).empty()) {
+      commit += "+dirty";
+    }
   }
   struct utsname u;
   uname(&u);
