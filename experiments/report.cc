@@ -207,10 +207,9 @@ bool AwaitsRuns(CellResult::State s) {
          s == CellResult::State::kNotImplemented;
 }
 
-// How many cells a claim would compare once every cell awaiting runs is filled, that are not
-// filled now: a verdict on the filled ones alone is only "so far".
-int CellsAwaitingRuns(const proto::Table& t, const proto::Claim& claim,
-                      const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+// `cells` as they will be once every cell awaiting runs is filled (with placeholder values).
+std::map<std::pair<std::string, std::string>, CellResult> Completed(
+    const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
   std::map<std::pair<std::string, std::string>, CellResult> complete = cells;
   for (auto& [key, r] : complete) {
     if (!AwaitsRuns(r.state)) continue;
@@ -219,6 +218,14 @@ int CellsAwaitingRuns(const proto::Table& t, const proto::Claim& claim,
     r.curve_sum = {0};
     r.curve_runs = 1;
   }
+  return complete;
+}
+
+// How many cells a claim would compare on the `complete` cells that are not filled now: a
+// verdict on the filled ones alone is only "so far".
+int CellsAwaitingRuns(const proto::Table& t, const proto::Claim& claim,
+                      const std::map<std::pair<std::string, std::string>, CellResult>& cells,
+                      const std::map<std::pair<std::string, std::string>, CellResult>& complete) {
   std::set<std::pair<std::string, std::string>> awaiting;
   for (const Comparison& c : Comparisons(t, claim, complete)) {
     for (const auto& cell : c.reads) {
@@ -228,11 +235,24 @@ int CellsAwaitingRuns(const proto::Table& t, const proto::Claim& claim,
   return static_cast<int>(awaiting.size());
 }
 
-// The same claim checked on the paper's own printed means (every printed cell), so that a claim
-// its own table contradicts reads as such. Empty for claims about our numbers against the paper's
-// (MATCHES_PAPER) and for those no printed pair can check (curves).
-std::string OnPaperNumbers(const proto::Table& t, const proto::Claim& claim) {
-  if (claim.kind() == proto::Claim::MATCHES_PAPER) return "";
+// How many comparisons hold, and the one with the least slack.
+struct Tally {
+  int holds = 0;
+  const Comparison* worst = nullptr;
+  bool all_hold(const std::vector<Comparison>& all) const { return holds == static_cast<int>(all.size()); }
+};
+template <typename Holds>
+Tally Count(const std::vector<Comparison>& all, Holds holds) {
+  Tally t;
+  for (const Comparison& c : all) {
+    t.holds += holds(c);
+    if (t.worst == nullptr || c.Slack() < t.worst->Slack()) t.worst = &c;
+  }
+  return t;
+}
+
+// The paper's printed means as filled cells.
+std::map<std::pair<std::string, std::string>, CellResult> PaperCells(const proto::Table& t) {
   std::map<std::pair<std::string, std::string>, CellResult> paper_cells;
   for (const proto::Cell& c : t.cells()) {
     if (!c.paper().present()) continue;
@@ -240,22 +260,26 @@ std::string OnPaperNumbers(const proto::Table& t, const proto::Claim& claim) {
     r.state = CellResult::State::kDone;
     r.values = {c.paper().mean()};
   }
+  return paper_cells;
+}
+
+// The same claim checked on the paper's own printed means (every printed cell), so that a claim
+// its own table contradicts reads as such. Empty for claims about our numbers against the paper's
+// (MATCHES_PAPER) and for those no printed pair can check (curves).
+std::string OnPaperNumbers(const proto::Table& t, const proto::Claim& claim,
+                           const std::map<std::pair<std::string, std::string>, CellResult>& paper_cells) {
+  if (claim.kind() == proto::Claim::MATCHES_PAPER) return "";
   const std::vector<Comparison> all = Comparisons(t, claim, paper_cells);
   if (all.empty()) return "";
   // To the paper's printed precision: its "+2.31 on average" is a rounded mean of rounded cells.
   const double printed = t.fraction() ? 0.0005 : 0.005;
-  int holds = 0;
-  const Comparison* worst = nullptr;
-  for (const Comparison& c : all) {
-    holds += c.Slack() >= -printed;
-    if (worst == nullptr || c.Slack() < worst->Slack()) worst = &c;
-  }
-  if (holds == static_cast<int>(all.size())) {
-    return absl::StrCat(" (on the paper's own numbers: holds, ", holds, " of ", all.size(), ")");
+  const Tally tally = Count(all, [&](const Comparison& c) { return c.Slack() >= -printed; });
+  if (tally.all_hold(all)) {
+    return absl::StrCat(" (on the paper's own numbers: holds, ", tally.holds, " of ", all.size(), ")");
   }
   const int d = t.fraction() ? 3 : 2;  // as the papers print them
-  return absl::StrFormat(" (on the paper's own numbers: does not hold, %d of %d; worst %s: %.*f vs %.*f)", holds,
-                         all.size(), worst->what, d, worst->lhs, d, worst->rhs);
+  return absl::StrFormat(" (on the paper's own numbers: does not hold, %d of %d; worst %s: %.*f vs %.*f)", tally.holds,
+                         all.size(), tally.worst->what, d, tally.worst->lhs, d, tally.worst->rhs);
 }
 
 std::string ClaimsSection(const proto::Table& t,
@@ -263,18 +287,17 @@ std::string ClaimsSection(const proto::Table& t,
   if (t.claims().empty()) return "";
   std::string md = "\n**Claims** (the paper's, checked on our cell means; \"so far\" when cells the claim compares "
                    "still await runs):\n\n";
+  const auto complete = Completed(cells);
+  const auto paper_cells = PaperCells(t);
   for (const proto::Claim& claim : t.claims()) {
     const std::vector<Comparison> all = Comparisons(t, claim, cells);
-    const int awaiting = CellsAwaitingRuns(t, claim, cells);
+    const int awaiting = CellsAwaitingRuns(t, claim, cells, complete);
     // A per-cell claim ("in every column") is refuted by one failing comparison; a mean over
     // columns may still change with the missing ones.
     const bool aggregate = claim.kind() == proto::Claim::MEAN_GAIN_AT_LEAST;
-    int holds = 0;
-    const Comparison* worst = nullptr;
-    for (const Comparison& c : all) {
-      holds += c.Holds();
-      if (worst == nullptr || c.Slack() < worst->Slack()) worst = &c;
-    }
+    const Tally tally = Count(all, [](const Comparison& c) { return c.Holds(); });
+    const int holds = tally.holds;
+    const Comparison* worst = tally.worst;
     std::string verdict;
     if (all.empty()) {
       verdict = awaiting > 0 ? absl::StrCat("not checkable yet: ", awaiting == 1 ? "the cell it compares awaits"
@@ -282,7 +305,7 @@ std::string ClaimsSection(const proto::Table& t,
                                             " runs")
                              : "not checkable here (no cells it compares can be filled on this machine)";
     } else {
-      const bool all_hold = holds == static_cast<int>(all.size());
+      const bool all_hold = tally.all_hold(all);
       const bool so_far = awaiting > 0 && (all_hold || aggregate);
       verdict = absl::StrCat(all_hold ? "**holds" : "**does not hold", so_far ? " so far**" : "**", ": ", holds,
                              " of ", all.size(), " comparisons");
@@ -298,7 +321,7 @@ std::string ClaimsSection(const proto::Table& t,
         absl::StrAppend(&verdict, "; ", awaiting, awaiting == 1 ? " cell it compares still awaits" : " cells it compares still await", " runs");
       }
     }
-    absl::StrAppend(&verdict, OnPaperNumbers(t, claim));
+    absl::StrAppend(&verdict, OnPaperNumbers(t, claim, paper_cells));
     absl::StrAppend(&md, "- ", claim.text(), " — ", verdict, "\n");
   }
   return md;
