@@ -1,5 +1,7 @@
 // FedMpa's family end to end on a small csbm graph with few labels.
 #include <cmath>
+#include <map>
+#include <vector>
 #include <string>
 
 #include "fl/registry.h"
@@ -8,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "methods/fedmpa/fedmpa.pb.h"
+#include "nn/models/gnn_model.h"
 #include "third_party/absl_ext/status_matchers.h"
 
 namespace fgl::methods::fedmpa {
@@ -57,7 +60,9 @@ TEST(FedMpaTest, WholeGraphTestScoresTheSameModels) {
     EXPECT_EQ(whole.test_acc, plain.test_acc) << method;
     EXPECT_TRUE(std::isfinite(whole.global_test_acc)) << method;
     // 4 classes; LocMpa's models, each from one label-skewed community, may sit at chance there.
-    if (std::string(method) != "locmpa") EXPECT_GT(whole.global_test_acc, 25.0) << method;
+    if (std::string(method) != "locmpa") {
+      EXPECT_GT(whole.global_test_acc, 25.0) << method;
+    }
     // FedMpa's last round scores the local stage's APPNP, not the MLP of the round before.
     if (std::string(method) == "fedmpa") {
       const size_t n = whole.rounds.size();
@@ -98,6 +103,43 @@ TEST(FedMpaTest, UniformAveragingIsEquation5) {
   ASSERT_OK_AND_ASSIGN(fl::FederationResult uniform, fl::RunFederation(Spec("fedmlp")));
   ASSERT_OK_AND_ASSIGN(fl::FederationResult by_nodes, fl::RunFederation(Spec("fedmlp", weighted)));
   EXPECT_NE(uniform.final_global, by_nodes.final_global);
+}
+
+// Stage 1 uploads the MLP's tensors and nothing else (no propagation or private state); the local
+// stage uploads no tensors at all.
+TEST(FedMpaTest, OnlyTheMlpLeavesTheClient) {
+  auto data = fl::testing::CsbmClient(200, 8, 3, 10);
+  FedMpaParams p;
+  p.set_federated_rounds(2);
+  fl::MethodConfig config;
+  config.num_features = 8;
+  config.num_classes = 3;
+  config.seed = 4;
+  config.local_epochs = 1;
+  config.model_spec = kAppnp;
+  config.params.emplace_back().PackFrom(p);
+  ASSERT_OK_AND_ASSIGN(auto mlp, nn::MakeModel("mlp:layers=3,hidden=32", 8, 3));
+  std::map<std::string, std::vector<int64_t>> expected;
+  for (const auto& item : mlp->named_parameters(true)) expected[item.key()] = item.value().sizes().vec();
+  ASSERT_EQ(expected.size(), 6u);  // three layers' weights and biases
+  for (const char* method : {"fedmlp", "fedmpa", "fedmpae"}) {
+    ASSERT_OK_AND_ASSIGN(fl::MethodFactories factories, fl::FindMethod(method));
+    ASSERT_OK_AND_ASSIGN(auto server, factories.server(config));
+    ASSERT_OK_AND_ASSIGN(auto client, factories.client(data, config));
+    for (int round = 1; round <= 2; ++round) {
+      ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({round, 7}));
+      ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, client->Train(global, {round, 7}));
+      std::map<std::string, std::vector<int64_t>> sent;
+      for (const fl::proto::Tensor& t : reply.tensors()) sent[t.name()] = {t.shape().begin(), t.shape().end()};
+      EXPECT_EQ(sent, expected) << method << " round " << round;
+      ASSERT_OK(server->Accumulate(reply));
+      ASSERT_OK(server->FinishRound({round, 7}));
+    }
+    if (std::string(method) == "fedmlp") continue;
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({3, 7}));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, client->Train(global, {3, 7}));
+    EXPECT_EQ(reply.tensors_size(), 0) << method << ": the local stage sends no tensors";
+  }
 }
 
 }  // namespace

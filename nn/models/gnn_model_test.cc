@@ -1,7 +1,9 @@
 #include "nn/models/gnn_model.h"
 
+#include <cmath>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "graph/csbm.h"
 #include "nn/ops/dropout.h"
@@ -130,6 +132,49 @@ TEST_F(GnnModelTest, EgoSageEvaluationInChunksEqualsOnePass) {
     EXPECT_EQ((chunked.embedding != one_pass.embedding.detach()).sum().item<int64_t>(), 0);
     EXPECT_EQ((chunked.logits != one_pass.logits.detach()).sum().item<int64_t>(), 0);
   }
+}
+
+// APPNP's K steps h_{k+1} = (1 - a) Â h_k + a z from h_0 = z = MLP(x) equal the closed form
+// (1 - a)^K Â^K z + a Σ_{k<K} (1 - a)^k Â^k z, with Â = D^-1/2 (A + I) D^-1/2 built here from the
+// edge list in double precision, and approach a (I - (1 - a) Â)^-1 z as K grows.
+TEST_F(GnnModelTest, AppnpMatchesItsClosedForm) {
+  const int64_t n = data_.graph.num_nodes();
+  torch::Tensor a_hat = torch::eye(n, torch::kFloat64);
+  const torch::Tensor ptr = data_.graph.row_ptr(), col = data_.graph.col();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t e = ptr[i].item<int64_t>(); e < ptr[i + 1].item<int64_t>(); ++e) {
+      if (col[e].item<int64_t>() != i) a_hat[i][col[e].item<int64_t>()] = 1.0;
+    }
+  }
+  const torch::Tensor d = a_hat.sum(1).pow(-0.5);
+  a_hat = d.unsqueeze(1) * a_hat * d.unsqueeze(0);
+
+  const double alpha = 0.2;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<GnnModel> mlp_only, MakeModel("appnp:hidden=16,k=0,alpha=0.2", 12, 4));
+  mlp_only->eval();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor z = mlp_only->forward(data_.features, *view_).logits.to(torch::kFloat64);
+  for (int64_t k : {1, 5, 60}) {
+    ASSERT_OK_AND_ASSIGN(std::shared_ptr<GnnModel> appnp,
+                         MakeModel(absl::StrCat("appnp:hidden=16,k=", k, ",alpha=0.2"), 12, 4));
+    for (const auto& item : appnp->named_parameters(true)) item.value().copy_(mlp_only->named_parameters(true)[item.key()]);
+    appnp->eval();
+    const torch::Tensor got = appnp->forward(data_.features, *view_).logits.to(torch::kFloat64);
+    torch::Tensor power = z, sum = torch::zeros_like(z);
+    for (int64_t i = 0; i < k; ++i) {
+      sum += alpha * std::pow(1 - alpha, i) * power;
+      power = torch::matmul(a_hat, power);
+    }
+    const torch::Tensor closed = std::pow(1 - alpha, k) * power + sum;
+    EXPECT_TRUE(torch::allclose(got, closed, 1e-4, 1e-5)) << "k = " << k << ": max |diff| "
+                                                          << (got - closed).abs().max().item<double>();
+    if (k == 60) {  // (1 - a)^60 ~ 1.5e-6: the fixed point
+      const torch::Tensor limit =
+          alpha * torch::linalg::solve(torch::eye(n, torch::kFloat64) - (1 - alpha) * a_hat, z, /*left=*/true);
+      EXPECT_TRUE(torch::allclose(got, limit, 1e-4, 1e-4)) << (got - limit).abs().max().item<double>();
+    }
+  }
+  EXPECT_FALSE(torch::allclose(z, torch::matmul(a_hat, z), 1e-3, 1e-3));  // propagation is not a no-op here
 }
 
 TEST_F(GnnModelTest, BadSpecsAndInputsAreErrors) {
