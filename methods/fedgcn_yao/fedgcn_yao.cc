@@ -6,6 +6,7 @@
 //   Each round: FedAvg of a 2-layer GCN (the table's model "gcn:norm=row,out_act=relu"), each
 //   local epoch one full-batch step on a random share of the training nodes.
 // The global test graph is scored on its own Â_test X_test, as the code does.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -19,7 +20,10 @@
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
 #include "fl/tensor_codec.h"
+#include "glog/logging.h"
+#include "graph/csr_graph.h"
 #include "graph/random.h"
+#include "methods/fedgcn_yao/code_as_run.h"
 #include "methods/fedgcn_yao/fedgcn_yao.pb.h"
 #include "nn/conv/gcn_conv.h"
 #include "nn/ops/dropout.h"
@@ -40,6 +44,44 @@ torch::Tensor NeighbourMeans(const fl::ClientData& graph) {
   return nn::RowPropagate(graph.features->dense(), *graph.view);
 }
 
+}  // namespace
+
+graph::CsrGraph CodeAdjacency(const graph::CsrGraph& g) {
+  const int64_t n = g.num_nodes();
+  const int64_t* ptr = g.row_ptr_data();
+  const torch::Tensor col = g.col().to(torch::kCPU).contiguous();
+  const int64_t* c = col.data_ptr<int64_t>();
+  for (int64_t u = 0; u < n; ++u) {
+    int64_t v = n;
+    for (int64_t e = ptr[u]; e < ptr[u + 1]; ++e) {
+      if (c[e] != u) v = std::min(v, c[e]);
+    }
+    if (v == n) continue;
+    auto one = graph::CsrFromEdges(n, {u, v}, {v, u});
+    CHECK(one.ok()) << one.status();  // two valid entries
+    return *std::move(one);
+  }
+  return graph::CsrGraph::Empty(n);
+}
+
+torch::Tensor CodeLoss(const torch::Tensor& output, const torch::Tensor& labels, const torch::Tensor& nodes,
+                       int64_t num_nodes) {
+  const torch::Tensor p = torch::softmax(torch::softmax(output, 1), 1).index_select(0, nodes);
+  const torch::Tensor p_y = p.gather(1, labels.index_select(0, nodes).unsqueeze(1)).squeeze(1);
+  return -torch::log(p_y + 1e-7).sum() / static_cast<double>(num_nodes);
+}
+
+namespace {
+
+// A copy of `graph` whose topology is CodeAdjacency's one edge.
+absl::StatusOr<std::shared_ptr<fl::ClientData>> WithCodeAdjacency(const fl::ClientData& graph) {
+  auto copy = std::make_shared<fl::ClientData>(graph);
+  copy->data.graph = CodeAdjacency(graph.data.graph);
+  FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(copy->data.graph, graph.view->device()));
+  copy->view = std::make_shared<nn::GraphView>(std::move(view));
+  return copy;
+}
+
 class FedGcnYaoClient final : public fl::ModelClient {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
@@ -49,8 +91,16 @@ class FedGcnYaoClient final : public fl::ModelClient {
       return absl::FailedPreconditionError(absl::StrCat("fedgcn_yao: client ", data->id, " has ", data->node_ids.size(),
                                                         " node ids for ", data->data.num_nodes(), " nodes"));
     }
-    auto own = std::make_shared<fl::ClientData>(*data);  // its features are replaced in round 1
-    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(own, config, config.seed));
+    std::shared_ptr<fl::ClientData> own;  // its features are replaced in round 1
+    if (p.code_adjacency()) {
+      FGL_ASSIGN_OR_RETURN(own, WithCodeAdjacency(*data));
+    } else {
+      own = std::make_shared<fl::ClientData>(*data);
+    }
+    // Without averaging each client keeps its own initialisation, as the code's separate models.
+    const uint64_t init_seed = p.load_average() ? config.seed
+                                                : graph::Rng::Derive(config.seed, absl::StrCat("fedgcn_yao/client/", data->id));
+    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(own, config, init_seed));
     return std::unique_ptr<fl::ClientAlgorithm>(new FedGcnYaoClient(own, config, std::move(model), p));
   }
 
@@ -69,7 +119,7 @@ class FedGcnYaoClient final : public fl::ModelClient {
     if (!averaged_) {
       return absl::FailedPreconditionError(absl::StrCat("fedgcn_yao: client ", own_->id, " never received its averaged features"));
     }
-    FGL_RETURN_IF_ERROR(fl::LoadTensors(weights, model_->SharedParameters()));
+    if (p_.load_average()) FGL_RETURN_IF_ERROR(fl::LoadTensors(weights, model_->SharedParameters()));
     // Each epoch: one step on a random floor(n_i * fraction) of the training nodes.
     std::vector<int64_t> pool = fl::MaskedNodes(own_->split.train);
     const int64_t per_epoch = std::min<int64_t>(
@@ -85,6 +135,7 @@ class FedGcnYaoClient final : public fl::ModelClient {
           torch::tensor(std::vector<int64_t>(pool.begin(), pool.begin() + per_epoch), torch::kInt64).to(own_->labels.device());
       FGL_RETURN_IF_ERROR(model_->Step([&](nn::GnnModel& m) {
         const nn::ModelOutput out = m.forward(*own_->features, *own_->view);
+        if (p_.code_loss()) return CodeLoss(out.logits, own_->labels, nodes, own_->data.num_nodes());
         return torch::nn::functional::cross_entropy(out.logits.index_select(0, nodes), own_->labels.index_select(0, nodes));
       }));
     }
@@ -97,10 +148,15 @@ class FedGcnYaoClient final : public fl::ModelClient {
 
   // The global test graph on its own neighbour means (computed once).
   absl::StatusOr<torch::Tensor> PredictGraph(const fl::ClientData& graph, const fl::proto::Message* global) override {
-    if (global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, model_->SharedParameters()));
+    if (global != nullptr && p_.load_average()) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, model_->SharedParameters()));
     if (!test_graph_ || test_graph_source_ != &graph) {
-      auto g = std::make_shared<fl::ClientData>(graph);
-      g->features = std::make_shared<nn::NodeFeatures>(NeighbourMeans(graph));
+      std::shared_ptr<fl::ClientData> g;
+      if (p_.code_adjacency()) {
+        FGL_ASSIGN_OR_RETURN(g, WithCodeAdjacency(graph));
+      } else {
+        g = std::make_shared<fl::ClientData>(graph);
+      }
+      g->features = std::make_shared<nn::NodeFeatures>(NeighbourMeans(*g));
       test_graph_ = std::move(g);
       test_graph_source_ = &graph;
     }
