@@ -58,7 +58,9 @@ class AdaFglClient final : public fl::ModelClient {
     nn::DropoutSeedScope dropout_stream(round.seed);
     modules_->train();
     optimizer_->zero_grad();
-    const torch::Tensor loss = modules_->Loss(modules_->forward(inputs_), inputs_, data_->labels, data_->split.train);
+    // Step 2 runs on the CPU (its inputs are built there); the labels and mask live on the run's device.
+    const torch::Tensor loss = modules_->Loss(modules_->forward(inputs_), inputs_, data_->labels.to(torch::kCPU),
+                                              data_->split.train.to(torch::kCPU));
     const double value = loss.item<double>();
     if (!std::isfinite(value)) return absl::InvalidArgumentError(absl::StrCat("client ", data_->id, ": AdaFGL loss ", value));
     loss.backward();
@@ -76,7 +78,7 @@ class AdaFglClient final : public fl::ModelClient {
     if (!modules_) return model_->Predict();
     torch::NoGradGuard no_grad;
     modules_->eval();
-    return PersonalisedModules::Predict(modules_->forward(inputs_), inputs_);
+    return PersonalisedModules::Predict(modules_->forward(inputs_), inputs_).to(data_->labels.device());
   }
 
   absl::StatusOr<fl::proto::Message> SaveState() const override {

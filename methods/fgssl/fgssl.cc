@@ -17,6 +17,7 @@
 #include "methods/fgssl/fgssl.pb.h"
 #include "nn/augmented_view.h"
 #include "nn/losses/losses.h"
+#include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::fgssl {
@@ -59,8 +60,9 @@ class FgsslClient final : public fl::ModelClient {
         global_view = teacher_->model().forward(weak->features, weak->graph);
       }
       const nn::ModelOutput local_view = model_->model().forward(strong->features, strong->graph);
-      return p.edge_weight() *
-             nn::EdgeDifferenceKl(local_view.embedding, global_view.embedding, *data_->view, p.edge_tau());
+      // The strong view's logits are unused, so a mask of its own is OpenFGL's post-dropout hidden layer.
+      const torch::Tensor student = nn::Dropout(local_view.embedding, p.embedding_dropout(), /*training=*/true);
+      return p.edge_weight() * nn::EdgeDifferenceKl(student, global_view.embedding, *data_->view, p.edge_tau());
     };
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
     FGL_RETURN_IF_ERROR(augmented);
@@ -84,7 +86,8 @@ absl::Status Validate(const FgsslParams& p) {
   for (const auto& [name, q] : {std::pair<const char*, double>{"weak_edge_drop", p.weak_edge_drop()},
                                 {"weak_feature_mask", p.weak_feature_mask()},
                                 {"strong_edge_drop", p.strong_edge_drop()},
-                                {"strong_feature_mask", p.strong_feature_mask()}}) {
+                                {"strong_feature_mask", p.strong_feature_mask()},
+                                {"embedding_dropout", p.embedding_dropout()}}) {
     if (!(q >= 0 && q < 1)) return absl::InvalidArgumentError(absl::StrCat("FgsslParams.", name, " must be in [0, 1), not ", q));
   }
   if (!(p.edge_tau() > 0)) return absl::InvalidArgumentError(absl::StrCat("FgsslParams.edge_tau must be > 0, not ", p.edge_tau()));
@@ -98,6 +101,6 @@ absl::Status Validate(const FgsslParams& p) {
 
 FGL_REGISTER_METHOD("fgssl", FgsslClient::Make,
                     [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); },
-                    {fl::TypedParams(&Validate)});
+                    {fl::TypedParams(&Validate)}, 2);  // 2: the student's embedding after dropout
 
 }  // namespace fgl::methods::fgssl
