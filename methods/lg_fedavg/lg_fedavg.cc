@@ -4,7 +4,10 @@
 //   1. loads the global head,
 //   2. trains its whole model for E epochs,
 //   3. replies with its head and node count.
-// The server averages the heads (FedAvg, node counts). Each client's own model is scored.
+// The server averages the heads (FedAvg, node counts). Each client's body is scored with the
+// averaged head (eval.model "personalized").
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
@@ -49,8 +52,20 @@ class LgFedAvgClient final : public fl::ModelClient {
     return TrainAndReply(round, kType);
   }
 
-  // Its own model: private body and the head it last trained.
-  absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message*) override { return model_->Predict(); }
+  // Its private body with the server's latest head (`global`; eval.model "personalized"), as the
+  // original code and PFLlib test after the averaged head is sent back; the head it last trained
+  // when none is given. The model itself is left as trained.
+  absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
+    if (global == nullptr) return model_->Predict();
+    const fl::NamedTensors head = model_->SharedParameters();
+    std::vector<torch::Tensor> trained;
+    for (const auto& [name, t] : head) trained.push_back(t.detach().clone());
+    FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, head));
+    torch::Tensor predicted = model_->Predict();
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < head.size(); ++i) head[i].second.copy_(trained[i]);
+    return predicted;
+  }
 };
 
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
@@ -64,6 +79,8 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
 }  // namespace
 
 // Version 2: each client's body initialised from its own seed (version 1: one seed for all).
+// Scoring with a given server message's head (eval.model "personalized") changed no recorded run:
+// every record scored eval.model "local", which still uses the client's own head.
 FGL_REGISTER_METHOD("lg_fedavg", &LgFedAvgClient::Make, MakeServer, {}, 2);
 
 }  // namespace fgl::methods::lg_fedavg

@@ -40,6 +40,27 @@ TEST(LgFedAvgTest, OnlyTheLinearHeadTravels) {
               fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("shared_group")));
 }
 
+// Scored with the server's head when one is given (the averaged head, eval.model "personalized"),
+// with its own trained head otherwise; scoring leaves the model as trained.
+TEST(LgFedAvgTest, PersonalisedScoringUsesTheServersHead) {
+  auto data = fl::testing::CsbmClient(200, 8, 3, 10);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories lg, fl::FindMethod("lg_fedavg"));
+  const fl::MethodConfig config = Config("gcn:layers=2,hidden=64,jk=last");
+  ASSERT_OK_AND_ASSIGN(auto server, lg.server(config));
+  ASSERT_OK_AND_ASSIGN(auto client, lg.client(data, config));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, client->Train(global, {1, 1}));
+  ASSERT_OK_AND_ASSIGN(torch::Tensor own, client->Predict(nullptr));
+  // The pre-training broadcast's head differs from the trained one, so its scores differ.
+  ASSERT_OK_AND_ASSIGN(torch::Tensor with_global, client->Predict(&global));
+  EXPECT_FALSE(torch::allclose(own, with_global));
+  // The reply's own head reproduces the client's own scores exactly.
+  ASSERT_OK_AND_ASSIGN(torch::Tensor with_own_head, client->Predict(&reply));
+  EXPECT_TRUE(torch::equal(own, with_own_head));
+  ASSERT_OK_AND_ASSIGN(torch::Tensor again, client->Predict(nullptr));
+  EXPECT_TRUE(torch::equal(own, again));
+}
+
 TEST(LgFedAvgTest, HeterogeneousBodiesShareOneHead) {
   fl::FederationOptions o = fl::testing::SmallFederation("lg_fedavg");
   o.spec.set_model("gcn:layers=2,hidden=64,jk=last;sage:layers=2,hidden=64,jk=last;sgc:k=2,hidden=64");
