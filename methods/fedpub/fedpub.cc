@@ -86,6 +86,19 @@ class FedPubClient final : public fl::ModelClient {
     return reply;
   }
 
+  // Scored on the model the client receives (`global`, eval.model global or personalized) under
+  // its own masks: loading the broadcast's masks too would replace the ones Train keeps local.
+  absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
+    if (global != nullptr) {
+      fl::NamedTensors weights;
+      for (const auto& p : model_->Parameters()) {
+        if (!IsMask(p.first)) weights.push_back(p);
+      }
+      FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, weights));
+    }
+    return model_->Predict();
+  }
+
  private:
   struct Proxy {
     nn::NodeFeatures features;

@@ -64,6 +64,34 @@ TEST(FedPubServerTest, PersonalisesBySoftmaxOfFunctionalSimilarity) {
   EXPECT_FALSE(server->Accumulate(Reply(3, shapes, 1, torch::tensor({NAN, 0.f}))).ok());
 }
 
+// Scoring on a received model keeps the client's own masks (the broadcast carries masks too).
+TEST(FedPubClientTest, ScoringOnTheReceivedModelKeepsItsMasks) {
+  auto data = fl::testing::CsbmClient(60, 3, 2, 10);
+  fl::MethodConfig config;
+  config.model_spec = "gcn:layers=3,hidden=4,jk=last,masked=true";
+  config.num_features = 3;
+  config.num_classes = 2;
+  config.local_epochs = 2;
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedpub"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  ASSERT_OK_AND_ASSIGN(auto client, f.client(data, config));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message init, server->BroadcastTo(data->id, {1, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, client->Train(init, {1, 1}));
+  ASSERT_OK_AND_ASSIGN(auto trained, fl::DecodeTensors(reply));
+  ASSERT_OK(client->Predict(&init).status());  // init's masks are all ones
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message state, client->SaveState());
+  ASSERT_OK_AND_ASSIGN(auto kept, fl::DecodeTensors(state));
+  int masks = 0;
+  for (const auto& [name, t] : trained) {
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, "mask") != 0) continue;
+    ++masks;
+    ASSERT_TRUE(kept.count(name)) << name;
+    EXPECT_TRUE(torch::equal(kept.at(name), t)) << name;
+    EXPECT_FALSE(torch::equal(t, torch::ones_like(t))) << name << " did not train";
+  }
+  EXPECT_EQ(masks, 3);
+}
+
 TEST(FedPubRunTest, LearnsAloneAndWithTheFedTadPlugin) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedpub");
   o.spec.set_model("gcn:layers=3,jk=last,masked=true");
