@@ -1,4 +1,5 @@
-// FedDC (Gao et al. 2022), as OpenFGL runs it. Client k keeps a drift h_k and its last update
+// FedDC (Gao et al. 2022), as OpenFGL runs it (correction OPENFGL; FEDDC_CODE: FedDC's own code,
+// feddc.proto). Client k keeps a drift h_k and its last update
 // d_k (both start at 0). Each round it loads w (and the mean update u), and from round 2 on
 // trains with
 //   CE + (alpha / 2) ||h_k + theta - w||^2 + 1 / (lr E) * sum(theta * d_k - u)
@@ -56,7 +57,19 @@ class FedDcClient final : public fl::ModelClient {
       mean_update[name] = u->second.to(p.device());
     }
     fl::LocalModel::Hooks hooks;
-    if (round.round > 1) {
+    const bool code = p.correction() == FedDcParams::FEDDC_CODE;
+    if (code) {
+      // FedDC's code: the drift penalty and sum(theta * (u - c_k)) from round 1 (both 0 there).
+      hooks.extra_loss = [&](const nn::ModelOutput&) {
+        torch::Tensor drift = torch::zeros({}, params.front().second.options());
+        torch::Tensor correction = torch::zeros({}, params.front().second.options());
+        for (const auto& [name, p] : params) {
+          drift = drift + (drift_[name] + p - start[name]).pow(2).sum();
+          correction = correction + (p * (mean_update[name] - last_update_[name])).sum();
+        }
+        return 0.5 * alpha * drift + correction;
+      };
+    } else if (round.round > 1) {
       const double grad_scale = 1.0 / (config_.lr * std::max(1, config_.local_epochs));
       hooks.extra_loss = [&](const nn::ModelOutput&) {
         torch::Tensor drift = torch::zeros({}, params.front().second.options());
@@ -85,7 +98,16 @@ class FedDcClient final : public fl::ModelClient {
     }
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
     fl::NamedTensors drift, update;
+    const double beta = 1.0 / (config_.lr * std::max(1, config_.local_epochs));  // 1 / (lr K), K steps
     for (const auto& [name, p] : params) {
+      if (code) {  // "update." carries the control state c_k
+        const torch::Tensor delta = p.detach() - start[name];
+        last_update_[name] = last_update_[name] - mean_update[name] - beta * delta;
+        drift_[name] = drift_[name] + delta;
+        drift.emplace_back(name, drift_[name]);
+        update.emplace_back(name, last_update_[name]);
+        continue;
+      }
       const torch::Tensor previous = last_update_[name];
       last_update_[name] = p.detach() - start[name];
       drift_[name] = drift_[name] + previous;
