@@ -10,6 +10,7 @@
 #include "fl/registry.h"
 #include "methods/moon/moon.pb.h"
 #include "nn/losses/losses.h"
+#include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::moon {
@@ -21,6 +22,9 @@ constexpr char kPrevious[] = "moon.previous_embedding";
 absl::Status Validate(const MoonParams& p) {
   if (p.mu() < 0) return absl::InvalidArgumentError(absl::StrCat("moon.mu = ", p.mu(), ": must be >= 0"));
   if (p.tau() <= 0) return absl::InvalidArgumentError(absl::StrCat("moon.tau = ", p.tau(), ": must be > 0"));
+  if (!(p.embedding_dropout() >= 0 && p.embedding_dropout() < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("moon.embedding_dropout = ", p.embedding_dropout(), ": must be in [0, 1)"));
+  }
   return absl::OkStatus();
 }
 
@@ -38,7 +42,9 @@ class MoonClient final : public fl::ModelClient {
     fl::LocalModel::Hooks hooks;
     if (previous_.defined()) {
       hooks.extra_loss = [&](const nn::ModelOutput& out) {
-        return mu * nn::ModelContrastive(out.embedding, global_embedding, previous_, tau);
+        const torch::Tensor z = p.embedding_dropout() > 0 ? nn::Dropout(out.embedding, p.embedding_dropout(), true)
+                                                          : out.embedding;
+        return mu * nn::ModelContrastive(z, global_embedding, previous_, tau);
       };
     }
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));

@@ -1,6 +1,8 @@
 // MOON: the first round is plain FedAvg (no negative yet); later rounds add the contrastive term,
 // and the previous embedding survives a checkpoint.
 #include "fl/registry.h"
+#include "fl/simulator.h"
+#include "methods/moon/moon.pb.h"
 #include "fl/testing/client_data.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
@@ -36,6 +38,23 @@ TEST(MoonTest, ContrastiveTermFromTheSecondRoundAndCheckpoint) {
   // Round 2: the contrastive term (a cross-entropy over two logits, > 0) is added.
   EXPECT_GT(rm.scalars().at("train_loss"), ra.scalars().at("train_loss"));
   EXPECT_DOUBLE_EQ(rr.scalars().at("train_loss"), rm.scalars().at("train_loss"));
+}
+
+// OpenFGL's post-dropout z is an option: it changes the run, and a rate of 1 is refused.
+TEST(MoonTest, EmbeddingDropoutChangesTheRunAndIsChecked) {
+  fl::FederationOptions o = fl::testing::SmallFederation("moon");
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult plain, fl::RunFederation(o));
+  MoonParams p;
+  p.set_embedding_dropout(0.5);
+  o.spec.add_method_params()->PackFrom(p);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult dropped, fl::RunFederation(o));
+  EXPECT_NE(plain.final_global, dropped.final_global);
+  EXPECT_GT(dropped.test_acc, 40.0);  // 4 classes
+  p.set_embedding_dropout(1);
+  o.spec.clear_method_params();
+  o.spec.add_method_params()->PackFrom(p);
+  EXPECT_THAT(fl::RunFederation(o).status(),
+              fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("embedding_dropout")));
 }
 
 }  // namespace
