@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "fl/model_average_server.h"
 #include "nn/losses/losses.h"
+#include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::fl {
@@ -43,15 +44,21 @@ absl::StatusOr<nn::ClassPrototypes> ReadLocalPrototypes(const proto::Message& re
 }
 
 PrototypeClient::PrototypeClient(std::shared_ptr<const ClientData> data, const MethodConfig& config,
-                                 std::unique_ptr<LocalModel> model, double proto_weight, std::string type)
-    : ModelClient(std::move(data), config, std::move(model)), proto_weight_(proto_weight), type_(std::move(type)) {}
+                                 std::unique_ptr<LocalModel> model, double proto_weight, std::string type,
+                                 double embedding_dropout)
+    : ModelClient(std::move(data), config, std::move(model)), proto_weight_(proto_weight), type_(std::move(type)),
+      embedding_dropout_(embedding_dropout) {}
 
 absl::StatusOr<std::unique_ptr<ClientAlgorithm>> PrototypeClient::Make(std::shared_ptr<const ClientData> data,
                                                                        const MethodConfig& config,
-                                                                       double proto_weight, const std::string& type) {
+                                                                       double proto_weight, const std::string& type,
+                                                                       double embedding_dropout) {
+  if (!(embedding_dropout >= 0 && embedding_dropout < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(type, ": embedding_dropout must be in [0, 1), not ", embedding_dropout));
+  }
   FGL_ASSIGN_OR_RETURN(auto model, LocalModel::Create(data, config, PrivateInitSeed(config, *data)));
   return std::unique_ptr<ClientAlgorithm>(
-      new PrototypeClient(std::move(data), config, std::move(model), proto_weight, type));
+      new PrototypeClient(std::move(data), config, std::move(model), proto_weight, type, embedding_dropout));
 }
 
 absl::StatusOr<proto::Message> PrototypeClient::Train(const proto::Message& global, const RoundInfo& round) {
@@ -70,8 +77,9 @@ absl::StatusOr<proto::Message> PrototypeClient::Train(const proto::Message& glob
                                                      config_.num_classes, ", ", dim, "]"));
     }
     hooks.extra_loss = [this, prototypes, present](const nn::ModelOutput& out) {
-      return proto_weight_ *
-             nn::PrototypeAlignment(out.embedding, data_->labels, data_->split.train, prototypes, present);
+      const torch::Tensor z =
+          embedding_dropout_ > 0 ? nn::Dropout(out.embedding, embedding_dropout_, /*training=*/true) : out.embedding;
+      return proto_weight_ * nn::PrototypeAlignment(z, data_->labels, data_->split.train, prototypes, present);
     };
   }
   FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));

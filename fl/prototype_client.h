@@ -34,11 +34,14 @@ absl::StatusOr<nn::ClassPrototypes> ReadLocalPrototypes(const proto::Message& re
 class PrototypeClient final : public ModelClient {
  public:
   // `proto_weight` λ: CE + λ·Σ_c MSE(embeddings of the class-c training nodes, prototype c).
+  // `embedding_dropout` > 0 applies dropout to those embeddings first (OpenFGL's GCN returns its
+  // hidden layer after the model's dropout; nn::ModelOutput::embedding is taken before it).
   PrototypeClient(std::shared_ptr<const ClientData> data, const MethodConfig& config,
-                  std::unique_ptr<LocalModel> model, double proto_weight, std::string type);
+                  std::unique_ptr<LocalModel> model, double proto_weight, std::string type,
+                  double embedding_dropout = 0);
   static absl::StatusOr<std::unique_ptr<ClientAlgorithm>> Make(std::shared_ptr<const ClientData> data,
                                                                const MethodConfig& config, double proto_weight,
-                                                               const std::string& type);
+                                                               const std::string& type, double embedding_dropout = 0);
 
   absl::StatusOr<proto::Message> Train(const proto::Message& global, const RoundInfo& round) override;
   // Always its own model: the server's message holds prototypes, not weights.
@@ -47,6 +50,7 @@ class PrototypeClient final : public ModelClient {
  private:
   double proto_weight_;
   std::string type_;
+  double embedding_dropout_;
 };
 
 }  // namespace fgl::fl

@@ -15,6 +15,7 @@
 #include "fl/svd_updates.h"
 #include "methods/fedkd/fedkd.pb.h"
 #include "nn/losses/losses.h"
+#include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::fedkd {
@@ -30,14 +31,19 @@ absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(std::shared_ptr<
                                                                  const fl::MethodConfig& config) {
   FGL_ASSIGN_OR_RETURN(FedKdParams params, fl::MethodParams<FedKdParams>(config));
   const bool adaptive = params.adaptive();
-  auto losses = [adaptive](const fl::ClientData& d, const nn::ModelOutput& mentor, const nn::ModelOutput& mentee) {
+  const double drop = params.embedding_dropout();
+  if (!(drop >= 0 && drop < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("fedkd.embedding_dropout must be in [0, 1), not ", drop));
+  }
+  auto hidden = [drop](const torch::Tensor& z) { return drop > 0 ? nn::Dropout(z, drop, /*training=*/true) : z; };
+  auto losses = [adaptive, hidden](const fl::ClientData& d, const nn::ModelOutput& mentor, const nn::ModelOutput& mentee) {
     const torch::Tensor& mask = d.split.train;
     const torch::Tensor ce_mentor = nn::MaskedCrossEntropy(mentor.logits, d.labels, mask);
     const torch::Tensor ce_mentee = nn::MaskedCrossEntropy(mentee.logits, d.labels, mask);
     const double scale = adaptive ? 1.0 / (ce_mentor.item<double>() + ce_mentee.item<double>()) : 1.0;
     auto distill = [&](const nn::ModelOutput& self, const nn::ModelOutput& other) {
       return scale * (nn::KlDivergence(self.logits, other.logits.detach(), 1.0, mask) +
-                      nn::MeanSquaredError(self.embedding, other.embedding.detach(), mask));
+                      nn::MeanSquaredError(hidden(self.embedding), hidden(other.embedding.detach()), mask));
     };
     return std::make_pair(ce_mentor + distill(mentor, mentee), ce_mentee + distill(mentee, mentor));
   };

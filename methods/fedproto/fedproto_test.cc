@@ -129,5 +129,22 @@ TEST(FedProtoTest, TheTermChangesAHeterogeneousFederation) {
             proto0.rounds.back().test_acc + proto0.rounds.back().val_acc);
 }
 
+// OpenFGL's post-dropout embeddings are an option: they change the run; a rate of 1 is refused.
+TEST(FedProtoTest, EmbeddingDropoutChangesTheRunAndIsChecked) {
+  fl::FederationOptions o = fl::testing::SmallFederation("fedproto");
+  o.spec.mutable_eval()->set_model("local");
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult plain, fl::RunFederation(o));
+  FedProtoParams p;
+  p.set_embedding_dropout(0.5);
+  o.spec.add_method_params()->PackFrom(p);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult dropped, fl::RunFederation(o));
+  EXPECT_NE(plain.rounds.back().clients[0].train_loss, dropped.rounds.back().clients[0].train_loss);
+  p.set_embedding_dropout(1);
+  o.spec.clear_method_params();
+  o.spec.add_method_params()->PackFrom(p);
+  EXPECT_THAT(fl::RunFederation(o).status(),
+              fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("embedding_dropout")));
+}
+
 }  // namespace
 }  // namespace fgl::methods::fedproto

@@ -149,7 +149,7 @@ absl::Status Validate(const FedTgpParams& p) {
 absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(std::shared_ptr<const fl::ClientData> data,
                                                                  const fl::MethodConfig& config) {
   FGL_ASSIGN_OR_RETURN(FedTgpParams params, fl::MethodParams<FedTgpParams>(config));
-  return fl::PrototypeClient::Make(std::move(data), config, params.proto_weight(), kType);
+  return fl::PrototypeClient::Make(std::move(data), config, params.proto_weight(), kType, params.embedding_dropout());
 }
 
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
