@@ -53,9 +53,6 @@ absl::StatusOr<std::unique_ptr<ClientAlgorithm>> PrototypeClient::Make(std::shar
                                                                        const MethodConfig& config,
                                                                        double proto_weight, const std::string& type,
                                                                        double embedding_dropout) {
-  if (!(embedding_dropout >= 0 && embedding_dropout < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(type, ": embedding_dropout must be in [0, 1), not ", embedding_dropout));
-  }
   FGL_ASSIGN_OR_RETURN(auto model, LocalModel::Create(data, config, PrivateInitSeed(config, *data)));
   return std::unique_ptr<ClientAlgorithm>(
       new PrototypeClient(std::move(data), config, std::move(model), proto_weight, type, embedding_dropout));
@@ -77,8 +74,7 @@ absl::StatusOr<proto::Message> PrototypeClient::Train(const proto::Message& glob
                                                      config_.num_classes, ", ", dim, "]"));
     }
     hooks.extra_loss = [this, prototypes, present](const nn::ModelOutput& out) {
-      const torch::Tensor z =
-          embedding_dropout_ > 0 ? nn::Dropout(out.embedding, embedding_dropout_, /*training=*/true) : out.embedding;
+      const torch::Tensor z = nn::Dropout(out.embedding, embedding_dropout_, /*training=*/true);
       return proto_weight_ * nn::PrototypeAlignment(z, data_->labels, data_->split.train, prototypes, present);
     };
   }

@@ -58,28 +58,22 @@ class FedDcClient final : public fl::ModelClient {
     }
     fl::LocalModel::Hooks hooks;
     const bool code = p.correction() == FedDcParams::FEDDC_CODE;
-    if (code) {
-      // FedDC's code: the drift penalty and sum(theta * (u - c_k)) from round 1 (both 0 there).
-      hooks.extra_loss = [&](const nn::ModelOutput&) {
+    const double grad_scale = 1.0 / (config_.lr * std::max(1, config_.local_epochs));
+    // FedDC's code: sum(theta * (u - c_k)) from round 1 (0 there); OpenFGL's from round 2.
+    if (code || round.round > 1) {
+      const double scale = code ? 1.0 : grad_scale;
+      hooks.extra_loss = [&, scale](const nn::ModelOutput&) {
         torch::Tensor drift = torch::zeros({}, params.front().second.options());
         torch::Tensor correction = torch::zeros({}, params.front().second.options());
         for (const auto& [name, p] : params) {
           drift = drift + (drift_[name] + p - start[name]).pow(2).sum();
-          correction = correction + (p * (mean_update[name] - last_update_[name])).sum();
+          correction = correction + (code ? (p * (mean_update[name] - last_update_[name])).sum()
+                                          : (p * last_update_[name] - mean_update[name]).sum());
         }
-        return 0.5 * alpha * drift + correction;
+        return 0.5 * alpha * drift + scale * correction;
       };
-    } else if (round.round > 1) {
-      const double grad_scale = 1.0 / (config_.lr * std::max(1, config_.local_epochs));
-      hooks.extra_loss = [&](const nn::ModelOutput&) {
-        torch::Tensor drift = torch::zeros({}, params.front().second.options());
-        torch::Tensor correction = torch::zeros({}, params.front().second.options());
-        for (const auto& [name, p] : params) {
-          drift = drift + (drift_[name] + p - start[name]).pow(2).sum();
-          correction = correction + (p * last_update_[name] - mean_update[name]).sum();
-        }
-        return 0.5 * alpha * drift + grad_scale * correction;
-      };
+    }
+    if (!code && round.round > 1) {
       // How much of the first step is data and how much drift and correction (README, "Adam"): at
       // theta = w the extra terms' gradient is alpha * h + grad_scale * d_k, the rest is the CE's.
       bool first_step = true;
@@ -98,19 +92,15 @@ class FedDcClient final : public fl::ModelClient {
     }
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
     fl::NamedTensors drift, update;
-    const double beta = 1.0 / (config_.lr * std::max(1, config_.local_epochs));  // 1 / (lr K), K steps
     for (const auto& [name, p] : params) {
-      if (code) {  // "update." carries the control state c_k
-        const torch::Tensor delta = p.detach() - start[name];
-        last_update_[name] = last_update_[name] - mean_update[name] - beta * delta;
+      const torch::Tensor delta = p.detach() - start[name];
+      if (code) {  // "update." carries the control state c_k; grad_scale is 1 / (lr K)
+        last_update_[name] = last_update_[name] - mean_update[name] - grad_scale * delta;
         drift_[name] = drift_[name] + delta;
-        drift.emplace_back(name, drift_[name]);
-        update.emplace_back(name, last_update_[name]);
-        continue;
+      } else {  // OpenFGL's one-round lag
+        drift_[name] = drift_[name] + last_update_[name];
+        last_update_[name] = delta;
       }
-      const torch::Tensor previous = last_update_[name];
-      last_update_[name] = p.detach() - start[name];
-      drift_[name] = drift_[name] + previous;
       drift.emplace_back(name, drift_[name]);
       update.emplace_back(name, last_update_[name]);
     }

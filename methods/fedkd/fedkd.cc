@@ -32,10 +32,7 @@ absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(std::shared_ptr<
   FGL_ASSIGN_OR_RETURN(FedKdParams params, fl::MethodParams<FedKdParams>(config));
   const bool adaptive = params.adaptive();
   const double drop = params.embedding_dropout();
-  if (!(drop >= 0 && drop < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("fedkd.embedding_dropout must be in [0, 1), not ", drop));
-  }
-  auto hidden = [drop](const torch::Tensor& z) { return drop > 0 ? nn::Dropout(z, drop, /*training=*/true) : z; };
+  auto hidden = [drop](const torch::Tensor& z) { return nn::Dropout(z, drop, /*training=*/true); };
   auto losses = [adaptive, hidden](const fl::ClientData& d, const nn::ModelOutput& mentor, const nn::ModelOutput& mentee) {
     const torch::Tensor& mask = d.split.train;
     const torch::Tensor ce_mentor = nn::MaskedCrossEntropy(mentor.logits, d.labels, mask);
@@ -71,6 +68,10 @@ absl::Status Validate(const FedKdParams& p) {
     return absl::InvalidArgumentError(absl::StrCat("FedKdParams: svd_energy_start (", p.svd_energy_start(),
                                                    ") and svd_energy_end (", p.svd_energy_end(),
                                                    ") must satisfy 0 < start <= end <= 1"));
+  }
+  if (!(p.embedding_dropout() >= 0 && p.embedding_dropout() < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FedKdParams.embedding_dropout must be in [0, 1), not ", p.embedding_dropout()));
   }
   return absl::OkStatus();
 }

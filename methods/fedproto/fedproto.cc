@@ -72,6 +72,10 @@ absl::Status Validate(const FedProtoParams& p) {
     return absl::InvalidArgumentError(
         absl::StrCat("FedProtoParams.proto_weight must be finite and >= 0, not ", p.proto_weight()));
   }
+  if (!(p.embedding_dropout() >= 0 && p.embedding_dropout() < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FedProtoParams.embedding_dropout must be in [0, 1), not ", p.embedding_dropout()));
+  }
   return absl::OkStatus();
 }
 

@@ -35,6 +35,13 @@ constexpr char kProxySeed[] = "proxy_seed";
 
 bool IsMask(const std::string& name) { return name.size() >= 4 && name.compare(name.size() - 4, 4, "mask") == 0; }
 
+// A masked model's parameters: {weights, masks}.
+std::pair<fl::NamedTensors, fl::NamedTensors> Split(const fl::NamedTensors& all) {
+  std::pair<fl::NamedTensors, fl::NamedTensors> out;
+  for (const auto& p : all) (IsMask(p.first) ? out.second : out.first).push_back(p);
+  return out;
+}
+
 absl::Status Validate(const FedPubParams& p) {
   if (!(p.l1() >= 0)) return absl::InvalidArgumentError(absl::StrCat("fedpub.l1 = ", p.l1(), ": must be >= 0"));
   if (!(p.loc_l2() >= 0)) return absl::InvalidArgumentError(absl::StrCat("fedpub.loc_l2 = ", p.loc_l2(), ": must be >= 0"));
@@ -50,8 +57,9 @@ class FedPubClient final : public fl::ModelClient {
     FGL_ASSIGN_OR_RETURN(const FedPubParams p, fl::MethodParams<FedPubParams>(config_));
     const double l1 = p.l1(), loc_l2 = p.loc_l2();
     const fl::NamedTensors all = model_->Parameters();
-    fl::NamedTensors weights, masks;
-    for (const auto& p : all) (IsMask(p.first) ? masks : weights).push_back(p);
+    const std::pair<fl::NamedTensors, fl::NamedTensors> split = Split(all);
+    const fl::NamedTensors& weights = split.first;
+    const fl::NamedTensors& masks = split.second;
     if (masks.empty()) return absl::InvalidArgumentError("fedpub needs a masked model (gcn:...,masked=true)");
     FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, weights));  // masks stay local
     std::vector<torch::Tensor> received;
@@ -89,13 +97,7 @@ class FedPubClient final : public fl::ModelClient {
   // Scored on the model the client receives (`global`, eval.model global or personalized) under
   // its own masks: loading the broadcast's masks too would replace the ones Train keeps local.
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
-    if (global != nullptr) {
-      fl::NamedTensors weights;
-      for (const auto& p : model_->Parameters()) {
-        if (!IsMask(p.first)) weights.push_back(p);
-      }
-      FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, weights));
-    }
+    if (global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, Split(model_->Parameters()).first));
     return model_->Predict();
   }
 

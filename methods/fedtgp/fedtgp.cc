@@ -136,6 +136,9 @@ absl::Status Validate(const FedTgpParams& p) {
   if (!std::isfinite(p.proto_weight()) || p.proto_weight() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.proto_weight must be finite and >= 0, not ", p.proto_weight()));
   }
+  if (!(p.embedding_dropout() >= 0 && p.embedding_dropout() < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.embedding_dropout must be in [0, 1), not ", p.embedding_dropout()));
+  }
   if (p.server_epochs() < 1) return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.server_epochs must be >= 1, not ", p.server_epochs()));
   if (!(p.server_lr() > 0) || !std::isfinite(p.server_lr())) {
     return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.server_lr must be finite and > 0, not ", p.server_lr()));

@@ -42,8 +42,7 @@ class MoonClient final : public fl::ModelClient {
     fl::LocalModel::Hooks hooks;
     if (previous_.defined()) {
       hooks.extra_loss = [&](const nn::ModelOutput& out) {
-        const torch::Tensor z = p.embedding_dropout() > 0 ? nn::Dropout(out.embedding, p.embedding_dropout(), true)
-                                                          : out.embedding;
+        const torch::Tensor z = nn::Dropout(out.embedding, p.embedding_dropout(), /*training=*/true);
         return mu * nn::ModelContrastive(z, global_embedding, previous_, tau);
       };
     }
