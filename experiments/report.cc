@@ -605,14 +605,18 @@ std::string ProtocolCard(const proto::Experiment& e) {
                 "its minimum so far",
                 e.eval().early_stop().after_round(), e.eval().early_stop().loss_ratio())
           : "";
+  // Adam, the default, is not named, so that the cards of every Adam row read as before.
+  const std::string optimizer =
+      e.optimizer() == fl::proto::FederationSpec::SGD ? absl::StrFormat("SGD (momentum %g), ", e.momentum()) : "";
   return absl::StrFormat(
       "%s model, %s, %s round; dropout at evaluation %s; %s; split %s; %s, partition seed %d; "
-      "%d rounds × %d local epochs%s; lr %g, weight decay %g; client fraction %g",
+      "%d rounds × %d local epochs%s; %slr %g, weight decay %g; client fraction %g",
       e.eval().model(), e.eval().weighting() == "unweighted" ? "unweighted" : e.eval().weighting() + "-weighted",
       e.eval().round(), e.eval().dropout_at_eval() ? "on" : "off", e.model(),
       // A reference partition brings its clients' own splits; the split rule is not used.
       absl::StartsWith(e.partitioner(), "reference:") ? "the partition's own" : e.split(), e.partitioner(),
-      e.partition_seed(), e.rounds(), e.local_epochs(), early_stop, e.lr(), e.weight_decay(), e.client_fraction());
+      e.partition_seed(), e.rounds(), e.local_epochs(), early_stop, optimizer, e.lr(), e.weight_decay(),
+      e.client_fraction());
 }
 
 std::string MethodParamsText(const proto::Experiment& e) {

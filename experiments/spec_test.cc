@@ -89,6 +89,15 @@ TEST(SpecTest, RejectsUnknownFieldsAndMethodsWithFileAndLine) {
   e.set_method("fedavg");
   e.set_client_fraction(1.5);
   EXPECT_THAT(Resolve(e, "x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("client_fraction")));
+  e.set_client_fraction(1);
+  e.set_momentum(0.9);  // Adam has no momentum to set
+  EXPECT_THAT(Resolve(e, "x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("momentum")));
+  e.set_optimizer(fl::proto::FederationSpec::SGD);
+  e.set_momentum(1);
+  EXPECT_THAT(Resolve(e, "x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("momentum")));
+  e.set_momentum(0);  // SGD's default, spelled: the same run as unspelled
+  ASSERT_OK_AND_ASSIGN(proto::Experiment sgd, Resolve(e, "x"));
+  EXPECT_FALSE(sgd.has_momentum());
   EXPECT_THAT(LoadExperiment("/nonexistent.textproto"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nonexistent")));
 }
 

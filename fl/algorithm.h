@@ -60,6 +60,10 @@ struct MethodConfig {
   int clients_per_round = 0;
   double lr = 0.01;
   double weight_decay = 5e-4;
+  // The clients' optimiser (FederationSpec.optimizer): Adam, or SGD with `momentum`.
+  enum class Optimizer { kAdam, kSgd };
+  Optimizer optimizer = Optimizer::kAdam;
+  double momentum = 0;
   bool dropout_at_eval = false;  // FedTAD's official code evaluates with dropout on
   // The typed parameters of the method and its plug-ins (fl/method_params.h): read them with
   // MethodParams<P>(config).

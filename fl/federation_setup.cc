@@ -207,6 +207,9 @@ absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int6
   config.clients_per_round = ClientsPerRound(o, o.spec.clients());
   config.lr = o.spec.lr();
   config.weight_decay = o.spec.weight_decay();
+  config.optimizer = o.spec.optimizer() == proto::FederationSpec::SGD ? MethodConfig::Optimizer::kSgd
+                                                                      : MethodConfig::Optimizer::kAdam;
+  config.momentum = o.spec.momentum();
   config.dropout_at_eval = o.eval().dropout_at_eval;
   config.params = MethodParamsOf(o.spec);
   config.seed = graph::Rng::Derive(o.seed, "init");

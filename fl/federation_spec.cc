@@ -38,6 +38,12 @@ absl::StatusOr<proto::FederationSpec> ResolveFederationSpec(proto::FederationSpe
   if (!std::isfinite(s.weight_decay()) || s.weight_decay() < 0) {
     return bad("weight_decay", s.weight_decay(), "must be a finite number >= 0");
   }
+  if (s.has_momentum() && s.optimizer() != proto::FederationSpec::SGD) {
+    return bad("momentum", s.momentum(), "applies only with optimizer: SGD");
+  }
+  if (!(s.momentum() >= 0 && s.momentum() < 1)) return bad("momentum", s.momentum(), "must be in [0, 1)");
+  // 0 is SGD's default: spelled or not, the same run.
+  if (s.has_momentum() && s.momentum() == 0) s.clear_momentum();
   if (!(s.client_fraction() > 0 && s.client_fraction() <= 1)) {
     return bad("client_fraction", s.client_fraction(), "must be in (0, 1]");
   }

@@ -25,8 +25,14 @@ uint64_t PrivateInitSeed(const MethodConfig& config, const ClientData& data) {
 LocalModel::LocalModel(std::shared_ptr<const ClientData> data, const MethodConfig& config,
                        std::shared_ptr<nn::GnnModel> model)
     : data_(std::move(data)), config_(config), model_(std::move(model)) {
-  optimizer_ = std::make_unique<torch::optim::Adam>(
-      model_->parameters(), torch::optim::AdamOptions(config_.lr).weight_decay(config_.weight_decay));
+  if (config_.optimizer == MethodConfig::Optimizer::kSgd) {
+    optimizer_ = std::make_unique<torch::optim::SGD>(
+        model_->parameters(),
+        torch::optim::SGDOptions(config_.lr).momentum(config_.momentum).weight_decay(config_.weight_decay));
+  } else {
+    optimizer_ = std::make_unique<torch::optim::Adam>(
+        model_->parameters(), torch::optim::AdamOptions(config_.lr).weight_decay(config_.weight_decay));
+  }
 }
 
 absl::StatusOr<std::unique_ptr<LocalModel>> LocalModel::Create(
@@ -74,6 +80,7 @@ absl::StatusOr<double> LocalModel::OptimiserStep(const nn::ModelOutput& out, tor
   loss.backward();
   if (hooks.after_backward) hooks.after_backward();
   optimizer_->step();
+  ++steps_;
   return value;
 }
 
@@ -126,6 +133,7 @@ absl::Status LocalModel::Step(const std::function<torch::Tensor(nn::GnnModel&)>&
   }
   loss.backward();
   optimizer_->step();
+  ++steps_;
   return absl::OkStatus();
 }
 
@@ -171,15 +179,22 @@ proto::Message LocalModel::SaveState(const std::string& prefix) const {
 void LocalModel::AddState(const std::string& prefix, proto::Message* m) const {
   const NamedTensors params = WithPrefix(prefix, Parameters());
   AddTensors(params, m);
-  SaveAdamState(*optimizer_, params, prefix + "adam.", m);
+  if (const auto* sgd = dynamic_cast<const torch::optim::SGD*>(optimizer_.get())) {
+    SaveSgdState(*sgd, params, prefix + "sgd.", m);
+  } else {
+    SaveAdamState(static_cast<const torch::optim::Adam&>(*optimizer_), params, prefix + "adam.", m);
+  }
 }
 
 absl::Status LocalModel::RestoreState(const proto::Message& m, const std::string& prefix) {
   const NamedTensors params = WithPrefix(prefix, Parameters());
   FGL_RETURN_IF_ERROR(LoadTensors(m, params));
   FGL_ASSIGN_OR_RETURN(auto tensors, DecodeTensors(m));
-  return RestoreAdamState(m, tensors, params, prefix + "adam.", absl::StrCat("client ", data_->id),
-                          optimizer_.get());
+  const std::string owner = absl::StrCat("client ", data_->id);
+  if (auto* sgd = dynamic_cast<torch::optim::SGD*>(optimizer_.get())) {
+    return RestoreSgdState(tensors, params, prefix + "sgd.", owner, sgd);
+  }
+  return RestoreAdamState(m, tensors, params, prefix + "adam.", owner, static_cast<torch::optim::Adam*>(optimizer_.get()));
 }
 
 absl::Status LocalModel::TrainMutually(LocalModel& a, LocalModel& b, int epochs, uint64_t seed,
@@ -204,6 +219,8 @@ absl::Status LocalModel::TrainMutually(LocalModel& a, LocalModel& b, int epochs,
     (loss_a + loss_b).backward();
     a.optimizer_->step();
     b.optimizer_->step();
+    ++a.steps_;
+    ++b.steps_;
   }
   return absl::OkStatus();
 }

@@ -67,6 +67,8 @@ class LocalModel {
 
   // The training loss of the last epoch Train() or Step() ran (NaN before any).
   double last_loss() const { return last_loss_; }
+  // Optimiser steps taken so far (an epoch is one full-batch step, or one per mini-batch).
+  int64_t steps() const { return steps_; }
 
   // Logits on all local nodes; eval mode unless dropout_at_eval (then dropout stays on). A
   // mini-batching model (one sampled tree per centre) scores only the val and test nodes, the
@@ -74,7 +76,8 @@ class LocalModel {
   torch::Tensor Predict();
   // The same on another graph's nodes (a shared global test graph).
   torch::Tensor PredictOn(const ClientData& graph);
-  // The model's parameters and the Adam state (step, first and second moments) as tensors.
+  // The model's parameters and the optimiser's state (Adam's step and moments, SGD's momentum
+  // buffers) as tensors.
   // `prefix` names the tensors, so that a client with two models keeps both in one message.
   proto::Message SaveState(const std::string& prefix = "") const;
   void AddState(const std::string& prefix, proto::Message* message) const;
@@ -102,8 +105,9 @@ class LocalModel {
   std::shared_ptr<const ClientData> data_;
   MethodConfig config_;
   std::shared_ptr<nn::GnnModel> model_;
-  std::unique_ptr<torch::optim::Adam> optimizer_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;  // Adam or SGD (config.optimizer)
   double last_loss_ = std::numeric_limits<double>::quiet_NaN();
+  int64_t steps_ = 0;
 };
 
 // A client whose state is one LocalModel: scoring (the global broadcast loaded first when given),

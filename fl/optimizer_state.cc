@@ -57,4 +57,34 @@ absl::Status RestoreAdamState(const proto::Message& message,
   return absl::OkStatus();
 }
 
+void SaveSgdState(const torch::optim::SGD& optimizer, const NamedTensors& params, const std::string& prefix,
+                  proto::Message* message) {
+  auto& state = const_cast<torch::optim::SGD&>(optimizer).state();  // state() has no const overload
+  NamedTensors tensors;
+  for (const auto& [name, p] : params) {
+    auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    if (it == state.end()) continue;  // not stepped yet, or no momentum
+    tensors.emplace_back(prefix + "momentum_buffer." + name,
+                         static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer());
+  }
+  AddTensors(tensors, message);
+}
+
+absl::Status RestoreSgdState(const std::map<std::string, torch::Tensor>& tensors, const NamedTensors& params,
+                             const std::string& prefix, const std::string& owner, torch::optim::SGD* optimizer) {
+  auto& state = optimizer->state();
+  state.clear();
+  for (const auto& [name, p] : params) {
+    auto buffer = tensors.find(prefix + "momentum_buffer." + name);
+    if (buffer == tensors.end()) continue;
+    if (buffer->second.sizes() != p.sizes()) {
+      return absl::InvalidArgumentError(absl::StrCat(owner, ": bad optimiser state for '", prefix, name, "'"));
+    }
+    auto s = std::make_unique<torch::optim::SGDParamState>();
+    s->momentum_buffer(buffer->second.to(p.device()));
+    state[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(s);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace fgl::fl

@@ -1,5 +1,5 @@
-// Adam's per-parameter state (step and both moments) in a message, for checkpoints: a restored
-// optimiser continues exactly as the saved one.
+// An optimiser's per-parameter state in a message, for checkpoints: a restored optimiser
+// continues exactly as the saved one. Adam: step and both moments.
 #ifndef FGL_FL_OPTIMIZER_STATE_H_
 #define FGL_FL_OPTIMIZER_STATE_H_
 
@@ -23,6 +23,13 @@ absl::Status RestoreAdamState(const proto::Message& message,
                               const std::map<std::string, torch::Tensor>& tensors,
                               const NamedTensors& params, const std::string& prefix,
                               const std::string& owner, torch::optim::Adam* optimizer);
+
+// SGD's per-parameter state, its momentum buffer, as "<prefix>momentum_buffer.<name>" (SGD
+// without momentum keeps none).
+void SaveSgdState(const torch::optim::SGD& optimizer, const NamedTensors& params, const std::string& prefix,
+                  proto::Message* message);
+absl::Status RestoreSgdState(const std::map<std::string, torch::Tensor>& tensors, const NamedTensors& params,
+                             const std::string& prefix, const std::string& owner, torch::optim::SGD* optimizer);
 
 }  // namespace fgl::fl
 

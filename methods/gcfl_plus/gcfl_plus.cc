@@ -20,6 +20,7 @@
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "glog/logging.h"
 #include "methods/gcfl_plus/gcfl_plus.pb.h"
 #include "methods/gcfl_plus/clustering.h"
 #include "nn/models/gnn_model.h"
@@ -58,12 +59,15 @@ class GcflPlusClient final : public fl::ModelClient {
       }
       grad_norm = std::sqrt(sq);
     };
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
+    const absl::Status trained = model_->Train(config_.local_epochs, round.seed, hooks);
     fl::proto::Message reply = fl::ModelReply(params, data_->data.num_nodes(), data_->id, round, kType);
     (*reply.mutable_scalars())[kGradNorm] = grad_norm;
     fl::AddTrainLoss(model_->last_loss(), &reply);
+    // Back to the received weights, also when training failed: the client keeps (and is scored
+    // on) its cluster's model, as OpenFGL's W_old.
     torch::NoGradGuard no_grad;
     for (size_t i = 0; i < params.size(); ++i) params[i].second.copy_(received[i]);
+    FGL_RETURN_IF_ERROR(trained);
     return reply;
   }
 };
@@ -136,11 +140,22 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
         mean = mean.numel() == 0 ? flat.clone() : mean + flat;
       }
       const double mean_norm = (mean / static_cast<double>(updates.size())).norm().item<double>();
+      // OpenFGL asks every client's sequence to be long enough; a member that never replied
+      // (left out, or only ever failed) has none, and is not long enough either.
       bool long_enough = true;
       for (const auto& [k, seq] : sequences_) long_enough &= seq.size() >= seq_length;
+      for (int k : clusters_[c]) {
+        auto seq = sequences_.find(k);
+        long_enough &= seq != sequences_.end() && seq->second.size() >= seq_length;
+      }
+      VLOG(1) << "gcfl+ round " << round.round << " cluster " << c << " of " << clusters_.size() << " ("
+              << clusters_[c].size() << " clients): |mean dW| " << mean_norm << " (split below " << eps1
+              << "), max |dW| " << max_norm << " (split above " << eps2 << ")";
       if (mean_norm < eps1 && max_norm > eps2 && clusters_[c].size() > 2 && round.round > min_round &&
           long_enough) {
         Split(c, seq_length);
+        LOG(INFO) << "gcfl+ round " << round.round << ": cluster " << c << " split; " << clusters_.size()
+                  << " clusters now";
         for (auto& [k, seq] : sequences_) seq.clear();
         break;
       }
@@ -250,8 +265,8 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
     double max_d = 0;
     for (size_t i = 0; i < n; ++i) {
       for (size_t j = i + 1; j < n; ++j) {
-        const auto& a = sequences_[ids[i]];
-        const auto& b = sequences_[ids[j]];
+        const auto& a = sequences_.at(ids[i]);  // every member's is at least seq_length long
+        const auto& b = sequences_.at(ids[j]);
         dist[i][j] = dist[j][i] = DtwDistance(std::vector<double>(a.end() - seq_length, a.end()),
                                               std::vector<double>(b.end() - seq_length, b.end()));
         max_d = std::max(max_d, dist[i][j]);

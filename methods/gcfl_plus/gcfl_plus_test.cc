@@ -83,6 +83,28 @@ TEST(GcflPlusServerTest, SplitsOpposedGroupsAfterRound20) {
   EXPECT_TRUE(torch::equal(fl::DecodeTensors(r2)->begin()->second, t2.begin()->second));
 }
 
+// OpenFGL splits only when every client's gradient-norm sequence is long enough: a cluster member
+// that never replied (here client 4, broadcast to but silent) has none, so the cluster stays whole
+// (before, its empty sequence was read past its end).
+TEST(GcflPlusServerTest, AMemberWithoutASequenceBlocksTheSplit) {
+  fl::MethodConfig config;
+  config.model_spec = "gcn:layers=2,hidden=4,dropout=0.5";
+  config.num_features = 3;
+  config.num_classes = 2;
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("gcfl_plus"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  for (int round = 1; round <= 25; ++round) {
+    for (int k = 0; k < 5; ++k) {
+      ASSERT_OK_AND_ASSIGN(fl::proto::Message received, server->BroadcastTo(k, {round, 1}));
+      if (k == 4) continue;
+      const bool first = k < 2;
+      ASSERT_OK(server->Accumulate(Reply(k, received, first ? 0.05f : -0.05f, (first ? 1.0 : 5.0) + 0.1 * (k % 2))));
+    }
+    ASSERT_OK(server->FinishRound({round, 1}));
+    ASSERT_EQ(server->Aggregates().size(), 1u) << "round " << round;
+  }
+}
+
 TEST(GcflPlusRunTest, LearnsAloneAndWithTheFedTadPlugin) {
   fl::FederationOptions o = fl::testing::SmallFederation("gcfl_plus");
   o.spec.mutable_eval()->set_model("local");

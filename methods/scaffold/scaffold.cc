@@ -60,10 +60,12 @@ class ScaffoldClient final : public fl::ModelClient {
       }
       first_step = false;
     };
+    const int64_t steps_before = model_->steps();
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
-    // The control update uses the number of local steps and the learning rate, as OpenFGL does
-    // (its client optimiser is Adam, so this is a heuristic scale, not SCAFFOLD's exact option II).
-    const double scale = 1.0 / (std::max(1, config_.local_epochs) * config_.lr);
+    // The control update uses the number of local steps K and the learning rate, as OpenFGL does
+    // (under Adam this is a heuristic scale; under `optimizer: SGD` it is SCAFFOLD's option II).
+    // K is the epochs for a full-batch model, epochs × batches for a mini-batching one.
+    const double scale = 1.0 / (std::max<int64_t>(1, model_->steps() - steps_before) * config_.lr);
     fl::NamedTensors uploaded;
     for (const auto& [name, p] : params) {
       control_[name] = control_[name] - server_control[name].to(p.device()) + (start[name] - p.detach()) * scale;
@@ -83,8 +85,20 @@ class ScaffoldClient final : public fl::ModelClient {
   }
   absl::Status RestoreState(const fl::proto::Message& state) override {
     fl::proto::Message model_state = state;
-    FGL_ASSIGN_OR_RETURN(control_, fl::TakeTensors(kControl, &model_state));
-    return model_->RestoreState(model_state);
+    FGL_ASSIGN_OR_RETURN(auto control, fl::TakeTensors(kControl, &model_state));
+    FGL_RETURN_IF_ERROR(model_->RestoreState(model_state));
+    // None before the first round; else one per shared parameter, on its device.
+    control_.clear();
+    if (control.empty()) return absl::OkStatus();
+    for (const auto& [name, p] : model_->SharedParameters()) {
+      auto c = control.find(name);
+      if (c == control.end() || c->second.sizes() != p.sizes()) {
+        return absl::InvalidArgumentError(absl::StrCat("scaffold client ", data_->id, ": state lacks '", kControl,
+                                                       name, "' of shape ", c10::str(p.sizes())));
+      }
+      control_[name] = c->second.to(p.device());
+    }
+    return absl::OkStatus();
   }
 
  private:

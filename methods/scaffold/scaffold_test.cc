@@ -8,6 +8,9 @@
 namespace fgl::methods::scaffold {
 namespace {
 
+using ::testing::HasSubstr;
+using ::fgl::testing::StatusIs;
+
 std::map<std::string, torch::Tensor> Take(const std::string& prefix, fl::proto::Message m) {
   auto t = fl::TakeTensors(prefix, &m);
   CHECK(t.ok()) << t.status();
@@ -73,6 +76,36 @@ TEST(ScaffoldTest, ControlVariateUpdateAndServerMean) {
   fl::proto::Message stripped = reply;
   ASSERT_OK(fl::TakeTensors("control.", &stripped).status());
   EXPECT_FALSE(server->Accumulate(stripped).ok());
+}
+
+// A restored client continues as the saved one (its control variates included); a state that
+// lacks one of them is refused, naming it.
+TEST(ScaffoldTest, RestoredClientContinuesAndIncompleteStateIsRefused) {
+  fl::MethodConfig config;
+  config.num_features = 8;
+  config.num_classes = 3;
+  config.seed = 4;
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("scaffold"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  auto data = fl::testing::CsbmClient(200, 8, 3, 10, 0);
+  ASSERT_OK_AND_ASSIGN(auto client, f.client(data, config));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 1}));
+  ASSERT_OK(client->Train(global, {1, 1}).status());
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message state, client->SaveState());
+  ASSERT_OK_AND_ASSIGN(auto restored, f.client(data, config));
+  ASSERT_OK(restored->RestoreState(state));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message a, client->Train(global, {2, 2}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message b, restored->Train(global, {2, 2}));
+  const auto ta = *fl::DecodeTensors(a), tb = *fl::DecodeTensors(b);
+  ASSERT_EQ(ta.size(), tb.size());
+  for (const auto& [name, t] : ta) EXPECT_TRUE(torch::equal(t, tb.at(name))) << name;
+
+  fl::proto::Message incomplete = state;
+  auto controls = *fl::TakeTensors("control.", &incomplete);
+  controls.erase(controls.begin());
+  fl::AddTensors(fl::WithPrefix("control.", fl::NamedTensors(controls.begin(), controls.end())), &incomplete);
+  ASSERT_OK_AND_ASSIGN(auto refused, f.client(data, config));
+  EXPECT_THAT(refused->RestoreState(incomplete), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("control.")));
 }
 
 }  // namespace
