@@ -70,6 +70,13 @@ TEST(CnfgnnRun, UploadsLatentsAndModels) {
   o.spec.add_method_params()->PackFrom(p);
   EXPECT_THAT(fl::RunFederation(o).status(),
               fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("no Laplacian")));
+  // Every CNFGNN user starts from the averaged map: asking for independent draws is refused.
+  p.Clear();
+  p.set_user_init(nfedgnn::NfedgnnParams::INDEPENDENT);
+  o.spec.clear_method_params();
+  o.spec.add_method_params()->PackFrom(p);
+  EXPECT_THAT(fl::RunFederation(o).status(),
+              fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("user_init SHARED")));
 }
 
 }  // namespace

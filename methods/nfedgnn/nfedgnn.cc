@@ -13,6 +13,10 @@ namespace fgl::methods::nfedgnn {
 namespace {
 
 absl::Status Validate(const NfedgnnParams& p) {
+  if (p.has_user_weight_decay() && !(std::isfinite(p.user_weight_decay()) && p.user_weight_decay() >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("NfedgnnParams.user_weight_decay must be finite and >= 0, not ", p.user_weight_decay()));
+  }
   if (!std::isfinite(p.laplacian_weight()) || p.laplacian_weight() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("NfedgnnParams.laplacian_weight must be finite and >= 0, not ", p.laplacian_weight()));

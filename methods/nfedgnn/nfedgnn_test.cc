@@ -220,6 +220,39 @@ TEST(NfedgnnRun, LearnsAndIsDeterministic) {
   }
 }
 
+// Eq. 3's summed CE: the first round's loss (same initial models, λ = 0) is the mean's times the
+// number of training users; and the users' own weight decay reaches their maps.
+TEST(NfedgnnRun, SummedCrossEntropyAndUserWeightDecay) {
+  fl::FederationOptions mean = NodeLevelRun("nfedgnn", kGcn, 0);
+  fl::FederationOptions sum = mean;
+  NfedgnnParams p;
+  p.set_ce_reduction(NfedgnnParams::SUM);
+  sum.spec.clear_method_params();
+  sum.spec.add_method_params()->PackFrom(p);
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult a, fl::RunFederation(mean));
+  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(sum));
+  EXPECT_NEAR(b.rounds[0].train_loss / a.rounds[0].train_loss, 24.0, 1e-4);  // 20% of 120 users
+
+  auto with_user_decay = [&](double decay) {
+    fl::FederationOptions o = mean;
+    NfedgnnParams q;
+    q.set_user_weight_decay(decay);
+    o.spec.clear_method_params();
+    o.spec.add_method_params()->PackFrom(q);
+    absl::StatusOr<fl::FederationResult> r = fl::RunFederation(o);
+    CHECK(r.ok()) << r.status();
+    return r->rounds.back().train_loss;
+  };
+  EXPECT_EQ(with_user_decay(5e-4), a.rounds.back().train_loss);  // the run's weight decay, spelled
+  EXPECT_NE(with_user_decay(0), a.rounds.back().train_loss);
+  p.Clear();
+  p.set_user_weight_decay(-1);
+  sum.spec.clear_method_params();
+  sum.spec.add_method_params()->PackFrom(p);
+  EXPECT_THAT(fl::RunFederation(sum).status(),
+              fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("user_weight_decay")));
+}
+
 TEST(NfedgnnRun, RefusesWhatIsNotNodeLevel) {
   fl::FederationOptions o = NodeLevelRun("nfedgnn", kGcn, 1);
   o.spec.set_clients(10);

@@ -71,6 +71,9 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   if (!laplacian_allowed && params.laplacian_weight() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(method, " has no Laplacian term: laplacian_weight must be 0"));
   }
+  if (!laplacian_allowed && params.user_init() != NfedgnnParams::SHARED && params.has_user_init()) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": every user starts from the averaged map (user_init SHARED)"));
+  }
   if (!laplacian_allowed && params.skip_zero_gradient_users()) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": skip_zero_gradient_users applies to nFedGNN's private maps only"));
   }
@@ -88,8 +91,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
 
   // Everything random derives from the run's seed: user and server initialisation, dropout.
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<ServerSide> server,
-                       ServerSide::Create(model, data, split, o.spec.lr(), o.spec.weight_decay(),
-                                          params.laplacian_weight(), o.seed));
+                       ServerSide::Create(model, data, split, o.spec.lr(), o.spec.weight_decay(), params, o.seed));
   const UserFeatures features = UserFeatures::FromDense(data.features);
   std::unique_ptr<UserModels> users = make_users(
       features, UserOptionsFor(model, params, o.spec.lr(), o.spec.weight_decay(),

@@ -100,7 +100,7 @@ class PerUserServer final : public fl::ServerAlgorithm {
     FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, graph::MakeSplit(config.split, data, config.partition_seed));
     s->n_ = data.num_nodes();
     FGL_ASSIGN_OR_RETURN(s->server_, ServerSide::Create(s->model_, data, split, config.lr, config.weight_decay,
-                                                        s->params_.laplacian_weight(), config.run_seed));
+                                                        s->params_, config.run_seed));
     s->latents_ = torch::zeros({s->n_, s->model_.latent_width()});
     s->eval_latents_ = torch::zeros_like(s->latents_);
     return s;

@@ -7,7 +7,7 @@ namespace fgl::methods::nfedgnn {
 
 absl::StatusOr<std::unique_ptr<ServerSide>> ServerSide::Create(const SplitModelSpec& model, const graph::Dataset& data,
                                                                const graph::NodeSplit& split, double lr,
-                                                               double weight_decay, double laplacian_weight,
+                                                               double weight_decay, const NfedgnnParams& params,
                                                                uint64_t run_seed) {
   const torch::Tensor train_index = split.train.nonzero().squeeze(1);
   if (train_index.numel() == 0) return absl::InvalidArgumentError("nfedgnn: the split has no labelled users");
@@ -18,7 +18,8 @@ absl::StatusOr<std::unique_ptr<ServerSide>> ServerSide::Create(const SplitModelS
                                                        torch::optim::AdamOptions(lr).weight_decay(weight_decay));
   s->train_index_ = train_index;
   s->train_labels_ = data.labels.index_select(0, train_index);
-  s->laplacian_weight_ = laplacian_weight;
+  s->laplacian_weight_ = params.laplacian_weight();
+  s->sum_ce_ = params.ce_reduction() == NfedgnnParams::SUM;
   return s;
 }
 
@@ -26,7 +27,9 @@ double ServerSide::Step(const torch::Tensor& latents, torch::Tensor* gradients) 
   const torch::Tensor leaf = latents.detach().requires_grad_(true);
   model_->train();
   const torch::Tensor logits = model_->forward(leaf, graph_);
-  torch::Tensor loss = torch::nn::functional::cross_entropy(logits.index_select(0, train_index_), train_labels_);
+  auto reduction = torch::nn::functional::CrossEntropyFuncOptions();
+  if (sum_ce_) reduction.reduction(torch::kSum);
+  torch::Tensor loss = torch::nn::functional::cross_entropy(logits.index_select(0, train_index_), train_labels_, reduction);
   if (laplacian_weight_ != 0) loss = loss + laplacian_weight_ * LaplacianRegularizer(leaf, graph_);
   optimizer_->zero_grad();
   loss.backward();
@@ -52,7 +55,7 @@ UserModelOptions UserOptionsFor(const SplitModelSpec& model, const NfedgnnParams
   UserModelOptions o;
   o.latent_width = model.latent_width();
   o.bias = !model.gat;
-  o.adam = {lr, weight_decay};
+  o.adam = {lr, params.has_user_weight_decay() ? params.user_weight_decay() : weight_decay};
   o.shared_init = params.user_init() == NfedgnnParams::SHARED;
   o.skip_zero_gradient = params.skip_zero_gradient_users();
   o.seed = seed;

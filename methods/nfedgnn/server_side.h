@@ -23,10 +23,10 @@ class ServerSide {
   // when the split has no training user.
   static absl::StatusOr<std::unique_ptr<ServerSide>> Create(const SplitModelSpec& model, const graph::Dataset& data,
                                                             const graph::NodeSplit& split, double lr,
-                                                            double weight_decay, double laplacian_weight,
+                                                            double weight_decay, const NfedgnnParams& params,
                                                             uint64_t run_seed);
   // One training step on every user's latent [n, H] with the pre-update model (§B.10 #2, #3):
-  // mean CE over the training users + λ·L_reg, one backward pass, one Adam step. Returns the
+  // CE over the training users (mean or sum, NfedgnnParams.ce_reduction) + λ·L_reg, one backward pass, one Adam step. Returns the
   // loss; `gradients` gets ∂L/∂x̄ [n, H].
   double Step(const torch::Tensor& latents, torch::Tensor* gradients);
   // Logits [n, C] of the eval-mode model.
@@ -42,6 +42,7 @@ class ServerSide {
   std::unique_ptr<torch::optim::Adam> optimizer_;
   torch::Tensor train_index_, train_labels_;
   double laplacian_weight_ = 0;
+  bool sum_ce_ = false;
 };
 
 // The users' options of a run: latent width and bias from the split model, Adam from the run,
