@@ -157,12 +157,13 @@ class StackedGnn final : public GnnModel {
   LinearLayer head_linear_{nullptr};
 };
 
-// MLP: (layers - 1) x [Linear, ReLU, dropout] then Linear to classes.
+// MLP: (layers - 1) x [Linear, ReLU, dropout] then Linear to classes (and a ReLU on the logits with
+// out_act=relu, the stellargraph demo's act_out that FedMpa's note asks for as a switch).
 class Mlp final : public GnnModel {
  public:
-  Mlp(int64_t layers, int64_t hidden, double dropout, double input_dropout, bool glorot, int64_t in,
+  Mlp(int64_t layers, int64_t hidden, double dropout, double input_dropout, bool glorot, bool out_relu, int64_t in,
       int64_t classes, std::string spec)
-      : dropout_(dropout), input_dropout_(input_dropout), in_(in), classes_(classes),
+      : dropout_(dropout), input_dropout_(input_dropout), out_relu_(out_relu), in_(in), classes_(classes),
         spec_(std::move(spec)) {
     body_ = register_module("body", torch::nn::ModuleList());
     int64_t width = in;
@@ -190,8 +191,8 @@ class Mlp final : public GnnModel {
       embedding = torch::relu(body_->ptr<LinearLayerImpl>(l)->forward(l == 0 ? h : NodeFeatures(t)));
       t = Dropout(embedding, dropout_, is_training());
     }
-    if (body_->size() == 0) return {h.dense(), head_->forward(h)};
-    return {embedding, head_->forward(t)};
+    if (body_->size() == 0) return {h.dense(), Out(head_->forward(h))};
+    return {embedding, Out(head_->forward(t))};
   }
   int64_t in_features() const override { return in_; }
   int64_t num_classes() const override { return classes_; }
@@ -199,8 +200,10 @@ class Mlp final : public GnnModel {
   std::string spec() const override { return spec_; }
 
  protected:
+  torch::Tensor Out(torch::Tensor logits) const { return out_relu_ ? torch::relu(logits) : logits; }
   // APPNP reuses the MLP and propagates its logits.
   double dropout_, input_dropout_;
+  bool out_relu_;
   int64_t in_, classes_, embedding_dim_ = 0;
   std::string spec_;
   torch::nn::ModuleList body_{nullptr};
@@ -371,12 +374,14 @@ absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int
                                    spec, "needs layers >= 1, hidden > 0, dropouts in [0, 1)"));
     const std::string init = o.String("init", "torch");
     FGL_RETURN_IF_ERROR(CheckRange(init == "torch" || init == "glorot", spec, "init must be torch or glorot"));
-    // init is spelled out only when not the default, so that existing specs keep their text.
+    const std::string out_act = o.String("out_act", "none");
+    FGL_RETURN_IF_ERROR(CheckRange(out_act == "none" || out_act == "relu", spec, "out_act must be none or relu"));
+    // init and out_act are spelled out only when not the default, so that existing specs keep their text.
     std::string normal = absl::StrCat(name, ":layers=", layers, ",hidden=", hidden,
                                       ",dropout=", dropout, ",input_dropout=", input_dropout,
-                                      init == "glorot" ? ",init=glorot" : "");
-    auto mlp = std::make_shared<Mlp>(layers, hidden, dropout, input_dropout, init == "glorot", in_features,
-                                     num_classes, normal);
+                                      init == "glorot" ? ",init=glorot" : "", out_act == "relu" ? ",out_act=relu" : "");
+    auto mlp = std::make_shared<Mlp>(layers, hidden, dropout, input_dropout, init == "glorot", out_act == "relu",
+                                     in_features, num_classes, normal);
     if (name == "mlp") {
       model = mlp;
     } else {

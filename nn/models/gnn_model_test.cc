@@ -137,6 +137,24 @@ TEST_F(GnnModelTest, EgoSageEvaluationInChunksEqualsOnePass) {
 // APPNP's K steps h_{k+1} = (1 - a) Â h_k + a z from h_0 = z = MLP(x) equal the closed form
 // (1 - a)^K Â^K z + a Σ_{k<K} (1 - a)^k Â^k z, with Â = D^-1/2 (A + I) D^-1/2 built here from the
 // edge list in double precision, and approach a (I - (1 - a) Â)^-1 z as K grows.
+// out_act=relu (the stellargraph demo's act_out): the MLP's logits are the plain ones clamped at
+// 0, and APPNP propagates those; the spec keeps the switch, and other activations are refused.
+TEST_F(GnnModelTest, MlpOutActReluClampsTheLogits) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<GnnModel> plain, MakeModel("mlp:layers=2,hidden=8", 12, 4));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<GnnModel> relu, MakeModel("mlp:layers=2,hidden=8,out_act=relu", 12, 4));
+  EXPECT_EQ(relu->spec(), "mlp:layers=2,hidden=8,dropout=0.5,input_dropout=0,out_act=relu");
+  torch::NoGradGuard no_grad;
+  for (const auto& item : relu->named_parameters(true)) item.value().copy_(plain->named_parameters(true)[item.key()]);
+  plain->eval();
+  relu->eval();
+  const torch::Tensor z = plain->forward(data_.features, *view_).logits;
+  EXPECT_TRUE(torch::equal(relu->forward(data_.features, *view_).logits, torch::relu(z)));
+  EXPECT_GT((z < 0).sum().item<int64_t>(), 0);  // the clamp does something here
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<GnnModel> appnp, MakeModel("appnp:hidden=8,k=0,out_act=relu", 12, 4));
+  EXPECT_GE(appnp->forward(data_.features, *view_).logits.min().item<float>(), 0.f);
+  EXPECT_FALSE(MakeModel("mlp:out_act=tanh", 12, 4).ok());
+}
+
 TEST_F(GnnModelTest, AppnpMatchesItsClosedForm) {
   const int64_t n = data_.graph.num_nodes();
   torch::Tensor a_hat = torch::eye(n, torch::kFloat64);
