@@ -45,11 +45,16 @@ fl::proto::Message Reply(int k, const fl::proto::Message& received, float shift,
   return m;
 }
 
-TEST(GcflPlusServerTest, SplitsOpposedGroupsAfterRound20) {
+fl::MethodConfig TinyConfig() {
   fl::MethodConfig config;
   config.model_spec = "gcn:layers=2,hidden=4,dropout=0.5";
   config.num_features = 3;
   config.num_classes = 2;
+  return config;
+}
+
+TEST(GcflPlusServerTest, SplitsOpposedGroupsAfterRound20) {
+  const fl::MethodConfig config = TinyConfig();
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("gcfl_plus"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   for (int round = 1; round <= 21; ++round) {
@@ -87,10 +92,7 @@ TEST(GcflPlusServerTest, SplitsOpposedGroupsAfterRound20) {
 // that never replied (here client 4, broadcast to but silent) has none, so the cluster stays whole
 // (before, its empty sequence was read past its end).
 TEST(GcflPlusServerTest, AMemberWithoutASequenceBlocksTheSplit) {
-  fl::MethodConfig config;
-  config.model_spec = "gcn:layers=2,hidden=4,dropout=0.5";
-  config.num_features = 3;
-  config.num_classes = 2;
+  const fl::MethodConfig config = TinyConfig();
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("gcfl_plus"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   for (int round = 1; round <= 25; ++round) {

@@ -71,7 +71,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   if (!laplacian_allowed && params.laplacian_weight() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(method, " has no Laplacian term: laplacian_weight must be 0"));
   }
-  if (!laplacian_allowed && params.user_init() != NfedgnnParams::SHARED && params.has_user_init()) {
+  if (!laplacian_allowed && params.has_user_init() && params.user_init() == NfedgnnParams::INDEPENDENT) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": every user starts from the averaged map (user_init SHARED)"));
   }
   if (!laplacian_allowed && params.skip_zero_gradient_users()) {

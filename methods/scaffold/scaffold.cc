@@ -90,14 +90,11 @@ class ScaffoldClient final : public fl::ModelClient {
     // None before the first round; else one per shared parameter, on its device.
     control_.clear();
     if (control.empty()) return absl::OkStatus();
-    for (const auto& [name, p] : model_->SharedParameters()) {
-      auto c = control.find(name);
-      if (c == control.end() || c->second.sizes() != p.sizes()) {
-        return absl::InvalidArgumentError(absl::StrCat("scaffold client ", data_->id, ": state lacks '", kControl,
-                                                       name, "' of shape ", c10::str(p.sizes())));
-      }
-      control_[name] = c->second.to(p.device());
-    }
+    const fl::NamedTensors params = model_->SharedParameters();
+    FGL_ASSIGN_OR_RETURN(const fl::NamedTensors matched,
+                         fl::MatchTensors(control, params, absl::StrCat("scaffold client ", data_->id, ": state's ",
+                                                                        kControl, "tensors")));
+    for (size_t i = 0; i < params.size(); ++i) control_[matched[i].first] = matched[i].second.to(params[i].second.device());
     return absl::OkStatus();
   }
 

@@ -23,13 +23,18 @@ std::map<std::string, torch::Tensor> Model(const fl::proto::Message& m) {
   return *fl::DecodeTensors(copy);
 }
 
-TEST(ScaffoldTest, ControlVariateUpdateAndServerMean) {
+fl::MethodConfig Config() {
   fl::MethodConfig config;
   config.num_features = 8;
   config.num_classes = 3;
   config.local_epochs = 3;
   config.lr = 0.01;
   config.seed = 4;
+  return config;
+}
+
+TEST(ScaffoldTest, ControlVariateUpdateAndServerMean) {
+  const fl::MethodConfig config = Config();
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("scaffold"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   std::vector<std::unique_ptr<fl::ClientAlgorithm>> clients;
@@ -81,10 +86,7 @@ TEST(ScaffoldTest, ControlVariateUpdateAndServerMean) {
 // A restored client continues as the saved one (its control variates included); a state that
 // lacks one of them is refused, naming it.
 TEST(ScaffoldTest, RestoredClientContinuesAndIncompleteStateIsRefused) {
-  fl::MethodConfig config;
-  config.num_features = 8;
-  config.num_classes = 3;
-  config.seed = 4;
+  const fl::MethodConfig config = Config();
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("scaffold"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   auto data = fl::testing::CsbmClient(200, 8, 3, 10, 0);
