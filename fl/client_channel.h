@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "fl/proto/checkpoint.pb.h"
+#include "fl/checkpoint_file.h"
 #include "fl/proto/message.pb.h"
 
 namespace fgl::fl {
@@ -77,8 +77,9 @@ class ClientChannel {
                         const std::function<void(int, ClientAnswer&)>& on_answer) = 0;
   // Client state in checkpoints: an in-process channel saves and restores every client; clients
   // across a network keep their own (then both do nothing).
-  virtual absl::Status SaveClients(proto::Checkpoint& checkpoint) { return absl::OkStatus(); }
-  virtual absl::Status RestoreClients(const proto::Checkpoint& checkpoint) { return absl::OkStatus(); }
+  // Each client's state is its own message in the file (fl/checkpoint_file.h).
+  virtual absl::Status SaveClients(CheckpointWriter& checkpoint) { return absl::OkStatus(); }
+  virtual absl::Status RestoreClients(CheckpointReader& checkpoint) { return absl::OkStatus(); }
   // The run is over: clients may leave.
   virtual void Finish() {}
 };

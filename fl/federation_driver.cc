@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "fl/checkpoint_file.h"
 #include "fl/federation_setup.h"
 #include "fl/proto/checkpoint.pb.h"
 #include "fl/tensor_codec.h"
@@ -104,9 +105,8 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
 
   const std::string ckpt_path = o.checkpoint_dir.empty() ? "" : o.checkpoint_dir + "/checkpoint.pb";
   if (o.resume && !ckpt_path.empty() && graph::io::FileExists(ckpt_path)) {
-    FGL_ASSIGN_OR_RETURN(std::string bytes, graph::io::ReadFileBytes(ckpt_path));
-    proto::Checkpoint ckpt;
-    if (!ckpt.ParseFromString(bytes)) return absl::DataLossError(absl::StrCat(ckpt_path, ": corrupt checkpoint"));
+    FGL_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> file, CheckpointReader::Open(ckpt_path));
+    const proto::Checkpoint& ckpt = file->header();
     if (ckpt.version() != kCheckpointVersion || ckpt.run_fingerprint() != o.Fingerprint()) {
       return absl::FailedPreconditionError(absl::StrCat(
           ckpt_path, ": checkpoint of a different run (version ", ckpt.version(), ", ", ckpt.run_fingerprint(), ")"));
@@ -117,7 +117,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       return absl::DataLossError(absl::StrCat(ckpt_path, ": inconsistent checkpoint"));
     }
     FGL_RETURN_IF_ERROR(server.RestoreState(ckpt.server()));
-    FGL_RETURN_IF_ERROR(channel.RestoreClients(ckpt));
+    FGL_RETURN_IF_ERROR(channel.RestoreClients(*file));
     for (const proto::RoundRecord& p : ckpt.records()) {
       result.rounds.push_back(RoundRecordFromProto(p));
       result.bytes_up += p.bytes_up();
@@ -365,10 +365,10 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       if (pending->global.message) *ckpt.mutable_pending_global() = *pending->global.message;
       for (const SharedMessage& m : pending->personal) *ckpt.add_pending_personal() = *m.message;
       FGL_ASSIGN_OR_RETURN(*ckpt.mutable_server(), server.SaveState());
-      FGL_RETURN_IF_ERROR(channel.SaveClients(ckpt));
-      if (WriteCheckpointBestEffort(ckpt_path, ckpt, r) && hooks.after_checkpoint) {
-        hooks.after_checkpoint(r);
-      }
+      FGL_ASSIGN_OR_RETURN(bool written, WriteCheckpointBestEffort(ckpt_path, ckpt, r, [&](CheckpointWriter& w) {
+                             return channel.SaveClients(w);
+                           }));
+      if (written && hooks.after_checkpoint) hooks.after_checkpoint(r);
       // Neither round r's seconds nor the run's training time include the checkpoint.
       const Clock::duration write = Clock::now() - write_start;
       checkpoint_s += std::chrono::duration<double>(write).count();

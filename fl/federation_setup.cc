@@ -384,15 +384,6 @@ absl::Status WriteFileAtomically(const std::string& path, const google::protobuf
   return absl::OkStatus();
 }
 
-bool WriteCheckpointBestEffort(const std::string& path, const proto::Checkpoint& checkpoint, int round) {
-  if (absl::Status written = WriteFileAtomically(path, checkpoint); !written.ok()) {
-    LOG(WARNING) << "no checkpoint after round " << round << ": " << written.message();
-    std::remove((path + ".tmp").c_str());
-    return false;
-  }
-  return true;
-}
-
 void ApplyClientReports(const proto::RoundRecord& p, RoundRecord& r) {
   for (const auto& [name, values] : p.client_reports()) {
     for (size_t k = 0; k < r.clients.size() && k < static_cast<size_t>(values.values_size()); ++k) {

@@ -131,11 +131,6 @@ auto CatchExceptions(const std::string& stage, F&& fn) -> decltype(fn()) {
 // Writes `message` to `path` atomically (a temporary file, then rename).
 absl::Status WriteFileAtomically(const std::string& path, const google::protobuf::Message& message);
 
-// Writes a checkpoint taken after `round`. One that cannot be written (a full disk, a state over
-// protobuf's 2 GB) is logged and its temporary file removed: the run goes on and only loses the
-// chance to resume from this round. Returns whether the checkpoint was written.
-bool WriteCheckpointBestEffort(const std::string& path, const proto::Checkpoint& checkpoint, int round);
-
 }  // namespace fgl::fl
 
 #endif  // FGL_FL_FEDERATION_SETUP_H_

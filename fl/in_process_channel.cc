@@ -155,20 +155,22 @@ void InProcessChannel::Exchange(const std::map<int, ClientTask>& tasks,
   }
 }
 
-absl::Status InProcessChannel::SaveClients(proto::Checkpoint& checkpoint) {
-  checkpoint.clear_clients();
-  for (const auto& a : algorithms_) {
-    FGL_ASSIGN_OR_RETURN(*checkpoint.add_clients(), a->SaveState());
+absl::Status InProcessChannel::SaveClients(CheckpointWriter& checkpoint) {
+  for (const auto& a : algorithms_) {  // one client's state in memory at a time
+    FGL_ASSIGN_OR_RETURN(proto::Message state, a->SaveState());
+    FGL_RETURN_IF_ERROR(checkpoint.AddClientState(state));
   }
   return absl::OkStatus();
 }
 
-absl::Status InProcessChannel::RestoreClients(const proto::Checkpoint& checkpoint) {
-  if (checkpoint.clients_size() != num_clients()) {
-    return absl::DataLossError(absl::StrCat("checkpoint holds ", checkpoint.clients_size(), " clients' states, the run has ",
-                                            num_clients()));
+absl::Status InProcessChannel::RestoreClients(CheckpointReader& checkpoint) {
+  for (int k = 0; k < num_clients(); ++k) {
+    FGL_ASSIGN_OR_RETURN(proto::Message state, checkpoint.NextClientState());
+    FGL_RETURN_IF_ERROR(algorithms_[k]->RestoreState(state));
   }
-  for (int k = 0; k < num_clients(); ++k) FGL_RETURN_IF_ERROR(algorithms_[k]->RestoreState(checkpoint.clients(k)));
+  if (!checkpoint.AtEnd()) {
+    return absl::DataLossError(absl::StrCat("checkpoint holds more client states than the run's ", num_clients(), " clients"));
+  }
   return absl::OkStatus();
 }
 

@@ -23,8 +23,8 @@ class InProcessChannel final : public ClientChannel {
   std::vector<int> Reachable() override;
   void Exchange(const std::map<int, ClientTask>& tasks,
                 const std::function<void(int, ClientAnswer&)>& on_answer) override;
-  absl::Status SaveClients(proto::Checkpoint& checkpoint) override;
-  absl::Status RestoreClients(const proto::Checkpoint& checkpoint) override;
+  absl::Status SaveClients(CheckpointWriter& checkpoint) override;
+  absl::Status RestoreClients(CheckpointReader& checkpoint) override;
 
  private:
   ClientAnswer Run(int k, const ClientTask& task);

@@ -6,7 +6,7 @@
 //          + feat_weight * MissingFeatureLoss(fGen, hidden neighbours' features)
 //          + cls_weight * CE(classifier on the impaired graph mended with fGen's output).
 //     The cross-client term: the server averages the clients' NeighGen parameters every
-//     generator round (node-count weights), so each client's generator descends the
+//     generator round (node-count weights, or `weighting`), so each client's generator descends the
 //     feature-matching losses of all clients, each computed where its data lives. Only NeighGen
 //     parameters cross the wire, never node features. After the generator rounds each client
 //     mends its local graph once (generated neighbours joined both ways) and FedAvg of the
@@ -14,7 +14,9 @@
 //   fedsage: FedAvg of the GraphSAGE classifier on the local subgraphs (no NeighGen, hence no
 //     cross-client term); neighgen=1 adds a NeighGen trained locally (no exchange).
 //   locsage: each client's GraphSAGE alone; neighgen=1 adds a local NeighGen (LocSage+).
-// The classifier is FedAvg'd in every round of the federated variants, generator rounds included.
+// The classifier is FedAvg'd in every round of the federated variants, generator rounds included
+// (average_classifier_in_gen_rounds: false keeps each client's own through them, as OpenFGL).
+// Where the official code and OpenFGL differ from this, fedsage_plus.proto has an option each.
 #include <unistd.h>
 
 #include <cmath>
@@ -91,6 +93,9 @@ struct Settings {  // every value set by ReadSettings (fedsage_plus.proto states
   int64_t latent = 0, max_pred = 0, gen_hidden = 0;
   int gen_rounds = 0;
   double gen_dropout = 0, num_weight = 0, feat_weight = 0, cls_weight = 0;
+  bool losses_on_train = false, truncate_counts = false, average_classifier_in_gen_rounds = true;
+  fl::proto::ClientWeighting weighting = fl::proto::NODE_COUNT;
+  bool mend_with_average = false, mend_dropout = false;
 };
 
 absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams& p) {
@@ -109,6 +114,12 @@ absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams&
   s.num_weight = p.num_weight();
   s.feat_weight = p.feat_weight();
   s.cls_weight = p.cls_weight();
+  s.losses_on_train = p.gen_loss_nodes() == FedSagePlusParams::TRAIN;
+  s.truncate_counts = p.truncate_counts();
+  s.average_classifier_in_gen_rounds = p.average_classifier_in_gen_rounds();
+  s.weighting = p.weighting();
+  s.mend_with_average = p.mend_with_average();
+  s.mend_dropout = p.mend_dropout();
   if (!v.federated && s.cross_client) return bad("cross_client", "true", "needs a federated variant (not locsage)");
   if (!(s.hidden_portion >= 0 && s.hidden_portion < 1)) return bad("hidden_portion", s.hidden_portion, "must be in [0, 1)");
   if (s.latent < 1) return bad("latent", s.latent, "must be >= 1");
@@ -119,6 +130,15 @@ absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams&
   if (!(s.num_weight >= 0)) return bad("num_weight", s.num_weight, "must be >= 0");
   if (!(s.feat_weight >= 0)) return bad("feat_weight", s.feat_weight, "must be >= 0");
   if (!(s.cls_weight >= 0)) return bad("cls_weight", s.cls_weight, "must be >= 0");
+  if (!v.federated && s.weighting != fl::proto::NODE_COUNT) {
+    return bad("weighting", fl::proto::ClientWeighting_Name(s.weighting), "locsage averages nothing");
+  }
+  if (!s.average_classifier_in_gen_rounds && !(v.federated && s.neighgen)) {
+    return bad("average_classifier_in_gen_rounds", "false", "needs generator rounds of a federated variant");
+  }
+  if (s.mend_with_average && !s.cross_client) {
+    return bad("mend_with_average", "true", "needs cross_client (only then is NeighGen averaged)");
+  }
   return s;
 }
 
@@ -139,7 +159,8 @@ NeighGen MakeNeighGen(const Settings& s, const fl::MethodConfig& config) {
                    .hidden(s.gen_hidden)
                    .latent(s.latent)
                    .max_pred(s.max_pred)
-                   .dropout(s.gen_dropout));
+                   .dropout(s.gen_dropout)
+                   .truncate_counts(s.truncate_counts));
   gen->to(config.device);
   return gen;
 }
@@ -181,7 +202,9 @@ class FedSageClient final : public fl::ClientAlgorithm {
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server, const fl::RoundInfo& round) override {
     const bool gen_phase = s_.neighgen && round.round <= s_.gen_rounds;
-    if (v_.federated) FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, model_->SharedParameters()));
+    if (v_.federated && (!gen_phase || s_.average_classifier_in_gen_rounds || round.round == 1)) {
+      FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, model_->SharedParameters()));
+    }
     if (gen_phase) {
       if (s_.cross_client) {
         FGL_RETURN_IF_ERROR(ReallocateGenerator());
@@ -194,13 +217,24 @@ class FedSageClient final : public fl::ClientAlgorithm {
             v_.name, " client ", data_->id, " missed generator round ", s_.gen_rounds,
             ": its generator was released after an earlier one (every client trains in every round), so it cannot mend"));
       }
-      if (s_.neighgen && !mended_) FGL_RETURN_IF_ERROR(Mend());
+      if (s_.neighgen && !mended_) {
+        if (s_.mend_with_average) {  // the server's mean of the last generator round's uploads
+          if (absl::Status loaded = fl::LoadTensors(from_server, fl::WithPrefix(kGenPrefix, Named(*gen_)));
+              !loaded.ok()) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                v_.name, " client ", data_->id, ": mend_with_average needs the averaged NeighGen, sent in round ",
+                s_.gen_rounds + 1, " only (", loaded.message(), ")"));
+          }
+        }
+        FGL_RETURN_IF_ERROR(Mend());
+      }
       FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
       last_loss_ = model_->last_loss();
     }
     fl::proto::Message reply;
     if (v_.federated) {
       reply = fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, v_.type);
+      fl::AddWeight(s_.weighting, &reply);
       if (gen_phase && s_.cross_client) fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &reply);
     } else {  // nothing but the loss metric leaves the client
       reply.mutable_header()->set_sender(data_->id);
@@ -216,13 +250,17 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // The classifier on the client's graph (mended once the generator rounds are over); logits of
   // the original nodes only.
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
-    if (v_.federated && global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, model_->SharedParameters()));
-    return model_->Predict().slice(0, 0, data_->data.num_nodes());
+    FGL_ASSIGN_OR_RETURN(const OwnClassifier own, ScoreGlobal(global));
+    torch::Tensor logits = model_->Predict().slice(0, 0, data_->data.num_nodes());
+    own.Restore();
+    return logits;
   }
   // The same classifier on another graph (the FedSage code's whole-graph test).
   absl::StatusOr<torch::Tensor> PredictGraph(const fl::ClientData& graph, const fl::proto::Message* global) override {
-    if (v_.federated && global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, model_->SharedParameters()));
-    return model_->PredictOn(graph);
+    FGL_ASSIGN_OR_RETURN(const OwnClassifier own, ScoreGlobal(global));
+    torch::Tensor logits = model_->PredictOn(graph);
+    own.Restore();
+    return logits;
   }
 
   absl::StatusOr<fl::proto::Message> SaveState() const override {
@@ -301,6 +339,26 @@ class FedSageClient final : public fl::ClientAlgorithm {
                 std::unique_ptr<fl::LocalModel> model)
       : v_(v), s_(s), data_(std::move(data)), graph_(std::move(graph)), config_(config), model_(std::move(model)) {}
 
+  // Scoring the global model must not replace a classifier the client keeps through the
+  // generator rounds (average_classifier_in_gen_rounds false): its values, put back after.
+  struct OwnClassifier {
+    fl::NamedTensors kept, into;
+    void Restore() const {
+      torch::NoGradGuard no_grad;
+      for (size_t i = 0; i < kept.size(); ++i) into[i].second.copy_(kept[i].second);
+    }
+  };
+  absl::StatusOr<OwnClassifier> ScoreGlobal(const fl::proto::Message* global) {
+    OwnClassifier own;
+    if (!v_.federated || global == nullptr) return own;
+    if (!s_.average_classifier_in_gen_rounds && !mended_) {
+      own.into = model_->SharedParameters();
+      for (const auto& [name, t] : own.into) own.kept.emplace_back(name, t.detach().clone());
+    }
+    FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, model_->SharedParameters()));
+    return own;
+  }
+
   // Between generator rounds NeighGen's parameters wait only to be overwritten by the next
   // broadcast: with every client in every round they are dropped (280 MB per client on
   // Coauthor-CS) and reallocated when the broadcast arrives. Where SpillPays, the joint
@@ -350,6 +408,10 @@ class FedSageClient final : public fl::ClientAlgorithm {
     impaired_train_ = data_->split.train.index_select(0, kept);
     num_missing_ = impaired.num_missing.to(d);
     feature_loss_slots_ = num_missing_.clamp(0, static_cast<double>(s_.max_pred)).to(torch::kInt64);  // counts are whole
+    if (s_.losses_on_train) {  // only the training nodes' slots are read by the feature loss
+      loss_nodes_ = impaired_train_.nonzero().squeeze(1);
+      feature_loss_slots_ = torch::where(impaired_train_, feature_loss_slots_, torch::zeros_like(feature_loss_slots_));
+    }
     missing_ = impaired.missing.To(d);
     impaired_graph_ = std::move(impaired.graph);
     std::vector<torch::Tensor> params;
@@ -381,13 +443,22 @@ class FedSageClient final : public fl::ClientAlgorithm {
           Noise(n, s_.latent, graph::Rng::Derive(round.seed, absl::StrCat("fedsage_plus/noise/", e)), config_.device);
       const NeighGenOutput out =
           gen_->forward(nn::NodeFeatures(impaired_features_), *impaired_view_, noise, feature_loss_slots_);
-      FGL_ASSIGN_OR_RETURN(MendedGraph mended, MendGraph(impaired_graph_, impaired_features_, out.num_missing, out.features));
+      FGL_ASSIGN_OR_RETURN(MendedGraph mended, MendGraph(impaired_graph_, impaired_features_, out.num_missing,
+                                                        out.features, s_.truncate_counts));
       FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(mended.graph, config_.device));
       const torch::Tensor logits = classifier.forward(nn::NodeFeatures(mended.features), view).logits.slice(0, 0, n);
-      const torch::Tensor loss =
-          s_.num_weight * torch::nn::functional::smooth_l1_loss(out.num_missing, num_missing_) +
-          s_.feat_weight * MissingFeatureLoss(out.features, missing_, num_missing_) +
-          s_.cls_weight * nn::MaskedCrossEntropy(logits, impaired_labels_, impaired_train_);
+      torch::Tensor loss = s_.cls_weight * nn::MaskedCrossEntropy(logits, impaired_labels_, impaired_train_);
+      if (!s_.losses_on_train) {
+        loss = s_.num_weight * torch::nn::functional::smooth_l1_loss(out.num_missing, num_missing_) +
+               s_.feat_weight * MissingFeatureLoss(out.features, missing_, num_missing_) + loss;
+      } else if (loss_nodes_.numel() > 0) {  // the references' train_ilocs
+        const torch::Tensor& at = loss_nodes_;
+        const torch::Tensor truth = num_missing_.index_select(0, at);
+        loss = s_.num_weight * torch::nn::functional::smooth_l1_loss(out.num_missing.index_select(0, at), truth) +
+               s_.feat_weight * MissingFeatureLoss(out.features.index_select(0, at),
+                                                   {missing_.features, missing_.index.index_select(0, at)}, truth) +
+               loss;
+      }
       last_loss_ = loss.item<double>();
       if (!std::isfinite(last_loss_)) {
         return absl::InvalidArgumentError(absl::StrCat(v_.name, " client ", data_->id, ": generator loss is ",
@@ -406,13 +477,14 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // the classifier trains and predicts on it from then on.
   absl::Status Mend() {
     torch::NoGradGuard no_grad;
-    gen_->eval();
+    const uint64_t seed = graph::Rng::Derive(config_.seed, absl::StrCat("fedsage_plus/mend/", data_->id));
+    nn::DropoutSeedScope dropout_stream(graph::Rng::Derive(seed, "dropout"));
+    gen_->train(s_.mend_dropout);
     const int64_t n = data_->data.num_nodes();
-    const torch::Tensor noise = Noise(
-        n, s_.latent, graph::Rng::Derive(config_.seed, absl::StrCat("fedsage_plus/mend/", data_->id)), config_.device);
+    const torch::Tensor noise = Noise(n, s_.latent, seed, config_.device);
     const NeighGenOutput out = gen_->forward(*data_->features, *data_->view, noise);
     FGL_ASSIGN_OR_RETURN(MendedGraph mended, MendGraph(data_->data.graph, data_->data.features.to(config_.device),
-                                                      out.num_missing, out.features));
+                                                      out.num_missing, out.features, s_.truncate_counts));
     const int64_t extra = mended.graph.num_nodes() - n;
     FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(mended.graph, config_.device));
     graph_->view = std::make_shared<nn::GraphView>(std::move(view));
@@ -461,7 +533,8 @@ class FedSageClient final : public fl::ClientAlgorithm {
     nn::Adam::ReleaseScratch();
     impaired_view_.reset();
     impaired_graph_ = graph::CsrGraph();
-    impaired_features_ = impaired_labels_ = impaired_train_ = num_missing_ = feature_loss_slots_ = torch::Tensor();
+    impaired_features_ = impaired_labels_ = impaired_train_ = num_missing_ = feature_loss_slots_ = loss_nodes_ =
+        torch::Tensor();
     missing_ = MissingNeighbours();
   }
 
@@ -480,6 +553,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
   std::shared_ptr<nn::GraphView> impaired_view_;
   torch::Tensor impaired_features_, impaired_labels_, impaired_train_, num_missing_;
   torch::Tensor feature_loss_slots_;  // int64: the generated slots MissingFeatureLoss reads
+  torch::Tensor loss_nodes_;          // int64: the nodes NeighGen's losses average over (losses_on_train)
   MissingNeighbours missing_;
   bool mended_ = false;
   bool release_generator_ = false;  // between generator rounds (ReleaseGenerator)
@@ -488,13 +562,14 @@ class FedSageClient final : public fl::ClientAlgorithm {
   std::vector<std::vector<int64_t>> gen_shapes_;  // of Named(*gen_), to reallocate
 };
 
-// FedAvg of the classifier (fl::ModelAverageServer); with the cross-client term, also the
-// node-count-weighted mean of the clients' NeighGen parameters during the generator rounds.
+// FedAvg of the classifier (fl::ModelAverageServer); with the cross-client term, also the mean
+// of the clients' NeighGen parameters during the generator rounds (both weighted by `weighting`).
 class FedSageServer final : public fl::ServerAlgorithm {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Create(const Variant& v, const fl::MethodConfig& config) {
     FGL_ASSIGN_OR_RETURN(Settings s, ReadSettings(v, config));
-    FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::ModelAverageServer> model, fl::ModelAverageServer::Create(config, v.type));
+    FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::ModelAverageServer> model,
+                         fl::ModelAverageServer::Create(config, v.type, {fl::WeightScalar(s.weighting)}));
     std::unique_ptr<FedSageServer> server(new FedSageServer(v, s, std::move(model)));
     if (s.cross_client) server->gen_ = MakeNeighGen(s, config);
     return std::unique_ptr<fl::ServerAlgorithm>(std::move(server));
@@ -502,7 +577,10 @@ class FedSageServer final : public fl::ServerAlgorithm {
 
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
     FGL_ASSIGN_OR_RETURN(fl::proto::Message m, model_->Broadcast(round));
-    if (gen_ && round.round <= s_.gen_rounds) fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &m);
+    // mend_with_average: the last generator round's mean goes out once more, for mending.
+    if (gen_ && round.round <= s_.gen_rounds + (s_.mend_with_average ? 1 : 0)) {
+      fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &m);
+    }
     return m;
   }
 
@@ -519,7 +597,7 @@ class FedSageServer final : public fl::ServerAlgorithm {
     FGL_RETURN_IF_ERROR(model_->Accumulate(rest));  // checks type, num_nodes and the classifier
     if (expected) {
       std::map<std::string, torch::Tensor> by_name(matched.begin(), matched.end());
-      FGL_RETURN_IF_ERROR(gen_mean_->Accumulate(by_name, reply.scalars().at("num_nodes")));
+      FGL_RETURN_IF_ERROR(gen_mean_->Accumulate(by_name, reply.scalars().at(fl::WeightScalar(s_.weighting))));
     }
     return absl::OkStatus();
   }

@@ -11,6 +11,7 @@
 #include "fl/tensor_codec.h"
 #include "fl/testing/client_data.h"
 #include "gtest/gtest.h"
+#include "third_party/absl_ext/status_macros.h"
 #include "third_party/absl_ext/status_matchers.h"
 
 namespace fgl::methods::fedsage_plus {
@@ -144,7 +145,9 @@ TEST(FedSagePlusTest, ReleasesNeighGenBetweenGeneratorRoundsOnlyWhenEveryClientT
     ASSERT_OK_AND_ASSIGN(fl::proto::Message third, server->Broadcast({3, 8}));
     const absl::Status mended = c->Train(third, {3, 8}).status();
     EXPECT_EQ(mended.ok(), !released) << mended;
-    if (released) EXPECT_NE(mended.message().find("missed generator round 2"), std::string::npos) << mended;
+    if (released) {
+      EXPECT_NE(mended.message().find("missed generator round 2"), std::string::npos) << mended;
+    }
   }
 }
 
@@ -183,6 +186,93 @@ TEST(FedSagePlusTest, WithoutCrossClientTermNothingButTheClassifierLeaves) {
   config.params = {Packed(p)};
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories loc, fl::FindMethod("locsage"));
   EXPECT_FALSE(loc.server(config).ok());  // locsage has no server to exchange NeighGen through
+}
+
+// The references' behaviours (README, "Independent review") as options: each reaches the run,
+// and the ones that need another variant's machinery are refused naming the field.
+TEST(FedSagePlusTest, ReferenceOptionsAreRefusedWhereTheyCannotApply) {
+  fl::MethodConfig config = SmallConfig();
+  FedSagePlusParams p = Params(config);
+  p.set_mend_with_average(true);
+  config.params = {Packed(p)};
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories sage, fl::FindMethod("fedsage"));
+  EXPECT_THAT(sage.server(config), fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                                          ::testing::HasSubstr("mend_with_average")));
+  p = Params(SmallConfig());
+  p.set_weighting(fl::proto::UNIFORM);
+  config.params = {Packed(p)};
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories loc, fl::FindMethod("locsage"));
+  EXPECT_THAT(loc.server(config),
+              fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("weighting")));
+  p = Params(SmallConfig());
+  p.set_average_classifier_in_gen_rounds(false);
+  config.params = {Packed(p)};
+  EXPECT_THAT(sage.server(config), fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                                          ::testing::HasSubstr("average_classifier_in_gen_rounds")));
+}
+
+// OpenFGL keeps each client's classifier through the generator rounds: scoring the global model
+// must leave it in place, and the averaged classifier is taken only after them. With
+// mend_with_average the round after them carries NeighGen's mean once more, for mending.
+TEST(FedSagePlusTest, OwnClassifierThroughGeneratorRoundsAndMendingWithTheMean) {
+  fl::MethodConfig config = SmallConfig();
+  FedSagePlusParams p = Params(config);
+  p.set_average_classifier_in_gen_rounds(false);
+  p.set_mend_with_average(true);
+  config.params = {Packed(p)};
+  auto data = fl::testing::CsbmClient(120, 8, 3, 11);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedsage_plus"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  ASSERT_OK_AND_ASSIGN(auto c, f.client(data, config));
+  ASSERT_OK_AND_ASSIGN(auto twin, f.client(data, config));  // trains in every round, never scored
+  for (int r = 1; r <= 3; ++r) {
+    const fl::RoundInfo round{r, 200u + r};
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast(round));
+    EXPECT_EQ(CountPrefix(global, "neighgen.") > 0, r <= 3) << "round " << r;
+    if (r > 1) {  // a second client's reply moved the mean away from c's own classifier
+      ASSERT_OK(c->Predict(&global).status());
+    }
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, c->Train(global, round));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message same, twin->Train(global, round));
+    EXPECT_DOUBLE_EQ(reply.scalars().at("train_loss"), same.scalars().at("train_loss")) << "round " << r;
+    ASSERT_OK(server->Accumulate(reply));
+    fl::proto::Message other = reply;  // a second client whose classifier is zero
+    other.mutable_header()->set_sender(1);
+    for (auto& t : *other.mutable_tensors()) {
+      if (t.name().rfind("neighgen.", 0) != 0) std::fill(t.mutable_data()->begin(), t.mutable_data()->end(), 0);
+    }
+    if (r <= 2) {
+      ASSERT_OK(server->Accumulate(other));
+    }
+    ASSERT_OK(server->FinishRound(round));
+  }
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message fourth, server->Broadcast({4, 204}));
+  EXPECT_EQ(CountPrefix(fourth, "neighgen."), 0);
+}
+
+TEST(FedSagePlusTest, TruncatedCountsAndTrainNodeLossesChangeTheGenerator) {
+  fl::MethodConfig config = SmallConfig();
+  auto data = fl::testing::CsbmClient(120, 8, 3, 11);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedsage_plus"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 3}));
+  auto loss_with = [&](const FedSagePlusParams& p) -> absl::StatusOr<double> {
+    config.params = {Packed(p)};
+    FGL_ASSIGN_OR_RETURN(auto c, f.client(data, config));
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message reply, c->Train(global, {1, 3}));
+    return reply.scalars().at("train_loss");
+  };
+  const FedSagePlusParams ours = Params(SmallConfig());
+  FedSagePlusParams train_only = ours, truncated = ours;
+  train_only.set_gen_loss_nodes(FedSagePlusParams::TRAIN);
+  truncated.set_truncate_counts(true);
+  ASSERT_OK_AND_ASSIGN(double base, loss_with(ours));
+  ASSERT_OK_AND_ASSIGN(double again, loss_with(ours));
+  ASSERT_OK_AND_ASSIGN(double on_train, loss_with(train_only));
+  ASSERT_OK_AND_ASSIGN(double cut, loss_with(truncated));
+  EXPECT_EQ(base, again);
+  EXPECT_NE(base, on_train);
+  EXPECT_NE(base, cut);
 }
 
 TEST(FedSageRunTest, FamilyLearnsInASmallFederation) {

@@ -26,8 +26,9 @@ void NeighGenImpl::reset() {
   fgen_out = register_module("fgen_out", torch::nn::Linear(2048, options.max_pred() * options.num_features()));
 }
 
-torch::Tensor UsedSlots(const torch::Tensor& num_missing, int64_t max_pred) {
-  return num_missing.detach().round().clamp(0, static_cast<double>(max_pred)).to(torch::kInt64);
+torch::Tensor UsedSlots(const torch::Tensor& num_missing, int64_t max_pred, bool truncate) {
+  const torch::Tensor c = num_missing.detach();
+  return (truncate ? c.trunc() : c.round()).clamp(0, static_cast<double>(max_pred)).to(torch::kInt64);
 }
 
 namespace {
@@ -97,7 +98,7 @@ NeighGenOutput NeighGenImpl::forward(const nn::NodeFeatures& x, const nn::GraphV
   // fGen's output layer (2048 x max_pred * F) is most of NeighGen's work, and most slots are never
   // read (a node lacks about two neighbours on Coauthor-CS): slot j's block of the layer runs only
   // on the nodes that read slot j.
-  torch::Tensor needed = UsedSlots(out.num_missing, options.max_pred());
+  torch::Tensor needed = UsedSlots(out.num_missing, options.max_pred(), options.truncate_counts());
   if (min_slots.defined()) needed = torch::maximum(needed, min_slots.to(needed.device()));
   std::vector<torch::Tensor> nodes;
   for (int64_t j = 0; j < options.max_pred(); ++j) nodes.push_back((needed > j).nonzero().squeeze(1));
@@ -247,14 +248,15 @@ torch::Tensor MissingFeatureLoss(const torch::Tensor& generated, const MissingNe
 }
 
 absl::StatusOr<MendedGraph> MendGraph(const graph::CsrGraph& graph, const torch::Tensor& x,
-                                      const torch::Tensor& num_missing, const torch::Tensor& generated) {
+                                      const torch::Tensor& num_missing, const torch::Tensor& generated,
+                                      bool truncate) {
   const int64_t n = graph.num_nodes(), p = generated.size(1);
   if (x.size(0) != n || num_missing.numel() != n || generated.size(0) != n) {
     return absl::InvalidArgumentError(absl::StrCat("MendGraph: ", n, " nodes but x has ", x.size(0),
                                                    " rows, counts ", num_missing.numel(), ", generated ",
                                                    generated.size(0)));
   }
-  const torch::Tensor counts = UsedSlots(num_missing.to(torch::kCPU, torch::kFloat), p);
+  const torch::Tensor counts = UsedSlots(num_missing.to(torch::kCPU, torch::kFloat), p, truncate);
   const int64_t* c = counts.data_ptr<int64_t>();
   std::vector<int64_t> src, dst, rows;  // rows: flat index v * p + slot of each new node
   const int64_t* row_ptr = graph.row_ptr().data_ptr<int64_t>();

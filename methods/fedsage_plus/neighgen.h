@@ -25,11 +25,12 @@ struct NeighGenOptions {
   TORCH_ARG(int64_t, latent) = 128;      ///< Encoder output width z.
   TORCH_ARG(int64_t, max_pred) = 5;      ///< Generated neighbours per node, at most.
   TORCH_ARG(double, dropout) = 0.5;      ///< Encoder and fGen dropout.
+  TORCH_ARG(bool, truncate_counts) = false;  ///< Slots from dGen's count truncated, not rounded.
 };
 
 /// The generated neighbours mending gives each node: min(max_pred, round(num_missing)), int64 [N]
-/// (negatives count as 0).
-torch::Tensor UsedSlots(const torch::Tensor& num_missing, int64_t max_pred);
+/// (negatives count as 0); with `truncate`, the count truncated instead (the references' cast).
+torch::Tensor UsedSlots(const torch::Tensor& num_missing, int64_t max_pred, bool truncate = false);
 
 /// What NeighGen predicts for every node of its input graph.
 struct NeighGenOutput {
@@ -46,8 +47,8 @@ class NeighGenImpl : public torch::nn::Module {
   void reset();  // registers encoder, dgen, fgen1, fgen2, fgen_out
   /// `noise`: float [N, latent], the N(0, 1) draw fGen adds to z (the caller seeds it).
   /// fGen computes only the slots anything reads: node v's first max(min_slots[v],
-  /// min(max_pred, round(num_missing[v]))) (the feature loss reads min(true count, max_pred), mending
-  /// the rounded prediction); the others are 0. `min_slots`: int64 [N]; undefined = none.
+  /// UsedSlots(num_missing)[v]) (the feature loss reads min(true count, max_pred), mending the
+  /// predicted count); the others are 0. `min_slots`: int64 [N]; undefined = none.
   NeighGenOutput forward(const nn::NodeFeatures& x, const nn::GraphView& graph, const torch::Tensor& noise,
                          const torch::Tensor& min_slots = {});
 
@@ -99,7 +100,7 @@ torch::Tensor MissingFeatureLoss(const torch::Tensor& generated, const MissingNe
                                  const torch::Tensor& num_missing);
 
 // A graph with generated neighbours appended: node v of `graph` gets
-// min(max_pred, round(num_missing[v])) new nodes (numbered after the original ones, by v then
+// UsedSlots(num_missing, max_pred, truncate)[v] new nodes (numbered after the original ones, by v then
 // slot), each joined to v in both directions, with features generated[v, slot].
 struct MendedGraph {
   graph::CsrGraph graph;
@@ -108,7 +109,8 @@ struct MendedGraph {
 // x float [N, F]; num_missing float [N] (detached counts; negatives count as 0);
 // generated float [N, max_pred, F]. complexity: O(N * max_pred + E log d).
 absl::StatusOr<MendedGraph> MendGraph(const graph::CsrGraph& graph, const torch::Tensor& x,
-                                      const torch::Tensor& num_missing, const torch::Tensor& generated);
+                                      const torch::Tensor& num_missing, const torch::Tensor& generated,
+                                      bool truncate = false);
 
 }  // namespace fgl::methods::fedsage_plus
 

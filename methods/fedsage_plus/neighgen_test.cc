@@ -105,6 +105,20 @@ TEST(MendGraphTest, GeneratedNeighboursJoinBothWays) {
   EXPECT_TRUE(torch::equal(m.features, torch::tensor({{0.f}, {0.f}, {1.f}, {2.f}})));
 }
 
+// The references cast dGen's count to an integer (truncation); ours rounds.
+TEST(MendGraphTest, TruncatedCountsGenerateFewer) {
+  const torch::Tensor counts = torch::tensor({0.6f, 1.5f, 2.49f, 7.f, -0.7f});
+  EXPECT_TRUE(torch::equal(UsedSlots(counts, 5), torch::tensor({1, 2, 2, 5, 0}, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(UsedSlots(counts, 5, /*truncate=*/true), torch::tensor({0, 1, 2, 5, 0}, torch::kInt64)));
+  auto g = graph::CsrFromEdges(2, {0}, {1});
+  ASSERT_TRUE(g.ok());
+  const torch::Tensor generated = torch::tensor({{{1.f}, {2.f}, {3.f}}, {{4.f}, {5.f}, {6.f}}});
+  ASSERT_OK_AND_ASSIGN(MendedGraph m, MendGraph(*g, torch::zeros({2, 1}), torch::tensor({1.6f, 0.7f}), generated,
+                                                /*truncate=*/true));
+  EXPECT_EQ(m.graph.num_nodes(), 3);  // one neighbour for node 0, none for node 1
+  EXPECT_TRUE(torch::equal(m.features, torch::tensor({{0.f}, {0.f}, {1.f}})));
+}
+
 // The path 0 - 1 - 2 - 3 - 4 the generator tests run on.
 absl::StatusOr<nn::GraphView> PathView() {
   FGL_ASSIGN_OR_RETURN(graph::CsrGraph g, graph::CsrFromEdges(5, {0, 1, 2, 3}, {1, 2, 3, 4}));

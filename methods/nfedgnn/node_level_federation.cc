@@ -8,6 +8,7 @@
 #include "fl/algorithm.h"
 #include "fl/federation_setup.h"
 #include "fl/optimizer_state.h"
+#include "fl/checkpoint_file.h"
 #include "fl/proto/checkpoint.pb.h"
 #include "fl/tensor_codec.h"
 #include "glog/logging.h"
@@ -109,24 +110,24 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   int first_round = 1;
   double checkpoint_s = 0;  // spent writing checkpoints: not the rounds' time
   if (o.resume && !ckpt_path.empty() && graph::io::FileExists(ckpt_path)) {
-    FGL_ASSIGN_OR_RETURN(std::string bytes, graph::io::ReadFileBytes(ckpt_path));
-    fl::proto::Checkpoint ckpt;
-    if (!ckpt.ParseFromString(bytes)) return absl::DataLossError(absl::StrCat(ckpt_path, ": corrupt checkpoint"));
+    FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::CheckpointReader> file, fl::CheckpointReader::Open(ckpt_path));
+    const fl::proto::Checkpoint& ckpt = file->header();
     if (ckpt.version() != kCheckpointVersion || ckpt.run_fingerprint() != o.Fingerprint()) {
       return absl::FailedPreconditionError(absl::StrCat(ckpt_path, ": checkpoint of a different run (version ",
                                                         ckpt.version(), ", ", ckpt.run_fingerprint(), ")"));
     }
-    if (ckpt.round() < 1 || ckpt.round() > o.spec.rounds() || ckpt.records_size() != ckpt.round() ||
-        ckpt.clients_size() != 1) {
+    if (ckpt.round() < 1 || ckpt.round() > o.spec.rounds() || ckpt.records_size() != ckpt.round()) {
       return absl::DataLossError(absl::StrCat(ckpt_path, ": inconsistent checkpoint"));
     }
+    FGL_ASSIGN_OR_RETURN(const fl::proto::Message users_state, file->NextClientState());  // all users in one
+    if (!file->AtEnd()) return absl::DataLossError(absl::StrCat(ckpt_path, ": more than the users' state"));
     FGL_RETURN_IF_ERROR(fl::LoadTensors(ckpt.server(), server_params));
     FGL_ASSIGN_OR_RETURN(auto server_tensors, fl::DecodeTensors(ckpt.server()));
     FGL_RETURN_IF_ERROR(fl::RestoreAdamState(ckpt.server(), server_tensors, server_params, "adam.", ckpt_path,
                                              &server->optimizer()));
-    FGL_RETURN_IF_ERROR(fl::LoadTensors(ckpt.clients(0), users->State()));
-    auto step = ckpt.clients(0).scalars().find("step");
-    if (step == ckpt.clients(0).scalars().end() || step->second != ckpt.round()) {
+    FGL_RETURN_IF_ERROR(fl::LoadTensors(users_state, users->State()));
+    auto step = users_state.scalars().find("step");
+    if (step == users_state.scalars().end() || step->second != ckpt.round()) {
       return absl::DataLossError(absl::StrCat(ckpt_path, ": the users' step count is not the round's"));
     }
     users->set_step(static_cast<int64_t>(step->second));
@@ -178,10 +179,12 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
       for (const fl::RoundRecord& done : result.rounds) *ckpt.add_records() = fl::RoundRecordToProto(done);
       fl::AddTensors(server_params, ckpt.mutable_server());
       fl::SaveAdamState(server->optimizer(), server_params, "adam.", ckpt.mutable_server());
-      fl::proto::Message* state = ckpt.add_clients();
-      fl::AddTensors(users->State(), state);
-      (*state->mutable_scalars())["step"] = static_cast<double>(users->step());
-      fl::WriteCheckpointBestEffort(ckpt_path, ckpt, t);
+      fl::proto::Message users_state;
+      fl::AddTensors(users->State(), &users_state);
+      (*users_state.mutable_scalars())["step"] = static_cast<double>(users->step());
+      FGL_RETURN_IF_ERROR(fl::WriteCheckpointBestEffort(ckpt_path, ckpt, t, [&](fl::CheckpointWriter& w) {
+                            return w.AddClientState(users_state);
+                          }).status());
       checkpoint_s += std::chrono::duration<double>(Clock::now() - write_start).count();
     }
   }
