@@ -101,8 +101,7 @@ ABSL_FLAG(double, checkpoint_minutes, 10,
           "Checkpoint each run about this often (by its configuration's recorded seconds per round) in "
           "<cache>/<run>.ckpt: a runner stopped and started again resumes an interrupted run from its "
           "last checkpoint, with the same numbers. 0 = never. Configurations without a recorded or timed "
-          "cost, or recorded to peak above a quarter of the machine's memory, are not checkpointed (a "
-          "checkpoint holds a serialised copy of every client's state).");
+          "cost are checkpointed every tenth of their rounds.");
 ABSL_FLAG(int, checkpoint_rounds, 0,
           "Checkpoint every this many rounds, whatever the configuration; 0 = by --checkpoint_minutes.");
 
@@ -933,19 +932,17 @@ int Run() {
     }
   }
   // Rounds between checkpoints for a run: about --checkpoint_minutes of its configuration's
-  // recorded time; 0 (none) where its cost is unknown or its state may be too large to copy.
-  const int64_t checkpoint_peak_limit = MemInfoBytes("MemTotal") / 4;
+  // recorded time, or a tenth of its rounds where that is unknown (a first run of a new
+  // configuration may be hours long). A checkpoint serialises one client's state at a time
+  // (fl/checkpoint_file.h), so even FedSage+ on Physics (2.2 GB of state) adds one client's part
+  // to the run's peak.
   auto checkpoint_every = [&](const Job& j) {
     const int rounds = j.resolved.rounds();
     if (absl::GetFlag(FLAGS_checkpoint_rounds) > 0) return absl::GetFlag(FLAGS_checkpoint_rounds);
     const double minutes = absl::GetFlag(FLAGS_checkpoint_minutes);
+    if (!(minutes > 0) || rounds < 2) return 0;
     auto wall = expected_wall.find(BudgetKey(j.resolved));
-    auto peak = expected_peak.find(BudgetKey(j.resolved));
-    // Records older than peak measurement (2026-11-26) leave a configuration's peak unknown (0).
-    if (!(minutes > 0) || rounds < 2 || wall == expected_wall.end() || !(wall->second > 0) ||
-        (peak != expected_peak.end() && peak->second > checkpoint_peak_limit)) {
-      return 0;
-    }
+    if (wall == expected_wall.end() || !(wall->second > 0)) return std::max(1, rounds / 10);
     const double every = std::ceil(minutes * 60 / (wall->second / rounds));
     return every >= rounds ? 0 : static_cast<int>(every);
   };
