@@ -144,7 +144,13 @@ absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams&
 
 absl::StatusOr<Settings> ReadSettings(const Variant& v, const fl::MethodConfig& c) {
   FGL_ASSIGN_OR_RETURN(const FedSagePlusParams p, fl::MethodParams<FedSagePlusParams>(c));
-  return ReadSettings(v, p);
+  FGL_ASSIGN_OR_RETURN(Settings s, ReadSettings(v, p));
+  // NeighGen's mean goes out in round gen_rounds + 1 only: a client not sampled then could never mend.
+  if (s.mend_with_average && c.clients_per_round < c.num_clients) {
+    return absl::InvalidArgumentError(absl::StrCat("fedsage_plus.mend_with_average = true: needs every client in every round (",
+                                                   c.clients_per_round, " of ", c.num_clients, " are sampled)"));
+  }
+  return s;
 }
 
 template <const Variant& V>

@@ -199,6 +199,15 @@ TEST(FedSagePlusTest, ReferenceOptionsAreRefusedWhereTheyCannotApply) {
   EXPECT_THAT(sage.server(config), fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                                           ::testing::HasSubstr("mend_with_average")));
   p = Params(SmallConfig());
+  p.set_mend_with_average(true);
+  config.params = {Packed(p)};
+  config.num_clients = 4;
+  config.clients_per_round = 2;  // the mean goes out once: an unsampled client could never mend
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories plus, fl::FindMethod("fedsage_plus"));
+  EXPECT_THAT(plus.server(config), fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                                          ::testing::HasSubstr("every client in every round")));
+  config = SmallConfig();
+  p = Params(SmallConfig());
   p.set_weighting(fl::proto::UNIFORM);
   config.params = {Packed(p)};
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories loc, fl::FindMethod("locsage"));
@@ -225,6 +234,10 @@ TEST(FedSagePlusTest, OwnClassifierThroughGeneratorRoundsAndMendingWithTheMean) 
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_OK_AND_ASSIGN(auto c, f.client(data, config));
   ASSERT_OK_AND_ASSIGN(auto twin, f.client(data, config));  // trains in every round, never scored
+  fl::MethodConfig own_config = config;  // mends with its own NeighGen instead of the mean
+  p.set_mend_with_average(false);
+  own_config.params = {Packed(p)};
+  ASSERT_OK_AND_ASSIGN(auto own, f.client(data, own_config));
   for (int r = 1; r <= 3; ++r) {
     const fl::RoundInfo round{r, 200u + r};
     ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast(round));
@@ -234,13 +247,14 @@ TEST(FedSagePlusTest, OwnClassifierThroughGeneratorRoundsAndMendingWithTheMean) 
     }
     ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, c->Train(global, round));
     ASSERT_OK_AND_ASSIGN(fl::proto::Message same, twin->Train(global, round));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message alone, own->Train(global, round));
     EXPECT_DOUBLE_EQ(reply.scalars().at("train_loss"), same.scalars().at("train_loss")) << "round " << r;
+    // Identical until mending (round 3), where the mean differs from the client's own NeighGen.
+    EXPECT_EQ(reply.scalars().at("train_loss") == alone.scalars().at("train_loss"), r < 3) << "round " << r;
     ASSERT_OK(server->Accumulate(reply));
-    fl::proto::Message other = reply;  // a second client whose classifier is zero
+    fl::proto::Message other = reply;  // a second client whose classifier and NeighGen are zero
     other.mutable_header()->set_sender(1);
-    for (auto& t : *other.mutable_tensors()) {
-      if (t.name().rfind("neighgen.", 0) != 0) std::fill(t.mutable_data()->begin(), t.mutable_data()->end(), 0);
-    }
+    for (auto& t : *other.mutable_tensors()) std::fill(t.mutable_data()->begin(), t.mutable_data()->end(), 0);
     if (r <= 2) {
       ASSERT_OK(server->Accumulate(other));
     }
