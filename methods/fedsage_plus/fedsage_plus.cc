@@ -95,7 +95,7 @@ struct Settings {  // every value set by ReadSettings (fedsage_plus.proto states
   double gen_dropout = 0, num_weight = 0, feat_weight = 0, cls_weight = 0;
   bool losses_on_train = false, truncate_counts = false, average_classifier_in_gen_rounds = true;
   fl::proto::ClientWeighting weighting = fl::proto::NODE_COUNT;
-  bool mend_with_average = false, mend_dropout = false;
+  bool mend_with_average = false, mend_dropout = false, gen_loss_per_client = false;
 };
 
 absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams& p) {
@@ -120,6 +120,7 @@ absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams&
   s.weighting = p.weighting();
   s.mend_with_average = p.mend_with_average();
   s.mend_dropout = p.mend_dropout();
+  s.gen_loss_per_client = p.gen_loss_per_client();
   if (!v.federated && s.cross_client) return bad("cross_client", "true", "needs a federated variant (not locsage)");
   if (!(s.hidden_portion >= 0 && s.hidden_portion < 1)) return bad("hidden_portion", s.hidden_portion, "must be in [0, 1)");
   if (s.latent < 1) return bad("latent", s.latent, "must be >= 1");
@@ -465,6 +466,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
                                                    {missing_.features, missing_.index.index_select(0, at)}, truth) +
                loss;
       }
+      if (s_.gen_loss_per_client) loss = loss / static_cast<double>(std::max(1, config_.clients_per_round));
       last_loss_ = loss.item<double>();
       if (!std::isfinite(last_loss_)) {
         return absl::InvalidArgumentError(absl::StrCat(v_.name, " client ", data_->id, ": generator loss is ",

@@ -277,14 +277,20 @@ TEST(FedSagePlusTest, TruncatedCountsAndTrainNodeLossesChangeTheGenerator) {
     return reply.scalars().at("train_loss");
   };
   const FedSagePlusParams ours = Params(SmallConfig());
-  FedSagePlusParams train_only = ours, truncated = ours;
+  FedSagePlusParams train_only = ours, truncated = ours, per_client = ours;
   train_only.set_gen_loss_nodes(FedSagePlusParams::TRAIN);
   truncated.set_truncate_counts(true);
+  per_client.set_gen_loss_per_client(true);
+  config.clients_per_round = 4;
+  config.num_clients = 4;
+  config.local_epochs = 1;  // the reported loss is the first step's
   ASSERT_OK_AND_ASSIGN(double base, loss_with(ours));
   ASSERT_OK_AND_ASSIGN(double again, loss_with(ours));
   ASSERT_OK_AND_ASSIGN(double on_train, loss_with(train_only));
   ASSERT_OK_AND_ASSIGN(double cut, loss_with(truncated));
+  ASSERT_OK_AND_ASSIGN(double quarter, loss_with(per_client));
   EXPECT_EQ(base, again);
+  EXPECT_NEAR(quarter, base / 4, 1e-6 * base);
   EXPECT_NE(base, on_train);
   EXPECT_NE(base, cut);
 }
