@@ -1,7 +1,6 @@
 #include "fl/checkpoint_file.h"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -66,8 +65,8 @@ absl::Status CheckpointWriter::Commit() {
   return absl::OkStatus();
 }
 
-struct CheckpointReader::Stream {
-  explicit Stream(int fd) : file(fd) {}
+struct CheckpointReader::Stream {  // owns the descriptor
+  explicit Stream(int fd) : file(fd) { file.SetCloseOnDelete(true); }
   google::protobuf::io::FileInputStream file;
 };
 
@@ -75,9 +74,9 @@ CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {}
 
 absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const std::string& path) {
   std::unique_ptr<CheckpointReader> r(new CheckpointReader(path));
-  r->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (r->fd_ < 0) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-  r->stream_ = std::make_unique<Stream>(r->fd_);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  r->stream_ = std::make_unique<Stream>(fd);
   char magic[kMagicSize] = {};
   {
     google::protobuf::io::CodedInputStream in(&r->stream_->file);  // gives back what it does not use
@@ -92,8 +91,6 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const s
   }
   // The single-message layout (before 2026-11-28): client states inside the header.
   r->stream_.reset();
-  ::close(r->fd_);
-  r->fd_ = -1;
   FGL_ASSIGN_OR_RETURN(std::string bytes, graph::io::ReadFileBytes(path));
   if (!r->header_.ParseFromString(bytes)) return absl::DataLossError(absl::StrCat(path, ": corrupt checkpoint"));
   for (proto::Message& m : *r->header_.mutable_clients()) r->inline_states_.push_back(std::move(m));
@@ -101,10 +98,7 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const s
   return r;
 }
 
-CheckpointReader::~CheckpointReader() {
-  stream_.reset();
-  if (fd_ >= 0) ::close(fd_);
-}
+CheckpointReader::~CheckpointReader() = default;
 
 absl::StatusOr<bool> CheckpointReader::ReadNext(proto::Message* m) {
   if (!stream_) {

@@ -64,7 +64,6 @@ class CheckpointReader {
   const std::string path_;
   proto::Checkpoint header_;
   std::deque<proto::Message> inline_states_;  // the single-message layout's
-  int fd_ = -1;
   struct Stream;
   std::unique_ptr<Stream> stream_;
   std::optional<proto::Message> peeked_;

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <numeric>
 #include <optional>
 
@@ -366,22 +364,6 @@ absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o) {
                       " split=", partitioner->ProvidesSplits() ? "partition" : o.spec.split(),
                       " partition=", partition, " clients=", o.spec.clients(),
                       " partition_seed=", o.spec.partition_seed());
-}
-
-absl::Status WriteFileAtomically(const std::string& path, const google::protobuf::Message& message) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out || !message.SerializeToOstream(&out)) {
-      return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
-    }
-    out.close();  // a full disk may only show when the last bytes are flushed
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
 }
 
 void ApplyClientReports(const proto::RoundRecord& p, RoundRecord& r) {

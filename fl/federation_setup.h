@@ -128,9 +128,6 @@ auto CatchExceptions(const std::string& stage, F&& fn) -> decltype(fn()) {
   }
 }
 
-// Writes `message` to `path` atomically (a temporary file, then rename).
-absl::Status WriteFileAtomically(const std::string& path, const google::protobuf::Message& message);
-
 }  // namespace fgl::fl
 
 #endif  // FGL_FL_FEDERATION_SETUP_H_

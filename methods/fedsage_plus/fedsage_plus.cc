@@ -454,17 +454,20 @@ class FedSageClient final : public fl::ClientAlgorithm {
                                                         out.features, s_.truncate_counts));
       FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(mended.graph, config_.device));
       const torch::Tensor logits = classifier.forward(nn::NodeFeatures(mended.features), view).logits.slice(0, 0, n);
+      // NeighGen's count and feature losses over every impaired node, or the training nodes only
+      // (the references' train_ilocs; none there: the classification term alone).
+      torch::Tensor counts = out.num_missing, generated = out.features, truth = num_missing_;
+      MissingNeighbours targets = missing_;
+      if (s_.losses_on_train) {
+        counts = counts.index_select(0, loss_nodes_);
+        generated = generated.index_select(0, loss_nodes_);
+        truth = truth.index_select(0, loss_nodes_);
+        targets.index = targets.index.index_select(0, loss_nodes_);
+      }
       torch::Tensor loss = s_.cls_weight * nn::MaskedCrossEntropy(logits, impaired_labels_, impaired_train_);
-      if (!s_.losses_on_train) {
-        loss = s_.num_weight * torch::nn::functional::smooth_l1_loss(out.num_missing, num_missing_) +
-               s_.feat_weight * MissingFeatureLoss(out.features, missing_, num_missing_) + loss;
-      } else if (loss_nodes_.numel() > 0) {  // the references' train_ilocs
-        const torch::Tensor& at = loss_nodes_;
-        const torch::Tensor truth = num_missing_.index_select(0, at);
-        loss = s_.num_weight * torch::nn::functional::smooth_l1_loss(out.num_missing.index_select(0, at), truth) +
-               s_.feat_weight * MissingFeatureLoss(out.features.index_select(0, at),
-                                                   {missing_.features, missing_.index.index_select(0, at)}, truth) +
-               loss;
+      if (truth.numel() > 0) {
+        loss = s_.num_weight * torch::nn::functional::smooth_l1_loss(counts, truth) +
+               s_.feat_weight * MissingFeatureLoss(generated, targets, truth) + loss;
       }
       if (s_.gen_loss_per_client) loss = loss / static_cast<double>(std::max(1, config_.clients_per_round));
       last_loss_ = loss.item<double>();
