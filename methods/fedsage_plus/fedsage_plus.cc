@@ -96,6 +96,7 @@ struct Settings {  // every value set by ReadSettings (fedsage_plus.proto states
   bool losses_on_train = false, truncate_counts = false, average_classifier_in_gen_rounds = true;
   fl::proto::ClientWeighting weighting = fl::proto::NODE_COUNT;
   bool mend_with_average = false, mend_dropout = false, gen_loss_per_client = false;
+  bool generated_unread = false;  // generated_edges: INTO_GENERATED
 };
 
 absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams& p) {
@@ -121,6 +122,7 @@ absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams&
   s.mend_with_average = p.mend_with_average();
   s.mend_dropout = p.mend_dropout();
   s.gen_loss_per_client = p.gen_loss_per_client();
+  s.generated_unread = p.generated_edges() == FedSagePlusParams::INTO_GENERATED;
   if (!v.federated && s.cross_client) return bad("cross_client", "true", "needs a federated variant (not locsage)");
   if (!(s.hidden_portion >= 0 && s.hidden_portion < 1)) return bad("hidden_portion", s.hidden_portion, "must be in [0, 1)");
   if (s.latent < 1) return bad("latent", s.latent, "must be >= 1");
@@ -137,6 +139,7 @@ absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams&
   if (!s.average_classifier_in_gen_rounds && !(v.federated && s.neighgen)) {
     return bad("average_classifier_in_gen_rounds", "false", "needs generator rounds of a federated variant");
   }
+  if (s.generated_unread && !s.neighgen) return bad("generated_edges", "INTO_GENERATED", "needs neighgen");
   if (s.mend_with_average && !s.cross_client) {
     return bad("mend_with_average", "true", "needs cross_client (only then is NeighGen averaged)");
   }
@@ -450,10 +453,15 @@ class FedSageClient final : public fl::ClientAlgorithm {
           Noise(n, s_.latent, graph::Rng::Derive(round.seed, absl::StrCat("fedsage_plus/noise/", e)), config_.device);
       const NeighGenOutput out =
           gen_->forward(nn::NodeFeatures(impaired_features_), *impaired_view_, noise, feature_loss_slots_);
-      FGL_ASSIGN_OR_RETURN(MendedGraph mended, MendGraph(impaired_graph_, impaired_features_, out.num_missing,
-                                                        out.features, s_.truncate_counts));
-      FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(mended.graph, config_.device));
-      const torch::Tensor logits = classifier.forward(nn::NodeFeatures(mended.features), view).logits.slice(0, 0, n);
+      torch::Tensor logits;
+      if (s_.generated_unread) {  // OpenFGL's one-way edges: the impaired nodes read the impaired graph only
+        logits = classifier.forward(nn::NodeFeatures(impaired_features_), *impaired_view_).logits;
+      } else {
+        FGL_ASSIGN_OR_RETURN(MendedGraph mended, MendGraph(impaired_graph_, impaired_features_, out.num_missing,
+                                                          out.features, s_.truncate_counts));
+        FGL_ASSIGN_OR_RETURN(nn::GraphView view, nn::GraphView::Create(mended.graph, config_.device));
+        logits = classifier.forward(nn::NodeFeatures(mended.features), view).logits.slice(0, 0, n);
+      }
       // NeighGen's count and feature losses over every impaired node, or the training nodes only
       // (the references' train_ilocs; none there: the classification term alone).
       torch::Tensor counts = out.num_missing, generated = out.features, truth = num_missing_;
@@ -487,6 +495,12 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // Mends the full local graph with NeighGen's eval-mode output (noise from the run's seed), once:
   // the classifier trains and predicts on it from then on.
   absl::Status Mend() {
+    if (s_.generated_unread) {  // OpenFGL's one-way edges: no original node reads the generated ones
+      mended_ = true;
+      FinishGeneratorTraining();
+      ParkGenerator();
+      return absl::OkStatus();
+    }
     torch::NoGradGuard no_grad;
     const uint64_t seed = graph::Rng::Derive(config_.seed, absl::StrCat("fedsage_plus/mend/", data_->id));
     nn::DropoutSeedScope dropout_stream(graph::Rng::Derive(seed, "dropout"));

@@ -295,6 +295,63 @@ TEST(FedSagePlusTest, TruncatedCountsAndTrainNodeLossesChangeTheGenerator) {
   EXPECT_NE(base, cut);
 }
 
+// OpenFGL's one-way edges: no original node reads a generated neighbour, so NeighGen's own loss
+// weights cannot move the classifier, in the generator rounds or after mending; joined both ways
+// they do.
+TEST(FedSagePlusTest, OneWayGeneratedEdgesKeepNeighGenAwayFromTheClassifier) {
+  fl::MethodConfig config = SmallConfig();
+  auto data = fl::testing::CsbmClient(120, 8, 3, 11);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedsage_plus"));
+  // The classifier's tensors in each of rounds 1-3 (2 generator rounds, then mending).
+  auto classifier_after = [&](FedSagePlusParams p) -> absl::StatusOr<std::vector<fl::NamedTensors>> {
+    config.params = {Packed(p)};
+    FGL_ASSIGN_OR_RETURN(auto server, f.server(config));
+    FGL_ASSIGN_OR_RETURN(auto c, f.client(data, config));
+    std::vector<fl::NamedTensors> out;
+    for (int r = 1; r <= 3; ++r) {
+      const fl::RoundInfo round{r, 300u + r};
+      FGL_ASSIGN_OR_RETURN(fl::proto::Message global, server->Broadcast(round));
+      FGL_ASSIGN_OR_RETURN(fl::proto::Message reply, c->Train(global, round));
+      FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
+      fl::NamedTensors classifier;
+      for (auto& [name, t] : tensors) {
+        if (name.rfind("neighgen.", 0) != 0) classifier.emplace_back(name, t);
+      }
+      out.push_back(std::move(classifier));
+      FGL_RETURN_IF_ERROR(server->Accumulate(reply));
+      FGL_RETURN_IF_ERROR(server->FinishRound(round));
+    }
+    return out;
+  };
+  auto same = [](const std::vector<fl::NamedTensors>& a, const std::vector<fl::NamedTensors>& b, size_t r) {
+    if (a[r].size() != b[r].size() || a[r].empty()) return false;
+    for (size_t i = 0; i < a[r].size(); ++i) {
+      if (a[r][i].first != b[r][i].first || !torch::equal(a[r][i].second, b[r][i].second)) return false;
+    }
+    return true;
+  };
+  FedSagePlusParams p = Params(SmallConfig());
+  p.set_generated_edges(FedSagePlusParams::INTO_GENERATED);
+  FedSagePlusParams heavier = p;
+  heavier.set_feat_weight(5);
+  heavier.set_num_weight(3);
+  ASSERT_OK_AND_ASSIGN(auto one_way, classifier_after(p));
+  ASSERT_OK_AND_ASSIGN(auto one_way_heavier, classifier_after(heavier));
+  p.set_generated_edges(FedSagePlusParams::BOTH_WAYS);
+  heavier.set_generated_edges(FedSagePlusParams::BOTH_WAYS);
+  ASSERT_OK_AND_ASSIGN(auto both, classifier_after(p));
+  ASSERT_OK_AND_ASSIGN(auto both_heavier, classifier_after(heavier));
+  for (size_t r = 0; r < 3; ++r) {
+    EXPECT_TRUE(same(one_way, one_way_heavier, r)) << "round " << r + 1;
+    EXPECT_FALSE(same(both, both_heavier, r)) << "round " << r + 1;
+  }
+  FedSagePlusParams no_generator;
+  no_generator.set_neighgen(false);
+  no_generator.set_generated_edges(FedSagePlusParams::INTO_GENERATED);
+  config.params = {Packed(no_generator)};
+  EXPECT_FALSE(f.client(data, config).ok());  // refused: nothing is generated
+}
+
 TEST(FedSageRunTest, FamilyLearnsInASmallFederation) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedsage_plus");
   o.spec.set_model("sage:layers=2,hidden=16,dropout=0.5");
