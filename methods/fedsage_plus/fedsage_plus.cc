@@ -97,6 +97,7 @@ struct Settings {  // every value set by ReadSettings (fedsage_plus.proto states
   fl::proto::ClientWeighting weighting = fl::proto::NODE_COUNT;
   bool mend_with_average = false, mend_dropout = false, gen_loss_per_client = false;
   bool generated_unread = false;  // generated_edges: INTO_GENERATED
+  bool one_optimizer = false;
 };
 
 absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams& p) {
@@ -123,6 +124,7 @@ absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams&
   s.mend_dropout = p.mend_dropout();
   s.gen_loss_per_client = p.gen_loss_per_client();
   s.generated_unread = p.generated_edges() == FedSagePlusParams::INTO_GENERATED;
+  s.one_optimizer = p.one_optimizer();
   if (!v.federated && s.cross_client) return bad("cross_client", "true", "needs a federated variant (not locsage)");
   if (!(s.hidden_portion >= 0 && s.hidden_portion < 1)) return bad("hidden_portion", s.hidden_portion, "must be in [0, 1)");
   if (s.latent < 1) return bad("latent", s.latent, "must be >= 1");
@@ -140,6 +142,7 @@ absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams&
     return bad("average_classifier_in_gen_rounds", "false", "needs generator rounds of a federated variant");
   }
   if (s.generated_unread && !s.neighgen) return bad("generated_edges", "INTO_GENERATED", "needs neighgen");
+  if (s.one_optimizer && !s.neighgen) return bad("one_optimizer", "true", "needs neighgen (no joint optimiser otherwise)");
   if (s.mend_with_average && !s.cross_client) {
     return bad("mend_with_average", "true", "needs cross_client (only then is NeighGen averaged)");
   }
@@ -149,6 +152,9 @@ absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams&
 absl::StatusOr<Settings> ReadSettings(const Variant& v, const fl::MethodConfig& c) {
   FGL_ASSIGN_OR_RETURN(const FedSagePlusParams p, fl::MethodParams<FedSagePlusParams>(c));
   FGL_ASSIGN_OR_RETURN(Settings s, ReadSettings(v, p));
+  if (s.one_optimizer && c.optimizer != fl::MethodConfig::Optimizer::kAdam) {
+    return absl::InvalidArgumentError("fedsage_plus.one_optimizer = true: the classifier's optimiser must be Adam, as the joint one");
+  }
   // NeighGen's mean goes out in round gen_rounds + 1 only: a client not sampled then could never mend.
   if (s.mend_with_average && c.clients_per_round < c.num_clients) {
     return absl::InvalidArgumentError(absl::StrCat("fedsage_plus.mend_with_average = true: needs every client in every round (",
@@ -253,7 +259,9 @@ class FedSageClient final : public fl::ClientAlgorithm {
     }
     fl::AddTrainLoss(last_loss_, &reply);
     if (gen_phase && release_generator_ && round.round < s_.gen_rounds) ReleaseGenerator();
-    if (gen_phase && round.round == s_.gen_rounds) FinishGeneratorTraining();
+    if (gen_phase && round.round == s_.gen_rounds) {
+      FGL_RETURN_IF_ERROR(FinishGeneratorTraining());
+    }
     return reply;
   }
 
@@ -334,7 +342,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       if (mended->second != 0) {
         FGL_RETURN_IF_ERROR(Mend());
       } else if (was_trained) {
-        FinishGeneratorTraining();
+        FGL_RETURN_IF_ERROR(FinishGeneratorTraining());
       }
       if (was_released) ReleaseGenerator();
     }
@@ -497,7 +505,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
   absl::Status Mend() {
     if (s_.generated_unread) {  // OpenFGL's one-way edges: no original node reads the generated ones
       mended_ = true;
-      FinishGeneratorTraining();
+      FGL_RETURN_IF_ERROR(FinishGeneratorTraining());
       ParkGenerator();
       return absl::OkStatus();
     }
@@ -518,7 +526,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     graph_->labels = pad(data_->labels);
     graph_->split = {pad(data_->split.train), pad(data_->split.val), pad(data_->split.test)};
     mended_ = true;
-    FinishGeneratorTraining();  // a client that missed the last generator round still holds it
+    FGL_RETURN_IF_ERROR(FinishGeneratorTraining());  // a client that missed the last generator round still holds it
     ParkGenerator();
     VLOG(2) << v_.name << " client " << data_->id << ": mended with " << extra << " generated neighbours";
     return absl::OkStatus();
@@ -547,13 +555,28 @@ class FedSageClient final : public fl::ClientAlgorithm {
     gen_parked_.reset();
   }
 
+  // one_optimizer: the classifier's optimiser continues from the joint one's moments and steps.
+  // A joint optimiser never stepped (one built for a restore) has nothing to hand over.
+  absl::Status HandOverClassifierMoments() {
+    if (joint_->state().empty()) return absl::OkStatus();
+    FGL_RETURN_IF_ERROR(joint_->Unspill());
+    fl::proto::Message state;
+    const fl::NamedTensors classifier = model_->Parameters();
+    fl::AddTensors(classifier, &state);
+    fl::SaveAdamState(*joint_, classifier, "adam.", &state);
+    return model_->RestoreState(state);  // the same parameters under LocalModel's own names
+  }
+
   // The generator's training state is never used again once its last round is over: the optimiser
   // moments (2 × fGen: 560 MB per client on Coauthor-CS, 690 MB on Physics) and the impaired graph
   // with its targets go at once, not when the client mends in the next round, so that no client
   // holds them while the others train. NeighGen's parameters stay: mending, and a checkpoint's
   // rebuild of the mended graph, read them.
-  void FinishGeneratorTraining() {
-    if (!joint_) return;
+  absl::Status FinishGeneratorTraining() {
+    if (!joint_) return absl::OkStatus();
+    if (s_.one_optimizer) {
+      FGL_RETURN_IF_ERROR(HandOverClassifierMoments());
+    }
     joint_.reset();
     nn::Adam::ReleaseScratch();
     impaired_view_.reset();
@@ -561,6 +584,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     impaired_features_ = impaired_labels_ = impaired_train_ = num_missing_ = feature_loss_slots_ = loss_nodes_ =
         torch::Tensor();
     missing_ = MissingNeighbours();
+    return absl::OkStatus();
   }
 
   Variant v_;

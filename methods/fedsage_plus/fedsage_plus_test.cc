@@ -3,6 +3,7 @@
 // locsage sends nothing; all three learn in a small federation.
 #include <google/protobuf/text_format.h>
 #include <cmath>
+#include <set>
 
 #include "methods/fedsage_plus/fedsage_plus.pb.h"
 #include "fl/model_average_server.h"
@@ -350,6 +351,49 @@ TEST(FedSagePlusTest, OneWayGeneratedEdgesKeepNeighGenAwayFromTheClassifier) {
   no_generator.set_generated_edges(FedSagePlusParams::INTO_GENERATED);
   config.params = {Packed(no_generator)};
   EXPECT_FALSE(f.client(data, config).ok());  // refused: nothing is generated
+}
+
+// one_optimizer: the classifier's Adam continues from the joint optimiser's step count and
+// moments (2 generator rounds of 2 epochs, then one classifier round: 6 steps, not 2).
+TEST(FedSagePlusTest, OneOptimizerCarriesTheJointMomentsIntoTheClassifierRounds) {
+  fl::MethodConfig config = SmallConfig();
+  auto data = fl::testing::CsbmClient(120, 8, 3, 11);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedsage_plus"));
+  auto after_three_rounds = [&](bool one) -> absl::StatusOr<std::pair<double, fl::proto::Message>> {
+    FedSagePlusParams p = Params(SmallConfig());
+    p.set_one_optimizer(one);
+    config.params = {Packed(p)};
+    FGL_ASSIGN_OR_RETURN(auto server, f.server(config));
+    FGL_ASSIGN_OR_RETURN(auto c, f.client(data, config));
+    double loss = 0;
+    for (int r = 1; r <= 3; ++r) {
+      const fl::RoundInfo round{r, 500u + r};
+      FGL_ASSIGN_OR_RETURN(fl::proto::Message global, server->Broadcast(round));
+      FGL_ASSIGN_OR_RETURN(fl::proto::Message reply, c->Train(global, round));
+      loss = reply.scalars().at("train_loss");
+      FGL_RETURN_IF_ERROR(server->Accumulate(reply));
+      FGL_RETURN_IF_ERROR(server->FinishRound(round));
+    }
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message state, c->SaveState());
+    return std::make_pair(loss, state);
+  };
+  auto steps = [](const fl::proto::Message& state) {
+    std::set<double> out;
+    for (const auto& [name, v] : state.scalars()) {
+      if (name.rfind("adam.step.", 0) == 0) out.insert(v);
+    }
+    return out;
+  };
+  ASSERT_OK_AND_ASSIGN(auto own, after_three_rounds(false));
+  ASSERT_OK_AND_ASSIGN(auto one, after_three_rounds(true));
+  EXPECT_EQ(steps(own.second), std::set<double>({2}));
+  EXPECT_EQ(steps(one.second), std::set<double>({6}));
+  EXPECT_NE(own.first, one.first);  // the first classifier round's loss moves with the moments
+  FedSagePlusParams no_generator;
+  no_generator.set_neighgen(false);
+  no_generator.set_one_optimizer(true);
+  config.params = {Packed(no_generator)};
+  EXPECT_FALSE(f.client(data, config).ok());
 }
 
 TEST(FedSageRunTest, FamilyLearnsInASmallFederation) {
