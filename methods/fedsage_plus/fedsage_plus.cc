@@ -500,15 +500,20 @@ class FedSageClient final : public fl::ClientAlgorithm {
     return absl::OkStatus();
   }
 
-  // Mends the full local graph with NeighGen's eval-mode output (noise from the run's seed), once:
-  // the classifier trains and predicts on it from then on.
+  // Ends the generator phase once: the classifier trains and predicts on the mended local graph
+  // from then on (on the local graph itself under OpenFGL's one-way edges, which no original node
+  // reads), and NeighGen's training state goes.
   absl::Status Mend() {
-    if (s_.generated_unread) {  // OpenFGL's one-way edges: no original node reads the generated ones
-      mended_ = true;
-      FGL_RETURN_IF_ERROR(FinishGeneratorTraining());
-      ParkGenerator();
-      return absl::OkStatus();
-    }
+    if (!s_.generated_unread) FGL_RETURN_IF_ERROR(MendLocalGraph());
+    mended_ = true;
+    FGL_RETURN_IF_ERROR(FinishGeneratorTraining());  // a client that missed the last generator round still holds it
+    ParkGenerator();
+    return absl::OkStatus();
+  }
+
+  // The classifier's graph becomes the local graph mended with NeighGen's output (eval mode
+  // unless mend_dropout; noise from the run's seed).
+  absl::Status MendLocalGraph() {
     torch::NoGradGuard no_grad;
     const uint64_t seed = graph::Rng::Derive(config_.seed, absl::StrCat("fedsage_plus/mend/", data_->id));
     nn::DropoutSeedScope dropout_stream(graph::Rng::Derive(seed, "dropout"));
@@ -525,9 +530,6 @@ class FedSageClient final : public fl::ClientAlgorithm {
     auto pad = [&](const torch::Tensor& t) { return torch::cat({t, torch::zeros({extra}, t.options())}); };
     graph_->labels = pad(data_->labels);
     graph_->split = {pad(data_->split.train), pad(data_->split.val), pad(data_->split.test)};
-    mended_ = true;
-    FGL_RETURN_IF_ERROR(FinishGeneratorTraining());  // a client that missed the last generator round still holds it
-    ParkGenerator();
     VLOG(2) << v_.name << " client " << data_->id << ": mended with " << extra << " generated neighbours";
     return absl::OkStatus();
   }
