@@ -6,11 +6,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 #include "graph/ego_graph.h"
 #include "graph/option_string.h"
 #include "graph/random.h"
 #include "nn/conv/sage_conv.h"
+#include "nn/ops/csr_pattern.h"
 #include "nn/ops/dropout.h"
+#include "nn/ops/spmm.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::nn {
@@ -36,6 +39,59 @@ struct SageLayerImpl : torch::nn::Module {
   LinearLayer lin_l{nullptr}, lin_r{nullptr};
 };
 TORCH_MODULE(SageLayer);
+
+// A mean-aggregation layer evaluated at some target nodes only: the targets' rows of the
+// graph's adjacency, with columns renumbered into `sources` (the targets and their neighbours,
+// ascending), and where each target sits among the sources.
+struct TargetBlock {
+  torch::Tensor sources;         // int64 [s], ascending node ids
+  torch::Tensor target_in_sources;  // int64 [k]
+  CsrPattern pattern;            // [k, s]
+  torch::Tensor mean_weights;    // float [nnz]: 1 / deg(target), as GraphView::mean_weights()
+};
+
+TargetBlock BlockAt(const graph::CsrGraph& g, const torch::Tensor& targets, torch::Device device) {
+  const torch::Tensor t = targets.to(torch::kCPU).contiguous();
+  const int64_t* tp = t.data_ptr<int64_t>();
+  const int64_t k = t.numel(), n = g.num_nodes();
+  std::vector<int64_t> slot(n, -1);  // a source's position, once numbered
+  for (int64_t i = 0; i < k; ++i) slot[tp[i]] = 0;
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t u : g.neighbors(tp[i])) slot[u] = 0;
+  std::vector<int64_t> sources;
+  for (int64_t v = 0; v < n; ++v)
+    if (slot[v] == 0) {
+      slot[v] = static_cast<int64_t>(sources.size());
+      sources.push_back(v);
+    }
+  std::vector<int64_t> row_ptr{0}, col, at(k);
+  std::vector<float> weight;
+  for (int64_t i = 0; i < k; ++i) {
+    const auto nbrs = g.neighbors(tp[i]);
+    for (int64_t u : nbrs) {
+      col.push_back(slot[u]);
+      weight.push_back(1.0f / static_cast<float>(nbrs.size()));
+    }
+    row_ptr.push_back(static_cast<int64_t>(col.size()));
+    at[i] = slot[tp[i]];
+  }
+  auto longs = [](const std::vector<int64_t>& v) {
+    return torch::tensor(torch::ArrayRef<int64_t>(v), torch::kInt64);
+  };
+  auto pattern = CsrPattern::Create(k, static_cast<int64_t>(sources.size()), longs(row_ptr), longs(col));
+  CHECK(pattern.ok()) << pattern.status();  // built from a validated CsrGraph
+  return {longs(sources).to(device), longs(at).to(device), pattern->To(device),
+          torch::tensor(torch::ArrayRef<float>(weight), torch::kFloat32).to(device)};
+}
+
+// SAGEConv's output (out_i = W_l mean_{j in N(i)} x_j + W_r x_i + b) at the block's targets, from
+// the sources' rows `x_sources`.
+torch::Tensor SageAt(SAGEConvImpl& conv, const NodeFeatures& x_sources, const TargetBlock& block) {
+  torch::Tensor out = Spmm(block.pattern, block.mean_weights, x_sources.MatMul(conv.lin_l->weight));
+  if (conv.lin_l->bias.defined()) out = out + conv.lin_l->bias;
+  if (conv.lin_r) out = out + conv.lin_r->forward(x_sources.Rows(block.target_in_sources));
+  return out;
+}
 
 }  // namespace
 
@@ -72,6 +128,17 @@ torch::Tensor EgoSage::Reduce(const NodeFeatures& x, const GraphView& graph) {
   if (!o_.sage_reduction) return torch::relu(reduction_->forward(x));
   const torch::Tensor h = torch::relu(sage_reduction_[0]->as<SAGEConvImpl>()->forward(x, graph));
   return torch::relu(sage_reduction_[1]->as<SAGEConvImpl>()->forward(NodeFeatures(h), graph));
+}
+
+torch::Tensor EgoSage::ReduceAt(const NodeFeatures& x, const GraphView& graph, const torch::Tensor& nodes) {
+  TORCH_CHECK(in_ > 0, "EgoSage: a model without reduction layers cannot reduce features");
+  if (!o_.sage_reduction) return torch::relu(reduction_->forward(x.Rows(nodes)));
+  if (nodes.numel() == graph.num_nodes()) return Reduce(x, graph);  // every node: no block needed
+  // Layer 2 at `nodes` reads layer 1 at block2's sources, which reads x at block1's sources.
+  const TargetBlock block2 = BlockAt(graph.graph(), nodes, graph.device());
+  const TargetBlock block1 = BlockAt(graph.graph(), block2.sources, graph.device());
+  const torch::Tensor h = torch::relu(SageAt(*sage_reduction_[0]->as<SAGEConvImpl>(), x.Rows(block1.sources), block1));
+  return torch::relu(SageAt(*sage_reduction_[1]->as<SAGEConvImpl>(), NodeFeatures(h), block2));
 }
 
 ModelOutput EgoSage::Personalise(const torch::Tensor& tree_embeddings, const torch::Tensor& valid) {
@@ -141,15 +208,7 @@ ModelOutput EgoSage::forward_centres(const NodeFeatures& x, const GraphView& gra
   // Owned (cloned): autograd keeps the index for the backward pass, after `touched` is gone.
   const torch::Tensor touched_ids =
       torch::from_blob(touched.data(), {static_cast<int64_t>(touched.size())}, torch::kInt64).clone();
-  // A SAGE Θ reads neighbourhoods: it runs on the whole graph, then keeps the touched rows.
-  torch::Tensor reduced;
-  if (o_.sage_reduction) {
-    const torch::Tensor all = Reduce(x, graph);
-    reduced = all.index_select(0, touched_ids.to(all.device()));
-  } else {
-    reduced = torch::relu(reduction_->forward(x.Rows(touched_ids)));
-  }
-  const torch::Tensor r = Dropout(reduced, o_.dropout, is_training());
+  const torch::Tensor r = Dropout(ReduceAt(x, graph, touched_ids), o_.dropout, is_training());
   const torch::Tensor valid = (trees >= 0).to(r.device());
   position = position.to(r.device());
   auto trees_of = [&](int64_t first, int64_t count) {

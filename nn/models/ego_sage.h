@@ -48,6 +48,9 @@ class EgoSage final : public GnnModel {
 
   // Θ for every node of `graph`, [N, hidden] (no dropout).
   torch::Tensor Reduce(const NodeFeatures& x, const GraphView& graph);
+  // Θ at `nodes` only (int64 [k], ascending ids), [k, hidden]: the rows of Reduce(). A SAGE Θ
+  // computes just their two-hop receptive field, not the whole graph.
+  torch::Tensor ReduceAt(const NodeFeatures& x, const GraphView& graph, const torch::Tensor& nodes);
   // Φ on position-aligned embeddings `tree_embeddings` [B, tree_size, hidden] (zero rows where
   // `valid` [B, tree_size] is false): the centres' embedding and logits.
   ModelOutput Personalise(const torch::Tensor& tree_embeddings, const torch::Tensor& valid);

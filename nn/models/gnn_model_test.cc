@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "graph/csbm.h"
+#include "nn/models/ego_sage.h"
 #include "nn/ops/dropout.h"
 #include "nn/threads.h"
 #include "gtest/gtest.h"
@@ -132,6 +133,40 @@ TEST_F(GnnModelTest, EgoSageEvaluationInChunksEqualsOnePass) {
     EXPECT_EQ((chunked.embedding != one_pass.embedding.detach()).sum().item<int64_t>(), 0);
     EXPECT_EQ((chunked.logits != one_pass.logits.detach()).sum().item<int64_t>(), 0);
   }
+}
+
+// A SAGE Θ (FedEgo w/o EGO) at some nodes reads only their two-hop receptive field: the same
+// rows and the same parameter gradients as Θ on the whole graph, up to rounding.
+TEST_F(GnnModelTest, EgoSageReduceAtNodesEqualsWholeGraphRows) {
+  const EgoSageOptions o = *ParseEgoSageSpec("ego_sage:hidden=32,layers=1,fanout=0,dropout=0,reduction=sage");
+  for (const NodeFeatures& x : {NodeFeatures(data_.features), NodeFeatures::WithSparseCopy(data_.features, 1.0)}) {
+    torch::manual_seed(3);
+    EgoSage model(o, data_.num_features(), data_.num_classes);
+    const torch::Tensor nodes = torch::tensor({0, 5, 17, 18, 60, 199}, torch::kInt64);
+    const torch::Tensor at = model.ReduceAt(x, *view_, nodes);
+    const torch::Tensor whole = model.Reduce(x, *view_).index_select(0, nodes);
+    ASSERT_EQ(at.sizes(), whole.sizes());
+    EXPECT_TRUE(torch::allclose(at, whole, 1e-5, 1e-6));
+    std::vector<torch::Tensor> grads_at, grads_whole;
+    for (auto* grads : {&grads_at, &grads_whole}) {
+      model.zero_grad();
+      const torch::Tensor y = grads == &grads_at ? model.ReduceAt(x, *view_, nodes)
+                                                 : model.Reduce(x, *view_).index_select(0, nodes);
+      (y * torch::arange(y.numel(), torch::kFloat32).reshape(y.sizes())).sum().backward();
+      for (const auto& p : model.parameters())
+        if (p.grad().defined()) grads->push_back(p.grad().clone());
+    }
+    ASSERT_EQ(grads_at.size(), grads_whole.size());
+    ASSERT_GE(grads_at.size(), 5u);  // both SAGE layers' lin_l (weight, bias) and lin_r
+    for (size_t i = 0; i < grads_at.size(); ++i) {
+      EXPECT_GT(grads_whole[i].abs().sum().item<double>(), 0) << i;
+      EXPECT_TRUE(torch::allclose(grads_at[i], grads_whole[i], 1e-4, 1e-5)) << i;
+    }
+  }
+  // Every node: the whole-graph pass itself.
+  EgoSage model(o, data_.num_features(), data_.num_classes);
+  const NodeFeatures x(data_.features);
+  EXPECT_TRUE(torch::equal(model.ReduceAt(x, *view_, torch::arange(data_.graph.num_nodes())), model.Reduce(x, *view_)));
 }
 
 // APPNP's K steps h_{k+1} = (1 - a) Â h_k + a z from h_0 = z = MLP(x) equal the closed form
