@@ -47,10 +47,11 @@ struct TargetBlock {
   torch::Tensor sources;         // int64 [s], ascending node ids
   torch::Tensor target_in_sources;  // int64 [k]
   CsrPattern pattern;            // [k, s]
-  torch::Tensor mean_weights;    // float [nnz]: 1 / deg(target), as GraphView::mean_weights()
+  torch::Tensor mean_weights;    // float [nnz]: the targets' GraphView::mean_weights()
 };
 
-TargetBlock BlockAt(const graph::CsrGraph& g, const torch::Tensor& targets, torch::Device device) {
+TargetBlock BlockAt(const GraphView& graph, const torch::Tensor& targets) {
+  const graph::CsrGraph& g = graph.graph();
   const torch::Tensor t = targets.to(torch::kCPU).contiguous();
   const int64_t* tp = t.data_ptr<int64_t>();
   const int64_t k = t.numel(), n = g.num_nodes();
@@ -64,13 +65,11 @@ TargetBlock BlockAt(const graph::CsrGraph& g, const torch::Tensor& targets, torc
       slot[v] = static_cast<int64_t>(sources.size());
       sources.push_back(v);
     }
-  std::vector<int64_t> row_ptr{0}, col, at(k);
-  std::vector<float> weight;
+  std::vector<int64_t> row_ptr{0}, col, entry, at(k);  // entry: the graph's adjacency entry
   for (int64_t i = 0; i < k; ++i) {
-    const auto nbrs = g.neighbors(tp[i]);
-    for (int64_t u : nbrs) {
-      col.push_back(slot[u]);
-      weight.push_back(1.0f / static_cast<float>(nbrs.size()));
+    for (int64_t e = g.row_ptr_data()[tp[i]]; e < g.row_ptr_data()[tp[i] + 1]; ++e) {
+      col.push_back(slot[g.col_data()[e]]);
+      entry.push_back(e);
     }
     row_ptr.push_back(static_cast<int64_t>(col.size()));
     at[i] = slot[tp[i]];
@@ -80,8 +79,9 @@ TargetBlock BlockAt(const graph::CsrGraph& g, const torch::Tensor& targets, torc
   };
   auto pattern = CsrPattern::Create(k, static_cast<int64_t>(sources.size()), longs(row_ptr), longs(col));
   CHECK(pattern.ok()) << pattern.status();  // built from a validated CsrGraph
+  const torch::Device device = graph.device();
   return {longs(sources).to(device), longs(at).to(device), pattern->To(device),
-          torch::tensor(torch::ArrayRef<float>(weight), torch::kFloat32).to(device)};
+          graph.mean_weights().index_select(0, longs(entry).to(device))};
 }
 
 // SAGEConv's output (out_i = W_l mean_{j in N(i)} x_j + W_r x_i + b) at the block's targets, from
@@ -135,8 +135,8 @@ torch::Tensor EgoSage::ReduceAt(const NodeFeatures& x, const GraphView& graph, c
   if (!o_.sage_reduction) return torch::relu(reduction_->forward(x.Rows(nodes)));
   if (nodes.numel() == graph.num_nodes()) return Reduce(x, graph);  // every node: no block needed
   // Layer 2 at `nodes` reads layer 1 at block2's sources, which reads x at block1's sources.
-  const TargetBlock block2 = BlockAt(graph.graph(), nodes, graph.device());
-  const TargetBlock block1 = BlockAt(graph.graph(), block2.sources, graph.device());
+  const TargetBlock block2 = BlockAt(graph, nodes);
+  const TargetBlock block1 = BlockAt(graph, block2.sources);
   const torch::Tensor h = torch::relu(SageAt(*sage_reduction_[0]->as<SAGEConvImpl>(), x.Rows(block1.sources), block1));
   return torch::relu(SageAt(*sage_reduction_[1]->as<SAGEConvImpl>(), NodeFeatures(h), block2));
 }
