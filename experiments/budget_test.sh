@@ -67,6 +67,19 @@ all="$(bash experiments/budget.sh "$table" "$table" --results_dir="$tmp/results"
 grep -qE '^\| \*\*all tables\*\* \(a run shared by several tables counted once\) \| 0 / 4 \| 0 \| 0\.00 \| 6 \(2 partition spread\) \| ' <<<"$all" \
   || fail "budget.sh totals: $all"
 
+# --stop_by: with the stop time past, no run starts (a started /bin/false would fail the cell) and
+# the cells read "not run"; with an hour left, the timed runs (seconds each) start and fill them.
+stop_args=(--table="$table" --results_dir="$tmp/results" --cache_dir="$tmp/cache" --report_dir="$tmp/reports" --jobs=1)
+"$runner" "${stop_args[@]}" --run_binary=/bin/false --stop_by="$(date -u -d '-1 minute' +%Y-%m-%dT%H:%M:%SZ)" \
+  >/dev/null 2>"$tmp/log_stop" || { cat "$tmp/log_stop"; fail "--stop_by in the past"; }
+[[ "$(grep -c 'not started (--stop_by)' "$tmp/log_stop")" == 6 ]] || { cat "$tmp/log_stop"; fail "expected 6 runs not started"; }
+[[ "$(grep -c 'not run' "$tmp/reports/paper/budget.md")" -ge 2 ]] || fail "cells not marked not run: $(cat "$tmp/reports/paper/budget.md")"
+"$runner" "${stop_args[@]}" --run_binary="$run" --stop_by="$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)" \
+  >/dev/null 2>"$tmp/log_stop2" || { cat "$tmp/log_stop2"; fail "--stop_by an hour ahead"; }
+grep -q 'not started' "$tmp/log_stop2" && fail "a run that fits was not started: $(cat "$tmp/log_stop2")"
+[[ "$(ls "$tmp"/results/*.json | wc -l)" == 6 ]] || fail "expected 6 run records: $(ls "$tmp/results")"
+rm -f "$tmp"/results/*.json
+
 # A timing under another name is not its configuration's: ignored, with a warning naming the file.
 mv "${files[0]}" "$tmp/results/timings/0000000000000000.json"
 out3="$("$runner" "${args[@]}" 2>"$tmp/log3")" || { cat "$tmp/log3"; fail "third budget"; }

@@ -13,4 +13,8 @@ std::optional<size_t> NextRunThatFits(const std::vector<int64_t>& waiting_peaks,
   return std::nullopt;
 }
 
+bool FinishesInTime(std::optional<double> expected_s, double seconds_left) {
+  return expected_s.has_value() && *expected_s > 0 && *expected_s <= seconds_left;
+}
+
 }  // namespace fgl::experiments

@@ -16,6 +16,12 @@ namespace fgl::experiments {
 std::optional<size_t> NextRunThatFits(const std::vector<int64_t>& waiting_peaks, int running,
                                       int64_t running_peaks, int64_t limit, int64_t available);
 
+// Whether a run expected to take `expected_s` seconds (nullopt: its configuration has no record
+// or timing) ends within the `seconds_left` before the runner's stop time. A run of unknown length
+// is not started: one cut off at a session's end is lost, with its checkpoints, where the machine
+// is not kept.
+bool FinishesInTime(std::optional<double> expected_s, double seconds_left);
+
 }  // namespace fgl::experiments
 
 #endif  // FGL_EXPERIMENTS_RUN_SCHEDULING_H_

@@ -1,5 +1,7 @@
 #include "experiments/run_scheduling.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 
 namespace fgl::experiments {
@@ -26,6 +28,18 @@ TEST(NextRunThatFits, WaitsWhileTheMachineHasLessAvailableThanTheRunNeeds) {
 TEST(NextRunThatFits, UnknownPeaksCountAsNothing) {
   EXPECT_EQ(NextRunThatFits({0, 0}, 1, 20 * kGB, 20 * kGB, 1), 0u);
   EXPECT_EQ(NextRunThatFits({}, 0, 0, 20 * kGB, 0), std::nullopt);
+}
+
+TEST(FinishesInTime, StartsOnlyRunsExpectedToEndBeforeTheStopTime) {
+  EXPECT_TRUE(FinishesInTime(3600.0, 3600.0));
+  EXPECT_FALSE(FinishesInTime(3601.0, 3600.0));
+  EXPECT_FALSE(FinishesInTime(10.0, -5.0));  // the stop time has passed
+}
+
+TEST(FinishesInTime, UnknownOrNonsenseDurationsDoNotStart) {
+  EXPECT_FALSE(FinishesInTime(std::nullopt, 1e9));
+  EXPECT_FALSE(FinishesInTime(0.0, 1e9));
+  EXPECT_FALSE(FinishesInTime(std::nan(""), 1e9));
 }
 
 }  // namespace

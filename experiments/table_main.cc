@@ -37,6 +37,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "experiments/report.h"
 #include "experiments/peak_file.h"
 #include "experiments/run_scheduling.h"
@@ -102,6 +104,11 @@ ABSL_FLAG(double, checkpoint_minutes, 10,
           "<cache>/<run>.ckpt: a runner stopped and started again resumes an interrupted run from its "
           "last checkpoint, with the same numbers. 0 = never. Configurations without a recorded or timed "
           "cost are checkpointed every tenth of their rounds.");
+ABSL_FLAG(absl::Time, stop_by, absl::InfiniteFuture(),
+          "Start no run that is not expected to end by this time (RFC 3339, e.g. "
+          "2026-11-29T06:10:00Z): its configuration's mean recorded wall time (or committed timing) "
+          "must fit in what is left; runs of unknown length are not started. The cells of runs not "
+          "started read 'not run'; a later invocation runs them.");
 ABSL_FLAG(int, checkpoint_rounds, 0,
           "Checkpoint every this many rounds, whatever the configuration; 0 = by --checkpoint_minutes.");
 
@@ -233,6 +240,19 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
   r.run_seconds += result.wall_s();
   r.recorded_runs.emplace_back(record.key(), result.wall_s());
   r.peak_rss_bytes = std::max(r.peak_rss_bytes, record.peak_rss_bytes());
+}
+
+// Forgets the runs AddRun gave a cell, which then reads as `state` (not run, stale, no data).
+void ClearRuns(CellResult& r, CellResult::State state) {
+  r.state = state;
+  r.values.clear();
+  r.curve_sum.clear();
+  r.curve_runs = 0;
+  r.traffic_mib.clear();
+  r.rounds_run.clear();
+  r.run_seconds = 0;
+  r.recorded_runs.clear();
+  r.peak_rss_bytes = 0;
 }
 
 // Per column, every row's mean curve over its seeds (test accuracy; training loss where recorded):
@@ -781,15 +801,9 @@ int Run() {
         continue;
       }
       if (cached_only || !data_present) {
-        r.state = !data_present ? CellResult::State::kDataNotPresent
-                  : stale       ? CellResult::State::kStale
-                                : CellResult::State::kNotRun;
-        r.values.clear();
-        r.curve_sum.clear();
-        r.curve_runs = 0;
-        r.run_seconds = 0;
-        r.recorded_runs.clear();
-        r.peak_rss_bytes = 0;
+        ClearRuns(r, !data_present ? CellResult::State::kDataNotPresent
+                     : stale       ? CellResult::State::kStale
+                                   : CellResult::State::kNotRun);
         if (plot) first_runs.erase(key);
         if (plot) all_runs.erase(key);
         break;
@@ -954,7 +968,32 @@ int Run() {
   std::iota(waiting.begin(), waiting.end(), 0);
   int64_t running_peaks = 0;
   const auto runs_start = std::chrono::steady_clock::now();
+  // Runs that would not end by --stop_by leave the queue for good (time only moves on).
+  const absl::Time stop_by = absl::GetFlag(FLAGS_stop_by);
+  size_t not_started = 0;
+  std::set<CellResult*> cut;  // cells with a run not started
+  auto drop_late_runs = [&] {
+    if (stop_by == absl::InfiniteFuture()) return;
+    const double left = absl::ToDoubleSeconds(stop_by - absl::Now());
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      const Job& j = pending[*it];
+      auto wall = expected_wall.find(BudgetKey(j.resolved));
+      const std::optional<double> expected =
+          wall == expected_wall.end() ? std::nullopt : std::optional<double>(wall->second);
+      if (FinishesInTime(expected, left)) {
+        ++it;
+        continue;
+      }
+      LOG(INFO) << "not started (--stop_by): " << j.cell.first << "/" << j.cell.second << " seed " << j.seed
+                << ", expected " << (expected ? absl::StrFormat("%.0f s", *expected) : std::string("unknown"))
+                << " with " << absl::StrFormat("%.0f s", left) << " left";
+      cut.insert(j.targets.begin(), j.targets.end());
+      ++not_started;
+      it = waiting.erase(it);
+    }
+  };
   while (!waiting.empty() || !running.empty()) {
+    drop_late_runs();
     while (!waiting.empty() && static_cast<int>(running.size()) < jobs) {
       std::vector<int64_t> waiting_peaks;
       for (size_t i : waiting) waiting_peaks.push_back(peak_of(pending[i]));
@@ -1054,6 +1093,24 @@ int Run() {
                                  100.0 * done / total, elapsed, eta) << std::flush;
   }
   if (total > 0) std::cerr << "\n";
+  // A cell with a run not started reads as --cached_only would show it: not run, no values, no curve.
+  for (CellResult* r : cut) {
+    if (r->state != CellResult::State::kFailed) ClearRuns(*r, CellResult::State::kNotRun);
+  }
+  for (auto& [cell, r] : results) {
+    if (!cut.count(&r)) continue;
+    first_runs.erase(cell);
+    all_runs.erase(cell);
+    const std::string label = absl::StrCat(cell.first, "/", cell.second, "/seed ");
+    auto& hashes = prov.spec_hashes;
+    hashes.erase(std::remove_if(hashes.begin(), hashes.end(),
+                                [&](const auto& h) { return absl::StartsWith(h.first, label); }),
+                 hashes.end());
+  }
+  if (not_started > 0) {
+    LOG(WARNING) << not_started << " of " << total << " runs not started: not expected to end by --stop_by "
+                 << absl::FormatTime(stop_by);
+  }
 
   // The plot: every row's first-seed curve on the first column with a finished cell.
   std::vector<Series> series;
