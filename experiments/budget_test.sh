@@ -78,6 +78,17 @@ stop_args=(--table="$table" --results_dir="$tmp/results" --cache_dir="$tmp/cache
   >/dev/null 2>"$tmp/log_stop2" || { cat "$tmp/log_stop2"; fail "--stop_by an hour ahead"; }
 grep -q 'not started' "$tmp/log_stop2" && fail "a run that fits was not started: $(cat "$tmp/log_stop2")"
 [[ "$(ls "$tmp"/results/*.json | wc -l)" == 6 ]] || fail "expected 6 run records: $(ls "$tmp/results")"
+
+# A configuration with neither records nor a timing (5 clients) is priced by the records of the
+# nearest client count (3), labelled as such, in the table and in the runs file.
+table5="$tmp/paper/budget5.textproto"
+sed 's/overrides { clients: 3 }/overrides { clients: 5 }/' "$table" > "$table5"
+out5="$("$runner" "${args[@]/--table=*/--table=$table5}" --budget_runs_out="$tmp/runs5.tsv" 2>"$tmp/log5")" \
+  || { cat "$tmp/log5"; fail "budget of 5 clients"; }
+grep -qE '\| \*\*total\*\* \| 0 / 2 \| 0 \| 0\.00 \| 6 \(2 partition spread\) \| [0-9.]+ \([0-9.]+ from other client counts\) \|' \
+  <<<"$out5" || fail "5 clients not priced by the 3-client records: $out5"
+grep -q 'as fedavg|csbm:num_nodes=300|3|' <<<"$out5" || fail "the neighbour is not named: $out5"
+[[ "$(grep -c $'\tother_clients\t' "$tmp/runs5.tsv")" == 6 ]] || fail "runs file: $(cat "$tmp/runs5.tsv")"
 rm -f "$tmp"/results/*.json
 
 # A timing under another name is not its configuration's: ignored, with a warning naming the file.

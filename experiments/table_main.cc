@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -33,6 +34,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -420,6 +422,33 @@ std::map<std::string, RecordedCost> RecordedCosts(const std::string& records) {
   return costs;
 }
 
+// For a configuration with neither records nor a timing: the recorded configuration of the same
+// method, dataset and model at the nearest client count (the larger on a tie), as its CostKey;
+// nullopt when there is none. A rough figure (FedSage+ on CS costs 3,100 s a run with 5 clients
+// and 2,100 s with 10), so the budget labels what rests on it.
+std::optional<std::string> NeighbourCostKey(const std::map<std::string, RecordedCost>& costs,
+                                            const proto::Experiment& e) {
+  const std::vector<std::string> want = absl::StrSplit(BudgetKey(e), absl::MaxSplits('|', 3));
+  std::optional<std::string> best;
+  int best_distance = 0, best_clients = 0;
+  for (const auto& [key, cost] : costs) {
+    const std::vector<std::string> parts = absl::StrSplit(key, absl::MaxSplits('|', 3));
+    int clients = 0;
+    if (parts.size() != 4 || want.size() != 4 || parts[0] != want[0] || parts[1] != want[1] ||
+        parts[3] != want[3] || !absl::SimpleAtoi(parts[2], &clients) || clients == e.clients() ||
+        !(cost.wall_s > 0)) {
+      continue;
+    }
+    const int distance = std::abs(clients - e.clients());
+    if (!best || distance < best_distance || (distance == best_distance && clients > best_clients)) {
+      best = key;
+      best_distance = distance;
+      best_clients = clients;
+    }
+  }
+  return best;
+}
+
 // A process's resident set now (/proc/<pid>/statm), 0 when it cannot be read.
 int64_t ResidentBytes(pid_t pid) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/statm"));
@@ -542,8 +571,9 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
                    const PartitionSpread& spread, const std::vector<Job>& pending, const std::string& records,
                    const std::string& run_binary, const std::string& cache, const std::string& commit,
                    const std::string& machine) {
+  const std::map<std::string, RecordedCost> costs = RecordedCosts(records);
   std::map<std::string, double> wall;
-  for (const auto& [key, cost] : RecordedCosts(records)) wall[key] = cost.wall_s;
+  for (const auto& [key, cost] : costs) wall[key] = cost.wall_s;
   // Configurations without a record: committed timings, then (with --budget_time_rounds) new ones,
   // committed beside the records.
   std::map<std::string, proto::BudgetTiming> timings = CommittedTimings(records);
@@ -575,21 +605,30 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
     }
   }
   // One run's estimated seconds: the mean of its configuration's records, else its timing scaled
-  // to this run's own rounds; nullopt when neither exists. `from_timing` says which.
-  auto estimate_of = [&](const Job& j, bool& from_timing) -> std::optional<double> {
+  // to this run's own rounds, else the records of the nearest client count (NeighbourCostKey);
+  // nullopt when none exists. `source` says which.
+  enum class Source { kRecords, kTiming, kNeighbour };
+  std::map<std::string, std::string> neighbours;  // configuration -> the neighbour it was priced by
+  auto estimate_of = [&](const Job& j, Source& source) -> std::optional<double> {
     const std::string key = BudgetKey(j.resolved);
-    from_timing = false;
+    source = Source::kRecords;
     if (auto it = wall.find(key); it != wall.end()) return it->second;
-    auto t = timings.find(key);
-    if (t == timings.end()) return std::nullopt;
-    from_timing = true;
-    return t->second.load_s() + t->second.train_s() * j.resolved.rounds() / t->second.rounds_timed();
+    if (auto t = timings.find(key); t != timings.end()) {
+      source = Source::kTiming;
+      return t->second.load_s() + t->second.train_s() * j.resolved.rounds() / t->second.rounds_timed();
+    }
+    const std::optional<std::string> neighbour = NeighbourCostKey(costs, j.resolved);
+    if (!neighbour) return std::nullopt;
+    source = Source::kNeighbour;
+    neighbours[key] = *neighbour;
+    return wall.at(*neighbour);
   };
   struct RowBudget {
     int recorded = 0, missing = 0, unknown = 0;
     int spread_missing = 0;       // of `missing`: further partitions of spread rows, not cells
     double recorded_s = 0, missing_s = 0;
     double timed_s = 0;           // the part of missing_s from timed rounds (no record yet)
+    double neighbour_s = 0;       // the part of missing_s from another client count's records
     int filled = 0, present = 0;  // cells: every run recorded / the data is on this machine
     int64_t peak_rss_bytes = 0;   // the largest recorded peak of the row's configurations
   };
@@ -615,18 +654,22 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
     RowBudget& b = rows[j.cell.first];
     ++b.missing;
     b.spread_missing += !j.plot;  // only the main cells' runs are plotted
-    bool from_timing = false;
-    if (const std::optional<double> s = estimate_of(j, from_timing); !s) {
+    Source source;
+    if (const std::optional<double> s = estimate_of(j, source); !s) {
       ++b.unknown;
     } else {
       b.missing_s += *s;
-      if (from_timing) b.timed_s += *s;
+      if (source == Source::kTiming) b.timed_s += *s;
+      if (source == Source::kNeighbour) b.neighbour_s += *s;
     }
   }
-  // "12.34 (3.10 from timed rounds) + 5 runs unknown"
+  // "12.34 (3.10 from timed rounds, 1.20 from other client counts) + 5 runs unknown"
   auto estimate = [](const RowBudget& b) {
+    std::vector<std::string> parts;
+    if (b.timed_s > 0) parts.push_back(absl::StrFormat("%.2f from timed rounds", b.timed_s / 3600));
+    if (b.neighbour_s > 0) parts.push_back(absl::StrFormat("%.2f from other client counts", b.neighbour_s / 3600));
     return absl::StrCat(absl::StrFormat("%.2f", b.missing_s / 3600),
-                        b.timed_s > 0 ? absl::StrFormat(" (%.2f from timed rounds)", b.timed_s / 3600) : "",
+                        parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, ", "), ")"),
                         b.unknown ? absl::StrFormat(" + %d runs unknown", b.unknown) : "");
   };
   if (const std::string path = absl::GetFlag(FLAGS_budget_runs_out); !path.empty()) {
@@ -641,10 +684,14 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
       for (const auto& [seed, r] : by_seed) recorded(r);
     }
     for (const Job& j : pending) {
-      bool from_timing = false;
-      const std::optional<double> s = estimate_of(j, from_timing);
+      Source source;
+      const std::optional<double> s = estimate_of(j, source);
       runs << "missing\t" << j.cell_key << "\t" << absl::StrFormat("%.3f", s.value_or(-1)) << "\t"
-           << (!s ? "unknown" : from_timing ? "timed" : "records") << "\t" << (j.plot ? "cell" : "spread") << "\n";
+           << (!s                              ? "unknown"
+               : source == Source::kTiming    ? "timed"
+               : source == Source::kNeighbour ? "other_clients"
+                                              : "records")
+           << "\t" << (j.plot ? "cell" : "spread") << "\n";
     }
     runs.close();
     if (!runs) return absl::UnavailableError(absl::StrCat("cannot write ", path));
@@ -673,6 +720,7 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
     total.spread_missing += b.spread_missing;
     total.missing_s += b.missing_s;
     total.timed_s += b.timed_s;
+    total.neighbour_s += b.neighbour_s;
     total.unknown += b.unknown;
     total.filled += b.filled;
     total.present += b.present;
@@ -685,13 +733,19 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
   {
     std::set<std::string> used;  // the timed configurations this table's estimate rests on
     for (const Job& j : pending) {
-      bool from_timing = false;
-      if (estimate_of(j, from_timing) && from_timing) used.insert(BudgetKey(j.resolved));
+      Source source;
+      if (estimate_of(j, source) && source == Source::kTiming) used.insert(BudgetKey(j.resolved));
     }
     if (!used.empty()) {
       absl::StrAppend(&out, "Estimated from timed rounds (", records, "/timings, not from records): ",
                       absl::StrJoin(used, ", "), ".\n\n");
     }
+  }
+  if (!neighbours.empty()) {
+    absl::StrAppend(&out, "Estimated from the records of another client count (no record or timing of their own): ",
+                    absl::StrJoin(neighbours, ", ",
+                                  [](std::string* o, const auto& n) { absl::StrAppend(o, n.first, " as ", n.second); }),
+                    ".\n\n");
   }
   return out;
 }
