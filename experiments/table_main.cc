@@ -429,12 +429,13 @@ std::map<std::string, RecordedCost> RecordedCosts(const std::string& records) {
 std::optional<std::string> NeighbourCostKey(const std::map<std::string, RecordedCost>& costs,
                                             const proto::Experiment& e) {
   const std::vector<std::string> want = absl::StrSplit(BudgetKey(e), absl::MaxSplits('|', 3));
+  CHECK_EQ(want.size(), 4u) << "a CostKey has four parts";
   std::optional<std::string> best;
   int best_distance = 0, best_clients = 0;
   for (const auto& [key, cost] : costs) {
     const std::vector<std::string> parts = absl::StrSplit(key, absl::MaxSplits('|', 3));
     int clients = 0;
-    if (parts.size() != 4 || want.size() != 4 || parts[0] != want[0] || parts[1] != want[1] ||
+    if (parts.size() != 4 || parts[0] != want[0] || parts[1] != want[1] ||
         parts[3] != want[3] || !absl::SimpleAtoi(parts[2], &clients) || clients == e.clients() ||
         !(cost.wall_s > 0)) {
       continue;
@@ -604,25 +605,33 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
       timings[key] = *timing;
     }
   }
-  // One run's estimated seconds: the mean of its configuration's records, else its timing scaled
-  // to this run's own rounds, else the records of the nearest client count (NeighbourCostKey);
-  // nullopt when none exists. `source` says which.
-  enum class Source { kRecords, kTiming, kNeighbour };
-  std::map<std::string, std::string> neighbours;  // configuration -> the neighbour it was priced by
-  auto estimate_of = [&](const Job& j, Source& source) -> std::optional<double> {
-    const std::string key = BudgetKey(j.resolved);
-    source = Source::kRecords;
-    if (auto it = wall.find(key); it != wall.end()) return it->second;
-    if (auto t = timings.find(key); t != timings.end()) {
-      source = Source::kTiming;
-      return t->second.load_s() + t->second.train_s() * j.resolved.rounds() / t->second.rounds_timed();
-    }
-    const std::optional<std::string> neighbour = NeighbourCostKey(costs, j.resolved);
-    if (!neighbour) return std::nullopt;
-    source = Source::kNeighbour;
-    neighbours[key] = *neighbour;
-    return wall.at(*neighbour);
+  // Each missing run's estimated seconds, once: the mean of its configuration's records, else its
+  // timing scaled to this run's own rounds, else the records of the nearest client count
+  // (NeighbourCostKey); no seconds when none exists. `source` says which.
+  enum class Source { kUnknown, kRecords, kTiming, kNeighbour };
+  struct Estimate {
+    std::optional<double> seconds;
+    Source source = Source::kUnknown;
   };
+  std::vector<Estimate> estimates(pending.size());
+  std::set<std::string> timed_used;                 // the timed configurations the estimate rests on
+  std::map<std::string, std::string> neighbours;  // configuration -> the configuration it was priced as
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const proto::Experiment& e = pending[i].resolved;
+    const std::string key = BudgetKey(e);
+    Estimate& est = estimates[i];
+    if (auto it = wall.find(key); it != wall.end()) {
+      est = {it->second, Source::kRecords};
+    } else if (auto t = timings.find(key); t != timings.end()) {
+      est = {t->second.load_s() + t->second.train_s() * e.rounds() / t->second.rounds_timed(), Source::kTiming};
+      timed_used.insert(key);
+    } else if (auto n = neighbours.find(key); n != neighbours.end()) {
+      est = {wall.at(n->second), Source::kNeighbour};
+    } else if (const std::optional<std::string> neighbour = NeighbourCostKey(costs, e)) {
+      est = {wall.at(*neighbour), Source::kNeighbour};
+      neighbours[key] = *neighbour;
+    }
+  }
   struct RowBudget {
     int recorded = 0, missing = 0, unknown = 0;
     int spread_missing = 0;       // of `missing`: further partitions of spread rows, not cells
@@ -650,17 +659,18 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
   for (const auto& [key, by_seed] : spread) {
     for (const auto& [seed, r] : by_seed) count(key.first, r);
   }
-  for (const Job& j : pending) {
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const Job& j = pending[i];
+    const Estimate& est = estimates[i];
     RowBudget& b = rows[j.cell.first];
     ++b.missing;
     b.spread_missing += !j.plot;  // only the main cells' runs are plotted
-    Source source;
-    if (const std::optional<double> s = estimate_of(j, source); !s) {
+    if (!est.seconds) {
       ++b.unknown;
     } else {
-      b.missing_s += *s;
-      if (source == Source::kTiming) b.timed_s += *s;
-      if (source == Source::kNeighbour) b.neighbour_s += *s;
+      b.missing_s += *est.seconds;
+      if (est.source == Source::kTiming) b.timed_s += *est.seconds;
+      if (est.source == Source::kNeighbour) b.neighbour_s += *est.seconds;
     }
   }
   // "12.34 (3.10 from timed rounds, 1.20 from other client counts) + 5 runs unknown"
@@ -683,14 +693,14 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
     for (const auto& [key, by_seed] : spread) {
       for (const auto& [seed, r] : by_seed) recorded(r);
     }
-    for (const Job& j : pending) {
-      Source source;
-      const std::optional<double> s = estimate_of(j, source);
-      runs << "missing\t" << j.cell_key << "\t" << absl::StrFormat("%.3f", s.value_or(-1)) << "\t"
-           << (!s                              ? "unknown"
-               : source == Source::kTiming    ? "timed"
-               : source == Source::kNeighbour ? "other_clients"
-                                              : "records")
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const Job& j = pending[i];
+      const Estimate& est = estimates[i];
+      runs << "missing\t" << j.cell_key << "\t" << absl::StrFormat("%.3f", est.seconds.value_or(-1)) << "\t"
+           << (est.source == Source::kUnknown  ? "unknown"
+               : est.source == Source::kTiming ? "timed"
+               : est.source == Source::kNeighbour ? "other_clients"
+                                                  : "records")
            << "\t" << (j.plot ? "cell" : "spread") << "\n";
     }
     runs.close();
@@ -730,16 +740,9 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
                       total.recorded_s / 3600, missing_runs(total), estimate(total), gb(total.peak_rss_bytes));
   if (absl::GetFlag(FLAGS_budget_summary)) return absl::StrCat("| `", table_name, "` | ", total_cells, "\n");
   absl::StrAppend(&out, "| **total** | ", total_cells, "\n\n");
-  {
-    std::set<std::string> used;  // the timed configurations this table's estimate rests on
-    for (const Job& j : pending) {
-      Source source;
-      if (estimate_of(j, source) && source == Source::kTiming) used.insert(BudgetKey(j.resolved));
-    }
-    if (!used.empty()) {
-      absl::StrAppend(&out, "Estimated from timed rounds (", records, "/timings, not from records): ",
-                      absl::StrJoin(used, ", "), ".\n\n");
-    }
+  if (!timed_used.empty()) {
+    absl::StrAppend(&out, "Estimated from timed rounds (", records, "/timings, not from records): ",
+                    absl::StrJoin(timed_used, ", "), ".\n\n");
   }
   if (!neighbours.empty()) {
     absl::StrAppend(&out, "Estimated from the records of another client count (no record or timing of their own): ",
