@@ -812,9 +812,12 @@ int Run() {
   }
   struct utsname u;
   uname(&u);
+  // The CPU model too: the same kernels ran FedEgo's Cora runs 2-3x slower on one EPYC than on
+  // another (nn/cpu_kernels.h), and the kernel release does not tell the hosts apart.
+  const std::string cpu = nn::CpuModel();
   const std::string machine =
-      absl::StrCat(u.machine, " ", std::thread::hardware_concurrency(), " cores, ", u.sysname, " ", u.release, ", ",
-                   nn::CpuKernels());
+      absl::StrCat(u.machine, " ", std::thread::hardware_concurrency(), " cores", cpu.empty() ? "" : " (" + cpu + ")",
+                   ", ", u.sysname, " ", u.release, ", ", nn::CpuKernels());
   std::set<std::string> commits, machines;
   std::set<std::string> seeds_used;
   // The runs of one resolved experiment into `r`: recorded ones are read, missing ones queued

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace fgl::nn {
@@ -52,6 +54,38 @@ std::string CpuKernels() {
   const char* aten = std::getenv(kAtenVariable);
   return std::string(kBlasVariable) + "=" + (blas ? blas : "auto") + " " + kAtenVariable + "=" +
          (aten ? aten : "auto");
+}
+
+std::string CpuModelFromCpuinfo(const std::string& cpuinfo) {
+  auto trim = [](std::string s) {
+    const size_t first = s.find_first_not_of(" \t");
+    if (first == std::string::npos) return std::string();
+    return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+  };
+  std::string name, family, model;
+  std::istringstream lines(cpuinfo);
+  for (std::string line; std::getline(lines, line);) {
+    if (trim(line).empty()) {
+      if (!name.empty() || !family.empty()) break;  // the first CPU's block has ended
+      continue;
+    }
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
+    if (key == "model name" && name.empty()) name = value;
+    if (key == "cpu family" && family.empty()) family = value;
+    if (key == "model" && model.empty()) model = value;
+  }
+  if (family.empty()) return name;
+  return name + (name.empty() ? "" : ", ") + "family " + family + (model.empty() ? "" : " model " + model);
+}
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  if (!in) return "";
+  std::ostringstream text;
+  text << in.rdbuf();
+  return CpuModelFromCpuinfo(text.str());
 }
 
 }  // namespace fgl::nn

@@ -23,6 +23,15 @@ void PinCpuKernels(char** argv);
 // "OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2": what this process runs with.
 std::string CpuKernels();
 
+// "AMD EPYC, family 23 model 1": the first CPU of /proc/cpuinfo's text (its model name, and its
+// family and model numbers, which a VM that masks the name still passes through), or "" when the
+// text has none. The same kernels run at different speeds on different CPUs: single-thread
+// Haswell sgemm did 36 GFLOP/s on a family-23 model-1 EPYC (Zen, 128-bit FMA units) and 55-65 on
+// the EPYCs of earlier sessions, so a record's wall time is read against the CPU it names.
+std::string CpuModelFromCpuinfo(const std::string& cpuinfo);
+// CpuModelFromCpuinfo of this machine's /proc/cpuinfo ("" where it cannot be read).
+std::string CpuModel();
+
 }  // namespace fgl::nn
 
 #endif  // FGL_NN_CPU_KERNELS_H_
