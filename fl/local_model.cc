@@ -11,6 +11,7 @@
 #include "fl/model_average_server.h"
 #include "fl/optimizer_state.h"
 #include "graph/random.h"
+#include "nn/adam.h"
 #include "nn/losses/losses.h"
 #include "nn/ops/dropout.h"
 #include "nn/threads.h"
@@ -30,7 +31,7 @@ LocalModel::LocalModel(std::shared_ptr<const ClientData> data, const MethodConfi
         model_->parameters(),
         torch::optim::SGDOptions(config_.lr).momentum(config_.momentum).weight_decay(config_.weight_decay));
   } else {
-    optimizer_ = std::make_unique<torch::optim::Adam>(
+    optimizer_ = std::make_unique<nn::Adam>(
         model_->parameters(), torch::optim::AdamOptions(config_.lr).weight_decay(config_.weight_decay));
   }
 }

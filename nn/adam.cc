@@ -1,8 +1,11 @@
 #include "nn/adam.h"
 
+#include <immintrin.h>
+
 #include <array>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -28,7 +31,66 @@ torch::Tensor Scratch(int i, const torch::Tensor& like) {
   return buffer.narrow(0, 0, like.numel()).view(like.sizes());
 }
 
+// The step's scalars as LibTorch's kernels see them: each op casts its double to float.
+struct StepScalars {
+  float beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_bias_correction2, eps, step_size, weight_decay;
+  bool decay;
+};
+
+// One pass over a contiguous float parameter. Every element gets the arithmetic LibTorch 1.13's
+// AVX2 kernels give it in the op-by-op step: each op rounds to float, `add_(grad, alpha)` and
+// `addcmul_` are fused multiply-adds (their vector and scalar paths alike: the Debian build
+// contracts the scalar lambdas too), the divisions are true divisions. So the result is the same
+// bit for bit (nn/adam_test.cc), with one read and write of each tensor instead of about twenty
+// passes and two temporaries: FedEgo's 1.8M parameters step 3-4x faster (15 -> 4.5 ms).
+__attribute__((target("avx2,fma"))) void FusedStep(float* p, const float* g, float* m, float* v, int64_t n,
+                                                   const StepScalars& k) {
+  const __m256 beta1 = _mm256_set1_ps(k.beta1), a1 = _mm256_set1_ps(k.one_minus_beta1);
+  const __m256 beta2 = _mm256_set1_ps(k.beta2), a2 = _mm256_set1_ps(k.one_minus_beta2);
+  const __m256 c2 = _mm256_set1_ps(k.sqrt_bias_correction2), eps = _mm256_set1_ps(k.eps);
+  const __m256 step = _mm256_set1_ps(k.step_size), wd = _mm256_set1_ps(k.weight_decay);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 param = _mm256_loadu_ps(p + i), grad = _mm256_loadu_ps(g + i);
+    if (k.decay) grad = _mm256_fmadd_ps(param, wd, grad);                                   // grad.add(p, wd)
+    const __m256 mean = _mm256_fmadd_ps(grad, a1, _mm256_mul_ps(_mm256_loadu_ps(m + i), beta1));  // m.mul_().add_()
+    const __m256 sq = _mm256_fmadd_ps(_mm256_mul_ps(a2, grad), grad, _mm256_mul_ps(_mm256_loadu_ps(v + i), beta2));
+    const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(sq), c2), eps);
+    param = _mm256_add_ps(param, _mm256_div_ps(_mm256_mul_ps(step, mean), denom));      // p.addcdiv_()
+    _mm256_storeu_ps(m + i, mean);
+    _mm256_storeu_ps(v + i, sq);
+    _mm256_storeu_ps(p + i, param);
+  }
+  for (; i < n; ++i) {
+    float grad = g[i];
+    if (k.decay) grad = std::fma(k.weight_decay, p[i], grad);
+    const float mean = std::fma(k.one_minus_beta1, grad, m[i] * k.beta1);
+    const float sq = std::fma(k.one_minus_beta2 * grad, grad, v[i] * k.beta2);
+    const float denom = std::sqrt(sq) / k.sqrt_bias_correction2 + k.eps;
+    p[i] = p[i] + k.step_size * mean / denom;
+    m[i] = mean;
+    v[i] = sq;
+  }
+}
+
+// Whether LibTorch runs its AVX2 kernels, the ones FusedStep reproduces: the run binaries pin
+// ATEN_CPU_CAPABILITY=avx2 (nn/cpu_kernels.h). Anything else takes the op-by-op step.
+bool FusedStepMatchesLibTorch() {
+  static const bool matches = [] {
+    const char* capability = std::getenv("ATEN_CPU_CAPABILITY");
+    return capability != nullptr && std::strcmp(capability, "avx2") == 0 && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("fma");
+  }();
+  return matches;
+}
+
+bool Fusable(const torch::Tensor& t) {
+  return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && !t.is_sparse();
+}
+
 }  // namespace
+
+bool Adam::FusedStepApplies() { return FusedStepMatchesLibTorch(); }
 
 Adam::~Adam() = default;
 
@@ -75,8 +137,9 @@ absl::Status Adam::Unspill() {
   return absl::OkStatus();
 }
 
-// The operations and their order are LibTorch 1.13's Adam::step (amsgrad off); only where the
-// temporaries live differs. nn/adam_test.cc compares the two bit for bit.
+// The operations and their order are LibTorch 1.13's Adam::step (amsgrad off), in one fused pass
+// where its AVX2 kernels run, else op by op with the temporaries in scratch buffers.
+// nn/adam_test.cc compares both with LibTorch's bit for bit.
 torch::Tensor Adam::step(LossClosure closure) {
   TORCH_CHECK(!spilled(), "fgl::nn::Adam::step with its moments spilled: Unspill first");
   torch::NoGradGuard no_grad;
@@ -108,6 +171,21 @@ torch::Tensor Adam::step(LossClosure closure) {
       const double beta2 = std::get<1>(options.betas());
       const double bias_correction1 = 1 - std::pow(beta1, state.step());
       const double bias_correction2 = 1 - std::pow(beta2, state.step());
+      if (FusedStepMatchesLibTorch() && Fusable(p) && Fusable(grad) && Fusable(exp_avg) && Fusable(exp_avg_sq) &&
+          grad.numel() == p.numel() && exp_avg.numel() == p.numel() && exp_avg_sq.numel() == p.numel()) {
+        const StepScalars k{static_cast<float>(beta1),
+                            static_cast<float>(1 - beta1),
+                            static_cast<float>(beta2),
+                            static_cast<float>(1 - beta2),
+                            static_cast<float>(std::sqrt(bias_correction2)),
+                            static_cast<float>(options.eps()),
+                            static_cast<float>(-options.lr() / bias_correction1),
+                            static_cast<float>(options.weight_decay()),
+                            options.weight_decay() != 0};
+        FusedStep(p.data_ptr<float>(), grad.data_ptr<float>(), exp_avg.data_ptr<float>(), exp_avg_sq.data_ptr<float>(),
+                  p.numel(), k);
+        continue;
+      }
       if (options.weight_decay() != 0) {
         torch::Tensor decayed = Scratch(0, grad);
         at::add_out(decayed, grad, p, options.weight_decay());

@@ -1,5 +1,6 @@
-// torch::optim::Adam with the same numbers bit for bit, but the step's temporaries (the decayed
-// gradient and sqrt(v)/sqrt(1 - beta2^t) + eps) go to a scratch buffer kept per thread.
+// torch::optim::Adam with the same numbers bit for bit, but one pass over each parameter where
+// LibTorch's AVX2 kernels run (the run binaries pin them), else the step's temporaries (the decayed
+// gradient and sqrt(v)/sqrt(1 - beta2^t) + eps) in a scratch buffer kept per thread.
 #ifndef FGL_NN_ADAM_H_
 #define FGL_NN_ADAM_H_
 
@@ -24,6 +25,10 @@ class Adam : public torch::optim::Adam {
   using torch::optim::Adam::Adam;
   ~Adam() override;
   torch::Tensor step(LossClosure closure = nullptr) override;
+
+  // True where step() takes its fused one-pass kernel (LibTorch's AVX2 kernels are pinned and the
+  // CPU has AVX2 and FMA) for contiguous float CPU parameters; else it runs LibTorch's ops.
+  static bool FusedStepApplies();
 
   // Frees this thread's scratch buffers (they grow to the largest parameter stepped).
   static void ReleaseScratch();

@@ -10,20 +10,22 @@ namespace {
 
 // Steps fgl::nn::Adam and torch::optim::Adam on the same parameters and gradients: the
 // parameters and both moments must stay equal bit for bit.
-void ExpectSameSteps(const std::vector<std::vector<int64_t>>& shapes, double weight_decay, int steps) {
+void ExpectSameSteps(const std::vector<std::vector<int64_t>>& shapes, double weight_decay, int steps,
+                     torch::optim::AdamOptions options = torch::optim::AdamOptions(0.01), bool transposed = false) {
   torch::manual_seed(7);
   std::vector<torch::Tensor> ours, theirs;
   for (const auto& shape : shapes) {
     torch::Tensor init = torch::randn(shape);
+    if (transposed) init = init.t();  // not contiguous: the op-by-op step
     ours.push_back(init.clone().requires_grad_());
     theirs.push_back(init.clone().requires_grad_());
   }
-  const auto options = torch::optim::AdamOptions(0.01).weight_decay(weight_decay);
+  options.weight_decay(weight_decay);
   Adam our_adam(ours, options);
   torch::optim::Adam their_adam(theirs, options);
   for (int t = 0; t < steps; ++t) {
     for (size_t i = 0; i < shapes.size(); ++i) {
-      torch::Tensor g = torch::randn(shapes[i]) * (t + 1);
+      torch::Tensor g = torch::randn(ours[i].sizes()) * (t + 1);
       ours[i].mutable_grad() = g.clone();
       theirs[i].mutable_grad() = g.clone();
     }
@@ -51,6 +53,19 @@ TEST(AdamTest, EqualsLibTorchAdamWithWeightDecay) {
 }
 
 TEST(AdamTest, EqualsLibTorchAdamWithoutWeightDecay) { ExpectSameSteps({{129, 3}, {4}}, 0, 5); }
+
+// The fused one-pass step (the run binaries' case; this test pins LibTorch's AVX2 kernels as they
+// do) against LibTorch's ops: FedEgo's shapes, sizes of every remainder mod 16, other
+// hyperparameters, many steps, and non-contiguous parameters (which take the op-by-op step).
+TEST(AdamTest, FusedStepEqualsLibTorchAdam) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) GTEST_SKIP() << "no AVX2/FMA";
+  EXPECT_TRUE(Adam::FusedStepApplies());
+  std::vector<std::vector<int64_t>> shapes = {{1433, 512}, {512}, {7, 512}};
+  for (int64_t n = 1; n <= 17; ++n) shapes.push_back({n});
+  ExpectSameSteps(shapes, 0, 30, torch::optim::AdamOptions(3e-4));
+  ExpectSameSteps(shapes, 5e-4, 30, torch::optim::AdamOptions(0.05).betas({0.8, 0.99}).eps(1e-6));
+  ExpectSameSteps({{33, 65}, {9, 2}}, 1e-2, 10, torch::optim::AdamOptions(0.01), /*transposed=*/true);
+}
 
 TEST(AdamTest, SkipsParametersWithoutGradient) {
   torch::Tensor a = torch::ones({3}).requires_grad_();

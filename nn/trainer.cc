@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "nn/adam.h"
 #include "nn/losses/losses.h"
 #include "nn/threads.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -41,7 +42,7 @@ absl::StatusOr<TrainResult> TrainNodeClassifier(GnnModel& model, const NodeFeatu
   if (options.epochs < 1 || !(options.lr > 0) || options.weight_decay < 0) {
     return absl::InvalidArgumentError("TrainOptions: need epochs >= 1, lr > 0, weight_decay >= 0");
   }
-  torch::optim::Adam opt(model.parameters(),
+  Adam opt(model.parameters(),
                          torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay));
   TrainResult result;
   result.val_acc = -1;

@@ -18,6 +18,7 @@
 #include "graph/random.h"
 #include "methods/adafgl/adafgl.pb.h"
 #include "methods/adafgl/personalisation.h"
+#include "nn/adam.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -146,7 +147,7 @@ class AdaFglClient final : public fl::ModelClient {
     modules_ = std::make_shared<PersonalisedModules>(
         inputs_.features.size(1), inputs_.smoothed.size(1), config_.num_classes, params_,
         graph::Rng::Derive(config_.seed, absl::StrCat("adafgl/modules/", data_->id)));
-    optimizer_ = std::make_unique<torch::optim::Adam>(
+    optimizer_ = std::make_unique<nn::Adam>(
         modules_->parameters(), torch::optim::AdamOptions(params_.lr()).weight_decay(params_.weight_decay()));
     return absl::OkStatus();
   }

@@ -24,6 +24,7 @@
 #include "graph/random.h"
 #include "methods/fedego/fedego.pb.h"
 #include "methods/fedego/mixup.h"
+#include "nn/adam.h"
 #include "nn/models/ego_sage.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -364,7 +365,7 @@ class FedEgoServer final : public fl::ServerAlgorithm {
   FedEgoServer(const fl::MethodConfig& config, Options options, std::shared_ptr<nn::EgoSage> phi)
       : config_(config), options_(options), phi_(std::move(phi)) {
     phi_->to(config.device);
-    adam_ = std::make_unique<torch::optim::Adam>(
+    adam_ = std::make_unique<nn::Adam>(
         phi_->parameters(), torch::optim::AdamOptions(config.lr).weight_decay(config.weight_decay));
   }
 

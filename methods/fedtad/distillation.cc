@@ -7,6 +7,7 @@
 #include "fl/optimizer_state.h"
 #include "graph/random.h"
 #include "glog/logging.h"
+#include "nn/adam.h"
 #include "nn/graph_view.h"
 #include "nn/losses/losses.h"
 #include "nn/ops/dropout.h"
@@ -92,7 +93,7 @@ absl::StatusOr<std::unique_ptr<DataFreeDistiller>> DataFreeDistiller::Create(
   torch::manual_seed(graph::Rng::Derive(seed, "fedtad/generator"));
   d->generator_ = ConditionalGenerator(o.noise_dim, num_classes, num_features);
   d->generator_->to(device);
-  d->generator_optimizer_ = std::make_unique<torch::optim::Adam>(
+  d->generator_optimizer_ = std::make_unique<nn::Adam>(
       d->generator_->parameters(),
       torch::optim::AdamOptions(o.generator_lr).weight_decay(o.generator_weight_decay));
   d->labels_ = PseudoLabels(o.num_pseudo, num_classes).to(device);
@@ -105,7 +106,7 @@ absl::StatusOr<DataFreeDistiller::Student*> DataFreeDistiller::GetStudent(int sl
     Student s;
     FGL_ASSIGN_OR_RETURN(s.model, nn::MakeModel(model_spec_, num_features_, num_classes_));
     s.model->to(device_);
-    s.optimizer = std::make_unique<torch::optim::Adam>(
+    s.optimizer = std::make_unique<nn::Adam>(
         s.model->parameters(),
         torch::optim::AdamOptions(options_.distill_lr).weight_decay(options_.distill_weight_decay));
     students_.push_back(std::move(s));

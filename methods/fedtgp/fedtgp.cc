@@ -15,6 +15,7 @@
 #include "fl/registry.h"
 #include "graph/random.h"
 #include "methods/fedtgp/fedtgp.pb.h"
+#include "nn/adam.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::fedtgp {
@@ -60,7 +61,7 @@ class FedTgpServer final : public fl::ServerAlgorithm {
     if (!generator_) {
       torch::manual_seed(graph::Rng::Derive(config_.seed, "fedtgp/generator"));
       generator_ = PrototypeGenerator(config_.num_classes, dim_);
-      optimizer_ = std::make_unique<torch::optim::Adam>(
+      optimizer_ = std::make_unique<nn::Adam>(
           generator_->parameters(), torch::optim::AdamOptions(params_.server_lr()).weight_decay(config_.weight_decay));
     }
     const double margin = std::min(Gap(local, y), params_.margin_cap());
@@ -93,7 +94,7 @@ class FedTgpServer final : public fl::ServerAlgorithm {
     if (dim == state.scalars().end()) return absl::OkStatus();  // saved before any round
     dim_ = static_cast<int64_t>(dim->second);
     generator_ = PrototypeGenerator(config_.num_classes, dim_);
-    optimizer_ = std::make_unique<torch::optim::Adam>(
+    optimizer_ = std::make_unique<nn::Adam>(
         generator_->parameters(), torch::optim::AdamOptions(params_.server_lr()).weight_decay(config_.weight_decay));
     FGL_RETURN_IF_ERROR(fl::LoadTensors(state, Params()));
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));

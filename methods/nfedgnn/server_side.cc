@@ -1,6 +1,7 @@
 #include "methods/nfedgnn/server_side.h"
 
 #include "graph/random.h"
+#include "nn/adam.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::nfedgnn {
@@ -14,7 +15,7 @@ absl::StatusOr<std::unique_ptr<ServerSide>> ServerSide::Create(const SplitModelS
   FGL_ASSIGN_OR_RETURN(nn::GraphView graph, nn::GraphView::Create(data.graph));
   torch::manual_seed(graph::Rng::Derive(run_seed, "nfedgnn/server_init"));
   std::unique_ptr<ServerSide> s(new ServerSide(SplitServer(model, data.num_classes), std::move(graph)));
-  s->optimizer_ = std::make_unique<torch::optim::Adam>(s->model_->parameters(),
+  s->optimizer_ = std::make_unique<nn::Adam>(s->model_->parameters(),
                                                        torch::optim::AdamOptions(lr).weight_decay(weight_decay));
   s->train_index_ = train_index;
   s->train_labels_ = data.labels.index_select(0, train_index);
