@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -84,8 +85,13 @@ bool FusedStepMatchesLibTorch() {
   return matches;
 }
 
-bool Fusable(const torch::Tensor& t) {
-  return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && !t.is_sparse();
+// A parameter, its gradient and both moments that FusedStep can step: contiguous float on the CPU
+// (the moments are made like the parameter; the gradient is dense, step() checks).
+bool Fusable(std::initializer_list<const torch::Tensor*> tensors) {
+  for (const torch::Tensor* t : tensors) {
+    if (!t->device().is_cpu() || t->scalar_type() != torch::kFloat32 || !t->is_contiguous()) return false;
+  }
+  return FusedStepMatchesLibTorch();
 }
 
 }  // namespace
@@ -171,8 +177,7 @@ torch::Tensor Adam::step(LossClosure closure) {
       const double beta2 = std::get<1>(options.betas());
       const double bias_correction1 = 1 - std::pow(beta1, state.step());
       const double bias_correction2 = 1 - std::pow(beta2, state.step());
-      if (FusedStepMatchesLibTorch() && Fusable(p) && Fusable(grad) && Fusable(exp_avg) && Fusable(exp_avg_sq) &&
-          grad.numel() == p.numel() && exp_avg.numel() == p.numel() && exp_avg_sq.numel() == p.numel()) {
+      if (Fusable({&p, &grad, &exp_avg, &exp_avg_sq})) {
         const StepScalars k{static_cast<float>(beta1),
                             static_cast<float>(1 - beta1),
                             static_cast<float>(beta2),

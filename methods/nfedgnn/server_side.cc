@@ -16,7 +16,7 @@ absl::StatusOr<std::unique_ptr<ServerSide>> ServerSide::Create(const SplitModelS
   torch::manual_seed(graph::Rng::Derive(run_seed, "nfedgnn/server_init"));
   std::unique_ptr<ServerSide> s(new ServerSide(SplitServer(model, data.num_classes), std::move(graph)));
   s->optimizer_ = std::make_unique<nn::Adam>(s->model_->parameters(),
-                                                       torch::optim::AdamOptions(lr).weight_decay(weight_decay));
+                                             torch::optim::AdamOptions(lr).weight_decay(weight_decay));
   s->train_index_ = train_index;
   s->train_labels_ = data.labels.index_select(0, train_index);
   s->laplacian_weight_ = params.laplacian_weight();
