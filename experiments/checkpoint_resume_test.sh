@@ -91,7 +91,7 @@ exit \$rc
 WRAPPER
 chmod +x "$tmp/run_logged.sh"
 runner_in every2 --checkpoint_rounds=2 --run_binary="$tmp/run_logged.sh"
-grep -q -- "--checkpoint_dir=$tmp/cache/.*\.ckpt --checkpoint_every=2 --resume" "$tmp/run_args.log" \
+grep -q -- "--checkpoint_dir=$tmp/cache/.*\.ckpt --checkpoint_every=2 --checkpoint_minutes=10 --resume" "$tmp/run_args.log" \
   || fail "runner did not ask for checkpoints: $(cat "$tmp/run_args.log")"
 [[ "$(ls "$tmp"/cache/*.ckpt.stamp | wc -l)" == 2 ]] || fail "no stamp beside the checkpoints"
 same_records every2

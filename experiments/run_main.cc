@@ -56,6 +56,9 @@ ABSL_FLAG(std::string, out, "", "Directory for rounds.jsonl and result.json (cre
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "Directory for checkpoint.pb and peak_rss_bytes (must exist; several seeds: seed_<s>/ in it).");
 ABSL_FLAG(int, checkpoint_every, 0, "Write a checkpoint every this many rounds; 0 never.");
+ABSL_FLAG(double, checkpoint_minutes, 0,
+          "Also write one after any round that ends at least this many minutes after the last (or the start); "
+          "0 never.");
 ABSL_FLAG(bool, resume, false,
           "Continue from --checkpoint_dir/checkpoint.pb if it matches this run (rounds.jsonl in --out keeps the "
           "rounds before it).");
@@ -125,6 +128,7 @@ void ApplyRuntimeFlags(fl::FederationOptions& o) {
   o.strict = absl::GetFlag(FLAGS_strict);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.checkpoint_minutes = absl::GetFlag(FLAGS_checkpoint_minutes);
   o.resume = absl::GetFlag(FLAGS_resume);
 }
 

@@ -102,17 +102,16 @@ ABSL_FLAG(std::string, code_commit, "",
           "The commit --run_binary was built from, recorded in each new run's record; default the workspace's "
           "HEAD (+dirty), right when the binary is built from the workspace, not for a copy built earlier.");
 ABSL_FLAG(double, checkpoint_minutes, 10,
-          "Checkpoint each run about this often (by its configuration's recorded seconds per round) in "
-          "<cache>/<run>.ckpt: a runner stopped and started again resumes an interrupted run from its "
-          "last checkpoint, with the same numbers. 0 = never. Configurations without a recorded or timed "
-          "cost are checkpointed every tenth of their rounds.");
+          "Checkpoint each run after the first round that ends this long after its last checkpoint (or its "
+          "start), in <cache>/<run>.ckpt: a runner stopped and started again resumes an interrupted run "
+          "from its last checkpoint, with the same numbers. 0 = never.");
 ABSL_FLAG(absl::Time, stop_by, absl::InfiniteFuture(),
           "Start no run that is not expected to end by this time (RFC 3339, e.g. "
           "2026-11-29T06:10:00Z): its configuration's mean recorded wall time (or committed timing) "
           "must fit in what is left; runs of unknown length are not started. The cells of runs not "
           "started read 'not run'; a later invocation runs them.");
 ABSL_FLAG(int, checkpoint_rounds, 0,
-          "Checkpoint every this many rounds, whatever the configuration; 0 = by --checkpoint_minutes.");
+          "Also checkpoint every this many rounds; 0 = by --checkpoint_minutes alone.");
 
 extern char** environ;
 
@@ -1005,21 +1004,6 @@ int Run() {
       expected_wall.emplace(key, timing.estimate_s());
     }
   }
-  // Rounds between checkpoints for a run: about --checkpoint_minutes of its configuration's
-  // recorded time, or a tenth of its rounds where that is unknown (a first run of a new
-  // configuration may be hours long). A checkpoint serialises one client's state at a time
-  // (fl/checkpoint_file.h), so even FedSage+ on Physics (2.2 GB of state) adds one client's part
-  // to the run's peak.
-  auto checkpoint_every = [&](const Job& j) {
-    const int rounds = j.resolved.rounds();
-    if (absl::GetFlag(FLAGS_checkpoint_rounds) > 0) return absl::GetFlag(FLAGS_checkpoint_rounds);
-    const double minutes = absl::GetFlag(FLAGS_checkpoint_minutes);
-    if (!(minutes > 0) || rounds < 2) return 0;
-    auto wall = expected_wall.find(BudgetKey(j.resolved));
-    if (wall == expected_wall.end() || !(wall->second > 0)) return std::max(1, rounds / 10);
-    const double every = std::ceil(minutes * 60 / (wall->second / rounds));
-    return every >= rounds ? 0 : static_cast<int>(every);
-  };
   auto peak_of = [&](const Job& j) {
     auto it = expected_peak.find(BudgetKey(j.resolved));
     return it == expected_peak.end() ? int64_t{0} : it->second;
@@ -1072,16 +1056,18 @@ int Run() {
       waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(*next));
       std::vector<std::string> args = {run_binary, "--spec=" + j.spec_path, "--threads=1", "--out=" + j.out_dir};
       // An interrupted run resumes from its checkpoint whether or not this one would write them.
-      const int every = checkpoint_every(j);
+      const int every = absl::GetFlag(FLAGS_checkpoint_rounds);
+      const double minutes = absl::GetFlag(FLAGS_checkpoint_minutes);
       const std::string stamp = CheckpointStamp(j.resolved);
       const bool resumable = UsableCheckpoint(j.checkpoint_dir, stamp);
-      if (every > 0 || resumable) {
+      if (every > 0 || minutes > 0 || resumable) {
         if (absl::Status made = graph::io::MakeDirs(j.checkpoint_dir); !made.ok()) {
           LOG(WARNING) << "no checkpoints for " << j.cell.first << "/" << j.cell.second << ": " << made;
         } else {
           std::ofstream(j.checkpoint_dir + "/stamp", std::ios::trunc) << stamp;
           args.insert(args.end(), {"--checkpoint_dir=" + j.checkpoint_dir,
-                                   absl::StrCat("--checkpoint_every=", every), "--resume"});
+                                   absl::StrCat("--checkpoint_every=", every),
+                                   absl::StrCat("--checkpoint_minutes=", minutes), "--resume"});
         }
         if (resumable) {
           LOG(INFO) << "resuming " << j.cell.first << "/" << j.cell.second << " seed " << j.seed << " from "

@@ -42,10 +42,18 @@ struct FederationOptions {
   std::string device = "cpu";
   int threads = 1;  // clients trained and evaluated in parallel, one intra-op thread each
   bool strict = false;  // a failing client aborts the run instead of being left out
-  // Checkpoints: after every `checkpoint_every` rounds, DIR/checkpoint.pb holds the server's and
-  // every client's state. With `resume`, a run continues from that file when it matches.
+  // Checkpoints: after every `checkpoint_every` rounds, and after any round that ends at least
+  // `checkpoint_minutes` after the last checkpoint (or the start), DIR/checkpoint.pb holds the
+  // server's and every client's state; by time, because one method's rounds can differ 100-fold
+  // (FedSage+'s generator rounds). With `resume`, a run continues from that file when it matches.
   std::string checkpoint_dir;
   int checkpoint_every = 0;
+  double checkpoint_minutes = 0;
+  // Whether to checkpoint after `round`, `seconds` after the last checkpoint (or the start).
+  bool CheckpointDue(int round, double seconds) const {
+    return (checkpoint_every > 0 && round % checkpoint_every == 0) ||
+           (checkpoint_minutes > 0 && seconds >= checkpoint_minutes * 60);
+  }
   bool resume = false;
 
   // The spec's evaluation protocol ("local" methods are always scored on their own models).

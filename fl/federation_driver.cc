@@ -102,6 +102,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
   std::optional<PendingEval> pending;
   int first_round = 1;
   double checkpoint_s = 0;  // spent writing checkpoints: not the rounds' time
+  Clock::time_point last_checkpoint = train_start;
 
   const std::string ckpt_path = o.checkpoint_dir.empty() ? "" : o.checkpoint_dir + "/checkpoint.pb";
   if (o.resume && !ckpt_path.empty() && graph::io::FileExists(ckpt_path)) {
@@ -350,7 +351,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     }
     pending = PendingEval{std::move(rec), std::move(global), round_start};
     pending->personal = std::move(personal);
-    if (!ckpt_path.empty() && o.checkpoint_every > 0 && r % o.checkpoint_every == 0) {
+    if (!ckpt_path.empty() && o.CheckpointDue(r, Seconds(last_checkpoint))) {
       proto::Checkpoint ckpt;
       ckpt.set_rounds_s(result.resumed_s + Seconds(train_start) - checkpoint_s);
       ckpt.set_pending_round_s(Seconds(pending->start));
@@ -373,6 +374,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       const Clock::duration write = Clock::now() - write_start;
       checkpoint_s += std::chrono::duration<double>(write).count();
       pending->start += write;
+      last_checkpoint = Clock::now();
     }
   }
   *stage = "the last evaluation";

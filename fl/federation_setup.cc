@@ -51,6 +51,10 @@ absl::StatusOr<FederationOptions> ResolveOptions(FederationOptions o) {
   if (o.checkpoint_every < 0) {
     return absl::InvalidArgumentError(absl::StrCat("checkpoint_every = ", o.checkpoint_every, ": must be >= 0"));
   }
+  if (!(o.checkpoint_minutes >= 0 && std::isfinite(o.checkpoint_minutes))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint_minutes = ", o.checkpoint_minutes, ": must be finite and >= 0"));
+  }
   return o;
 }
 

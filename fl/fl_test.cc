@@ -5,6 +5,7 @@
 #include <set>
 
 #include "fl/aggregate/weighted_mean.h"
+#include "fl/checkpoint_file.h"
 #include "fl/federation_driver.h"
 #include "fl/federation_setup.h"
 #include "fl/simulator.h"
@@ -370,8 +371,40 @@ TEST(SimulatorTest, SameNumbersOnAnyThreadCountAndAfterResume) {
     EXPECT_EQ(resumed.rounds[i].test_acc, one.rounds[i].test_acc) << i;
     EXPECT_EQ(resumed.rounds[i].bytes_up, one.rounds[i].bytes_up) << i;
   }
+
+  // By time alone: a round that ends any time after the last checkpoint is due, so the
+  // "interrupted" run leaves its round-3 checkpoint, and resuming it gives the same numbers.
+  ASSERT_EQ(system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  o.checkpoint_every = 0;
+  o.checkpoint_minutes = 1e-12;
+  o.resume = false;
+  o.spec.set_rounds(3);
+  ASSERT_OK(RunFederation(o).status());
+  {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> file, CheckpointReader::Open(dir + "/checkpoint.pb"));
+    EXPECT_EQ(file->header().round(), 3);
+  }
+  o.spec.set_rounds(6);
+  o.resume = true;
+  ASSERT_OK_AND_ASSIGN(FederationResult by_time, RunFederation(o));
+  EXPECT_EQ(by_time.final_global, one.final_global);
   o.spec.set_lr(0.02);  // a checkpoint of a different run is refused
   EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("different run")));
+}
+
+TEST(CheckpointTest, DueEveryNRoundsOrAfterMinutes) {
+  FederationOptions o;
+  EXPECT_FALSE(o.CheckpointDue(4, 1e9));  // neither set: never
+  o.checkpoint_every = 2;
+  EXPECT_TRUE(o.CheckpointDue(4, 0));
+  EXPECT_FALSE(o.CheckpointDue(3, 1e9));
+  o.checkpoint_every = 0;
+  o.checkpoint_minutes = 10;
+  EXPECT_FALSE(o.CheckpointDue(3, 599.9));
+  EXPECT_TRUE(o.CheckpointDue(3, 600));
+  FederationOptions bad = Majority();
+  bad.checkpoint_minutes = -1;
+  EXPECT_THAT(ResolveOptions(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("checkpoint_minutes")));
 }
 
 // FedMpa's whole-graph test (the FedSage code's): every node and edge of the original graph, its

@@ -109,6 +109,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   const fl::NamedTensors server_params = server->Parameters();
   int first_round = 1;
   double checkpoint_s = 0;  // spent writing checkpoints: not the rounds' time
+  Clock::time_point last_checkpoint = start;
   if (o.resume && !ckpt_path.empty() && graph::io::FileExists(ckpt_path)) {
     FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::CheckpointReader> file, fl::CheckpointReader::Open(ckpt_path));
     const fl::proto::Checkpoint& ckpt = file->header();
@@ -169,7 +170,8 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
     result.bytes_down += rec.bytes_down;
     if (on_round) on_round(rec);
     result.rounds.push_back(std::move(rec));
-    if (!ckpt_path.empty() && o.checkpoint_every > 0 && t % o.checkpoint_every == 0) {
+    if (!ckpt_path.empty() &&
+        o.CheckpointDue(t, std::chrono::duration<double>(Clock::now() - last_checkpoint).count())) {
       const Clock::time_point write_start = Clock::now();
       fl::proto::Checkpoint ckpt;
       ckpt.set_rounds_s(result.resumed_s + std::chrono::duration<double>(write_start - start).count() - checkpoint_s);
@@ -185,7 +187,8 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
       FGL_RETURN_IF_ERROR(fl::WriteCheckpointBestEffort(ckpt_path, ckpt, t, [&](fl::CheckpointWriter& w) {
                             return w.AddClientState(users_state);
                           }).status());
-      checkpoint_s += std::chrono::duration<double>(Clock::now() - write_start).count();
+      last_checkpoint = Clock::now();
+      checkpoint_s += std::chrono::duration<double>(last_checkpoint - write_start).count();
     }
   }
   result.train_s = result.resumed_s + std::chrono::duration<double>(Clock::now() - start).count() - checkpoint_s;
