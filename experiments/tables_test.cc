@@ -51,7 +51,9 @@ TEST(TablesTest, EveryTableLoadsAndEveryCellResolves) {
                                  t.id() != "nfedgnn_review" &&
                                  t.id() != "fedgkc_photo_features" &&
                                  !t.curves_per_column() && !t.grid_heatmap();
-      if (transcription) EXPECT_TRUE(c.paper().present()) << f << " " << c.row() << "/" << c.column();
+      if (transcription) {
+        EXPECT_TRUE(c.paper().present()) << f << " " << c.row() << "/" << c.column();
+      }
       ++cells;
     }
   }

@@ -68,7 +68,9 @@ TEST(SimulatorTest, WholeGraphTestIsScoredBesideTheLocalTest) {
     }
     // 4 classes: the global model learned the whole graph. Local models, each trained on one
     // label-skewed community, score near chance there (~31%): what LocSage's protocol measures.
-    if (std::string(method) == "fedavg") EXPECT_GT(whole.global_test_acc, 50.0);
+    if (std::string(method) == "fedavg") {
+      EXPECT_GT(whole.global_test_acc, 50.0);
+    }
   }
 }
 

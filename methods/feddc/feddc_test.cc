@@ -87,7 +87,9 @@ TEST(FedDcTest, CodeCorrectionKeepsAControlState) {
       const torch::Tensor previous = round == 1 ? torch::zeros_like(t) : control.at(name);
       EXPECT_TRUE(torch::allclose(drift.at(name), drift_sum.at(name), 1e-5, 1e-6)) << name;
       EXPECT_TRUE(torch::allclose(c.at(name), previous - u.at(name) - beta * delta, 1e-4, 1e-5)) << name;
-      if (round == 2) EXPECT_TRUE(torch::allclose(u.at(name), previous, 1e-5, 1e-6)) << name;
+      if (round == 2) {
+        EXPECT_TRUE(torch::allclose(u.at(name), previous, 1e-5, 1e-6)) << name;
+      }
     }
     control = c;
     ASSERT_OK(server->Accumulate(reply));
