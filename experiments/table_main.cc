@@ -1014,6 +1014,8 @@ int Run() {
   const auto runs_start = std::chrono::steady_clock::now();
   // Runs that would not end by --stop_by leave the queue for good (time only moves on).
   const absl::Time stop_by = absl::GetFlag(FLAGS_stop_by);
+  const int checkpoint_rounds = absl::GetFlag(FLAGS_checkpoint_rounds);
+  const double checkpoint_minutes = absl::GetFlag(FLAGS_checkpoint_minutes);
   size_t not_started = 0;
   std::set<CellResult*> cut;  // cells with a run not started
   auto drop_late_runs = [&] {
@@ -1056,18 +1058,16 @@ int Run() {
       waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(*next));
       std::vector<std::string> args = {run_binary, "--spec=" + j.spec_path, "--threads=1", "--out=" + j.out_dir};
       // An interrupted run resumes from its checkpoint whether or not this one would write them.
-      const int every = absl::GetFlag(FLAGS_checkpoint_rounds);
-      const double minutes = absl::GetFlag(FLAGS_checkpoint_minutes);
       const std::string stamp = CheckpointStamp(j.resolved);
       const bool resumable = UsableCheckpoint(j.checkpoint_dir, stamp);
-      if (every > 0 || minutes > 0 || resumable) {
+      if (checkpoint_rounds > 0 || checkpoint_minutes > 0 || resumable) {
         if (absl::Status made = graph::io::MakeDirs(j.checkpoint_dir); !made.ok()) {
           LOG(WARNING) << "no checkpoints for " << j.cell.first << "/" << j.cell.second << ": " << made;
         } else {
           std::ofstream(j.checkpoint_dir + "/stamp", std::ios::trunc) << stamp;
           args.insert(args.end(), {"--checkpoint_dir=" + j.checkpoint_dir,
-                                   absl::StrCat("--checkpoint_every=", every),
-                                   absl::StrCat("--checkpoint_minutes=", minutes), "--resume"});
+                                   absl::StrCat("--checkpoint_every=", checkpoint_rounds),
+                                   absl::StrCat("--checkpoint_minutes=", checkpoint_minutes), "--resume"});
         }
         if (resumable) {
           LOG(INFO) << "resuming " << j.cell.first << "/" << j.cell.second << " seed " << j.seed << " from "

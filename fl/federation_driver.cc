@@ -371,10 +371,10 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
                            }));
       if (written && hooks.after_checkpoint) hooks.after_checkpoint(r);
       // Neither round r's seconds nor the run's training time include the checkpoint.
-      const Clock::duration write = Clock::now() - write_start;
+      last_checkpoint = Clock::now();
+      const Clock::duration write = last_checkpoint - write_start;
       checkpoint_s += std::chrono::duration<double>(write).count();
       pending->start += write;
-      last_checkpoint = Clock::now();
     }
   }
   *stage = "the last evaluation";

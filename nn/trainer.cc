@@ -42,8 +42,7 @@ absl::StatusOr<TrainResult> TrainNodeClassifier(GnnModel& model, const NodeFeatu
   if (options.epochs < 1 || !(options.lr > 0) || options.weight_decay < 0) {
     return absl::InvalidArgumentError("TrainOptions: need epochs >= 1, lr > 0, weight_decay >= 0");
   }
-  Adam opt(model.parameters(),
-                         torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay));
+  Adam opt(model.parameters(), torch::optim::AdamOptions(options.lr).weight_decay(options.weight_decay));
   TrainResult result;
   result.val_acc = -1;
   std::vector<double> epoch_ms;
