@@ -129,10 +129,9 @@ void BM_ReconstructionMse(benchmark::State& state) {
 }
 BENCHMARK(BM_ReconstructionMse)->DenseRange(0, 1)->Unit(benchmark::kMillisecond);
 
-// One Adam step over FedEgo's Cora model (Θ 1433×512, four 512×512 SAGE weights, biases and a
-// 512×7 head: 1.8 M parameters), the step every mini-batch of a FedEgo client pays.
-void BM_AdamStepFedEgoCora(benchmark::State& state) {
-  SetComputeThreads(1);
+// FedEgo's Cora model (Θ 1433×512, four 512×512 SAGE weights, biases and a 512×7 head: 1.8 M
+// parameters), each with a random gradient.
+std::vector<torch::Tensor> FedEgoCoraParameters() {
   torch::manual_seed(0);
   std::vector<torch::Tensor> params;
   for (auto shape : std::vector<std::vector<int64_t>>{{1433, 512}, {512}, {512, 512}, {512, 512}, {512},
@@ -141,6 +140,13 @@ void BM_AdamStepFedEgoCora(benchmark::State& state) {
     p.mutable_grad() = torch::randn(shape);
     params.push_back(p);
   }
+  return params;
+}
+
+// One Adam step over FedEgo's Cora model, the step every mini-batch of a FedEgo client pays.
+void BM_AdamStepFedEgoCora(benchmark::State& state) {
+  SetComputeThreads(1);
+  std::vector<torch::Tensor> params = FedEgoCoraParameters();
   Adam adam(params, torch::optim::AdamOptions(3e-4).weight_decay(state.range(0) ? 5e-4 : 0.0));
   int64_t n = 0;
   for (auto& p : params) n += p.numel();
@@ -154,14 +160,7 @@ BENCHMARK(BM_AdamStepFedEgoCora)->DenseRange(0, 1)->Unit(benchmark::kMillisecond
 // batches), the state nn::Adam steps in closed form; the moments are restored before each step.
 void BM_AdamStepDecayedMoments(benchmark::State& state) {
   SetComputeThreads(1);
-  torch::manual_seed(0);
-  std::vector<torch::Tensor> params;
-  for (auto shape : std::vector<std::vector<int64_t>>{{1433, 512}, {512}, {512, 512}, {512, 512}, {512},
-                                                     {512, 512}, {512, 512}, {512}, {7, 512}, {7}}) {
-    torch::Tensor p = torch::randn(shape).requires_grad_(true);
-    p.mutable_grad() = torch::randn(shape);
-    params.push_back(p);
-  }
+  std::vector<torch::Tensor> params = FedEgoCoraParameters();
   Adam adam(params, torch::optim::AdamOptions(3e-4));
   adam.step();  // creates the moments
   std::vector<torch::Tensor> decayed;
