@@ -170,9 +170,9 @@ __attribute__((target("avx2,fma"))) void FusedStep(float* p, const float* g, flo
     const __m256 param_in = _mm256_loadu_ps(p + i);
     const __m256i mm = _mm256_and_si256(_mm256_castps_si256(m_in), magnitude);
     const __m256i vm = _mm256_and_si256(_mm256_castps_si256(v_in), magnitude);
-    const __m256i suspect =
-        _mm256_or_si256(_mm256_andnot_si256(_mm256_cmpeq_epi32(mm, zero), _mm256_cmpgt_epi32(tiny, mm)),
-                        _mm256_andnot_si256(_mm256_cmpeq_epi32(vm, zero), _mm256_cmpgt_epi32(tiny, vm)));
+    const __m256i m_tiny = _mm256_andnot_si256(_mm256_cmpeq_epi32(mm, zero), _mm256_cmpgt_epi32(tiny, mm));
+    const __m256i v_tiny = _mm256_andnot_si256(_mm256_cmpeq_epi32(vm, zero), _mm256_cmpgt_epi32(tiny, vm));
+    const __m256i suspect = _mm256_or_si256(m_tiny, v_tiny);
     int suspects = _mm256_movemask_ps(_mm256_castsi256_ps(suspect));
     alignas(32) float p0[8], g0[8], m0[8], v0[8];  // a suspect lane's inputs, stepped alone below
     __m256i decayed = zero, fast = zero;
@@ -184,13 +184,12 @@ __attribute__((target("avx2,fma"))) void FusedStep(float* p, const float* g, flo
         const __m256i v_bits = _mm256_castps_si256(v_in);
         const __m256i pm = _mm256_and_si256(_mm256_castps_si256(param_in), magnitude);
         const __m256i finite = _mm256_set1_epi32(static_cast<int>(kExponent));
-        const __m256i m_tiny = _mm256_andnot_si256(_mm256_cmpeq_epi32(mm, zero), _mm256_cmpgt_epi32(tiny, mm));
         const __m256i g_zero = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(grad), magnitude), zero);
         const __m256i p_ok = _mm256_and_si256(_mm256_cmpgt_epi32(pm, _mm256_set1_epi32(static_cast<int>(Pow2Bits(-45)) - 1)),
                                               _mm256_cmpgt_epi32(finite, pm));
         const __m256i v_ok = _mm256_or_si256(
             _mm256_cmpeq_epi32(vm, zero),
-            _mm256_and_si256(_mm256_and_si256(_mm256_cmpgt_epi32(vm, tiny), _mm256_cmpgt_epi32(finite, vm)),
+            _mm256_and_si256(_mm256_andnot_si256(v_tiny, _mm256_cmpgt_epi32(finite, vm)),
                              _mm256_cmpgt_epi32(v_bits, _mm256_set1_epi32(-1))));
         fast = _mm256_and_si256(_mm256_and_si256(m_tiny, g_zero), _mm256_and_si256(p_ok, v_ok));
         if (!_mm256_testz_si256(fast, fast)) {
