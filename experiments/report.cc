@@ -519,18 +519,29 @@ std::string GainSection(const proto::Table& t,
 
 namespace {
 
-// What the filled cells cost to compute, from the runs' own logs: the regeneration budget.
+// What the filled cells cost to compute, from the runs' own logs: the regeneration budget. A run
+// read by several columns (Table 7's accuracies, costs and minutes all come from one run) counts
+// once, in the first row that reads it; cells without record keys count their own runs.
 std::string ComputeLine(const proto::Table& t, const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
   double total = 0;
   size_t runs = 0;
+  std::set<std::string> counted;  // record keys
   std::vector<std::string> by_row;
   for (const proto::Row& r : t.rows()) {
     double row_s = 0;
     for (const proto::Column& c : t.columns()) {
       auto it = cells.find({r.key(), c.key()});
       if (it == cells.end() || it->second.state != CellResult::State::kDone) continue;
-      row_s += it->second.run_seconds;
-      runs += it->second.values.size();
+      const CellResult& cell = it->second;
+      if (cell.recorded_runs.empty()) {
+        row_s += cell.run_seconds;
+        runs += cell.values.size();
+      }
+      for (const auto& [key, seconds] : cell.recorded_runs) {
+        if (!counted.insert(key).second) continue;
+        row_s += seconds;
+        ++runs;
+      }
     }
     total += row_s;
     if (row_s > 0) by_row.push_back(absl::StrFormat("%s %.2f", Label(r), row_s / 3600));

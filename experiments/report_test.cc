@@ -485,6 +485,29 @@ TEST(ReportTest, RoundsRunOfEarlyStoppedCells) {
   EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""), Not(HasSubstr("Rounds run")));
 }
 
+// A run that several columns read (Table 7: accuracies, costs, minutes) is one run in the compute
+// line, not one per column; cells without record keys count their own runs.
+TEST(ReportTest, ComputeLineCountsARunReadBySeveralColumnsOnce) {
+  proto::Table t;
+  for (const char* key : {"r", "s"}) t.add_rows()->set_key(key);
+  for (const char* key : {"global", "local", "minutes"}) t.add_columns()->set_key(key);
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  for (const char* col : {"global", "local", "minutes"}) {
+    CellResult& c = cells[{"r", col}];
+    c.state = CellResult::State::kDone;
+    c.values = {0.7, 0.8};
+    c.run_seconds = 3600 + 1800;
+    c.recorded_runs = {{"k1", 3600}, {"k2", 1800}};
+  }
+  CellResult& old = cells[{"s", "global"}];  // no record keys
+  old.state = CellResult::State::kDone;
+  old.values = {0.5};
+  old.run_seconds = 720;
+  EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""),
+              HasSubstr("The 3 runs behind the filled cells took 1.70 h of wall time"));
+  EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""), HasSubstr("By row, in hours: r 1.50; s 0.20."));
+}
+
 TEST(ReportTest, PluginGainAndPartitionSpread) {
   proto::Table t;
   for (const char* key : {"fedavg", "x", "x_fedtad"}) t.add_rows()->set_key(key);
