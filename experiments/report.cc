@@ -370,6 +370,17 @@ int64_t SelectedTensorBytes(const std::map<std::string, int64_t>& by_group, cons
   return total;
 }
 
+RunCost UncountedRuns(const CellResult& cell, std::set<std::string>& counted) {
+  if (cell.recorded_runs.empty()) return {static_cast<int>(cell.values.size()), cell.run_seconds};
+  RunCost cost;
+  for (const auto& [key, seconds] : cell.recorded_runs) {
+    if (!counted.insert(key).second) continue;
+    ++cost.runs;
+    cost.seconds += seconds;
+  }
+  return cost;
+}
+
 double ClientReportValue(const std::map<std::string, std::vector<double>>& reports, const std::string& report,
                          int client) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -521,7 +532,7 @@ namespace {
 
 // What the filled cells cost to compute, from the runs' own logs: the regeneration budget. A run
 // read by several columns (Table 7's accuracies, costs and minutes all come from one run) counts
-// once, in the first row that reads it; cells without record keys count their own runs.
+// once, in the first row that reads it.
 std::string ComputeLine(const proto::Table& t, const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
   double total = 0;
   size_t runs = 0;
@@ -532,16 +543,9 @@ std::string ComputeLine(const proto::Table& t, const std::map<std::pair<std::str
     for (const proto::Column& c : t.columns()) {
       auto it = cells.find({r.key(), c.key()});
       if (it == cells.end() || it->second.state != CellResult::State::kDone) continue;
-      const CellResult& cell = it->second;
-      if (cell.recorded_runs.empty()) {
-        row_s += cell.run_seconds;
-        runs += cell.values.size();
-      }
-      for (const auto& [key, seconds] : cell.recorded_runs) {
-        if (!counted.insert(key).second) continue;
-        row_s += seconds;
-        ++runs;
-      }
+      const RunCost cost = UncountedRuns(it->second, counted);
+      row_s += cost.seconds;
+      runs += cost.runs;
     }
     total += row_s;
     if (row_s > 0) by_row.push_back(absl::StrFormat("%s %.2f", Label(r), row_s / 3600));

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,14 @@ struct CellResult {
   std::vector<int> rounds_run;  // one per seed: its recorded rounds (fewer than the spec's when it stopped early)
   int64_t peak_rss_bytes = 0;   // the largest peak resident set of its runs (0: not measured)
 };
+
+// The runs of `cell` not yet in `counted` (record keys; added to it) and their logged wall seconds,
+// so that a run read by several columns counts once; a cell without record keys counts its own.
+struct RunCost {
+  int runs = 0;
+  double seconds = 0;
+};
+RunCost UncountedRuns(const CellResult& cell, std::set<std::string>& counted);
 
 // A column's CLIENT_REPORT value out of one run's final reports: client `client`'s value, or the
 // mean over the clients with a finite value (client < 0). NaN when absent.

@@ -649,19 +649,11 @@ absl::StatusOr<std::string> Budget(const proto::Table& table, const std::string&
     ++b.present;
     b.filled += r.state == CellResult::State::kDone && !waiting.count(&r);
   }
-  // A run read by several columns counts once (in the first row that reads it); cells without
-  // record keys count their own runs.
-  std::set<std::string> counted;
+  std::set<std::string> counted;  // a run read by several columns counts once, in the first row that reads it
   auto count = [&](const std::string& row, const CellResult& r) {
-    if (r.recorded_runs.empty()) {
-      rows[row].recorded += static_cast<int>(r.values.size());
-      rows[row].recorded_s += r.run_seconds;
-    }
-    for (const auto& [key, seconds] : r.recorded_runs) {
-      if (!counted.insert(key).second) continue;
-      ++rows[row].recorded;
-      rows[row].recorded_s += seconds;
-    }
+    const RunCost cost = UncountedRuns(r, counted);
+    rows[row].recorded += cost.runs;
+    rows[row].recorded_s += cost.seconds;
     rows[row].peak_rss_bytes = std::max(rows[row].peak_rss_bytes, r.peak_rss_bytes);
   };
   for (const auto& [key, r] : results) count(key.first, r);
