@@ -428,6 +428,7 @@ std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, 
     case CellResult::State::kStale:
       return absl::StrCat("stale / ", published);
     case CellResult::State::kNotRun:
+      if (r.seeds_recorded > 0) return absl::StrCat(r.seeds_recorded, " of ", r.seeds_wanted, " seeds / ", published);
       return absl::StrCat("not run / ", published);
     case CellResult::State::kDone:
       break;
@@ -761,9 +762,14 @@ std::string MarkdownReport(const proto::Table& t,
                            const std::map<std::pair<std::string, std::string>, CellResult>& cells,
                            const Provenance& p, const std::string& svg_name,
                            const std::string& fidelity_svg_name, const PartitionSpread& spread) {
+  const bool some_seeds_recorded = std::any_of(cells.begin(), cells.end(), [](const auto& c) {
+    return c.second.state == CellResult::State::kNotRun && c.second.seeds_recorded > 0;
+  });
   std::string md = absl::StrCat("# ", t.title(), "\n\n", t.paper(), " — ", t.metric(),
                                 ". Each cell: **ours** mean ± std over seeds / the paper's mean ± std. \"stale\": recorded with an older "
-                                "method version; \"not run\": no record yet; \"no data\": the dataset is not on this machine.\n\n");
+                                "method version; \"not run\": no record yet; ",
+                                some_seeds_recorded ? "\"k of n seeds\": k of its n seeds recorded, the value waits for the rest; " : "",
+                                "\"no data\": the dataset is not on this machine.\n\n");
   std::vector<std::string> header = {"method"};
   for (const proto::Column& c : t.columns()) header.push_back(Label(c));
   absl::StrAppend(&md, "| ", absl::StrJoin(header, " | "), " |\n|", std::string(""), "");

@@ -39,6 +39,8 @@ struct CellResult {
   int client = -1;                          // the column's client for CLIENT_REPORT; -1: the mean
   std::vector<int> rounds_run;  // one per seed: its recorded rounds (fewer than the spec's when it stopped early)
   int64_t peak_rss_bytes = 0;   // the largest peak resident set of its runs (0: not measured)
+  int seeds_wanted = 0;         // the seeds its spec names
+  int seeds_recorded = 0;       // kNotRun: how many of them have a record already
 };
 
 // The runs of `cell` not yet in `counted` (record keys; added to it) and their logged wall seconds,

@@ -255,6 +255,31 @@ TEST(ReportTest, ClaimsAreCheckedOnOurNumbers) {
   EXPECT_THAT(md, HasSubstr("about a row we have not run — not checkable here"));
 }
 
+// A cell with some of its seeds recorded says how many, not "not run"; the legend explains it only
+// when such a cell is in the table.
+TEST(ReportTest, CellWithSomeSeedsRecordedSaysHowMany) {
+  proto::Table t;
+  t.add_rows()->set_key("ours");
+  t.add_columns()->set_key("a");
+  t.add_columns()->set_key("b");
+  for (const char* column : {"a", "b"}) {
+    proto::Cell* cell = t.add_cells();
+    cell->set_row("ours");
+    cell->set_column(column);
+  }
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  cells[{"ours", "a"}].state = CellResult::State::kNotRun;
+  cells[{"ours", "b"}].state = CellResult::State::kNotRun;
+  std::string md = MarkdownReport(t, cells, Provenance(), "");
+  EXPECT_THAT(md, HasSubstr("| ours | not run / – | not run / – |"));
+  EXPECT_THAT(md, Not(HasSubstr("k of n seeds")));
+  cells[{"ours", "b"}].seeds_wanted = 4;
+  cells[{"ours", "b"}].seeds_recorded = 1;
+  md = MarkdownReport(t, cells, Provenance(), "");
+  EXPECT_THAT(md, HasSubstr("| ours | not run / – | 1 of 4 seeds / – |"));
+  EXPECT_THAT(md, HasSubstr("\"k of n seeds\": k of its n seeds recorded"));
+}
+
 // A verdict on some of a claim's cells while others still await runs says "so far" and how many
 // cells are missing; data that is not present does not count as missing.
 TEST(ReportTest, ClaimOnPartlyFilledCellsHoldsOnlySoFar) {

@@ -254,6 +254,7 @@ void ClearRuns(CellResult& r, CellResult::State state) {
   r.run_seconds = 0;
   r.recorded_runs.clear();
   r.peak_rss_bytes = 0;
+  r.seeds_recorded = 0;
 }
 
 // Per column, every row's mean curve over its seeds (test accuracy; training loss where recorded):
@@ -829,17 +830,13 @@ int Run() {
                   bool plot, bool cached_only) {
     std::vector<std::pair<std::string, std::string>> cell_hashes;
     const bool data_present = graph::DatasetPresent(resolved.dataset(), data_dir);
-    for (uint64_t seed : resolved.seeds()) {
-      const std::string hash = ResultCacheKey(resolved, seed, kResultVersion);
-      cell_hashes.emplace_back(absl::StrCat(key.first, "/", key.second, "/seed ", seed), hash);
-      Job job;
-      job.cell_key = hash;
-      job.record_path = absl::StrCat(records, "/", hash, ".json");
-      proto::RunRecord record;
+    // Reads the record of `seed`'s run into `record`; true when it serves this cell (`stale`: it
+    // names the run but an older method version).
+    auto usable_record = [&](uint64_t seed, const std::string& hash, proto::RunRecord& record, bool& stale) {
       // A record counts only for the run it names: its key, seed and spec text must all match.
-      bool have = ReadJson(job.record_path, &record) && record.key() == hash && record.seed() == seed &&
-                  record.spec() == KeyedSpecText(resolved);
-      const bool stale = have && RecordVersion(record, resolved.method()) != CurrentVersion(resolved.method());
+      bool have = ReadJson(absl::StrCat(records, "/", hash, ".json"), &record) && record.key() == hash &&
+                  record.seed() == seed && record.spec() == KeyedSpecText(resolved);
+      stale = have && RecordVersion(record, resolved.method()) != CurrentVersion(resolved.method());
       have &= !stale;
       // A time share needs the per-round seconds that older records lack: such a run is redone
       // (same numbers, the curve added).
@@ -853,7 +850,22 @@ int Run() {
       if (r.value == proto::Table::CLIENT_REPORT && !std::isfinite(ClientReportValue(FinalReports(record.result()), r.report, r.client))) {
         have = false;
       }
+      return have;
+    };
+    int seeds_recorded = 0;
+    r.seeds_wanted = resolved.seeds_size();
+    for (int s = 0; s < resolved.seeds_size(); ++s) {
+      const uint64_t seed = resolved.seeds(s);
+      const std::string hash = ResultCacheKey(resolved, seed, kResultVersion);
+      cell_hashes.emplace_back(absl::StrCat(key.first, "/", key.second, "/seed ", seed), hash);
+      Job job;
+      job.cell_key = hash;
+      job.record_path = absl::StrCat(records, "/", hash, ".json");
+      proto::RunRecord record;
+      bool stale = false;
+      const bool have = usable_record(seed, hash, record, stale);
       if (have) {
+        ++seeds_recorded;
         commits.insert(record.result().code_commit().empty() ? "unknown" : record.result().code_commit());
         machines.insert(record.result().machine().empty() ? "unknown" : record.result().machine());
         AddRun(*table, record, r);
@@ -865,6 +877,16 @@ int Run() {
         ClearRuns(r, !data_present ? CellResult::State::kDataNotPresent
                      : stale       ? CellResult::State::kStale
                                    : CellResult::State::kNotRun);
+        if (r.state == CellResult::State::kNotRun) {  // say how far its seeds have come
+          for (int rest = s + 1; rest < resolved.seeds_size(); ++rest) {
+            proto::RunRecord other;
+            bool other_stale = false;
+            const uint64_t other_seed = resolved.seeds(rest);
+            seeds_recorded += usable_record(other_seed, ResultCacheKey(resolved, other_seed, kResultVersion), other,
+                                            other_stale);
+          }
+          r.seeds_recorded = seeds_recorded;
+        }
         if (plot) first_runs.erase(key);
         if (plot) all_runs.erase(key);
         break;
@@ -1143,7 +1165,10 @@ int Run() {
   if (total > 0) std::cerr << "\n";
   // A cell with a run not started reads as --cached_only would show it: not run, no values, no curve.
   for (CellResult* r : cut) {
-    if (r->state != CellResult::State::kFailed) ClearRuns(*r, CellResult::State::kNotRun);
+    if (r->state == CellResult::State::kFailed) continue;
+    const int recorded = static_cast<int>(r->values.size());  // one per seed run
+    ClearRuns(*r, CellResult::State::kNotRun);
+    r->seeds_recorded = recorded;
   }
   for (auto& [cell, r] : results) {
     if (!cut.count(&r)) continue;
