@@ -243,8 +243,10 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
   r.peak_rss_bytes = std::max(r.peak_rss_bytes, record.peak_rss_bytes());
 }
 
-// Forgets the runs AddRun gave a cell, which then reads as `state` (not run, stale, no data).
+// Forgets the runs AddRun gave a cell, which then reads as `state` (not run, stale, no data); a
+// cell left "not run" keeps how many seeds it had (AddRun gives one value per run).
 void ClearRuns(CellResult& r, CellResult::State state) {
+  r.seeds_recorded = state == CellResult::State::kNotRun ? static_cast<int>(r.values.size()) : 0;
   r.state = state;
   r.values.clear();
   r.curve_sum.clear();
@@ -254,7 +256,6 @@ void ClearRuns(CellResult& r, CellResult::State state) {
   r.run_seconds = 0;
   r.recorded_runs.clear();
   r.peak_rss_bytes = 0;
-  r.seeds_recorded = 0;
 }
 
 // Per column, every row's mean curve over its seeds (test accuracy; training loss where recorded):
@@ -852,7 +853,6 @@ int Run() {
       }
       return have;
     };
-    int seeds_recorded = 0;
     r.seeds_wanted = resolved.seeds_size();
     for (int s = 0; s < resolved.seeds_size(); ++s) {
       const uint64_t seed = resolved.seeds(s);
@@ -865,7 +865,6 @@ int Run() {
       bool stale = false;
       const bool have = usable_record(seed, hash, record, stale);
       if (have) {
-        ++seeds_recorded;
         commits.insert(record.result().code_commit().empty() ? "unknown" : record.result().code_commit());
         machines.insert(record.result().machine().empty() ? "unknown" : record.result().machine());
         AddRun(*table, record, r);
@@ -877,15 +876,13 @@ int Run() {
         ClearRuns(r, !data_present ? CellResult::State::kDataNotPresent
                      : stale       ? CellResult::State::kStale
                                    : CellResult::State::kNotRun);
-        if (r.state == CellResult::State::kNotRun) {  // say how far its seeds have come
-          for (int rest = s + 1; rest < resolved.seeds_size(); ++rest) {
-            proto::RunRecord other;
-            bool other_stale = false;
-            const uint64_t other_seed = resolved.seeds(rest);
-            seeds_recorded += usable_record(other_seed, ResultCacheKey(resolved, other_seed, kResultVersion), other,
-                                            other_stale);
-          }
-          r.seeds_recorded = seeds_recorded;
+        // Say how far its seeds have come: those before this one are counted, the rest are read.
+        for (int rest = s + 1; r.state == CellResult::State::kNotRun && rest < resolved.seeds_size(); ++rest) {
+          proto::RunRecord other;
+          bool other_stale = false;
+          const uint64_t other_seed = resolved.seeds(rest);
+          r.seeds_recorded +=
+              usable_record(other_seed, ResultCacheKey(resolved, other_seed, kResultVersion), other, other_stale);
         }
         if (plot) first_runs.erase(key);
         if (plot) all_runs.erase(key);
@@ -1165,10 +1162,7 @@ int Run() {
   if (total > 0) std::cerr << "\n";
   // A cell with a run not started reads as --cached_only would show it: not run, no values, no curve.
   for (CellResult* r : cut) {
-    if (r->state == CellResult::State::kFailed) continue;
-    const int recorded = static_cast<int>(r->values.size());  // one per seed run
-    ClearRuns(*r, CellResult::State::kNotRun);
-    r->seeds_recorded = recorded;
+    if (r->state != CellResult::State::kFailed) ClearRuns(*r, CellResult::State::kNotRun);
   }
   for (auto& [cell, r] : results) {
     if (!cut.count(&r)) continue;
