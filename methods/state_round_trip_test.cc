@@ -18,6 +18,9 @@ namespace {
 
 class StateRoundTripTest : public ::testing::TestWithParam<testing::TestConfig> {};
 
+// Equal, or both NaN (no global test graph).
+bool SameScore(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
 TEST_P(StateRoundTripTest, ResumesBitIdentically) {
   // Each client scores its own model, with dropout on, so that client state and the evaluation's
   // randomness must both resume.
@@ -42,6 +45,9 @@ TEST_P(StateRoundTripTest, ResumesBitIdentically) {
   for (size_t r = 2; r < whole.rounds.size(); ++r) {
     EXPECT_EQ(resumed.rounds[r].val_acc, whole.rounds[r].val_acc) << "round " << r + 1;
     EXPECT_EQ(resumed.rounds[r].test_acc, whole.rounds[r].test_acc) << "round " << r + 1;
+    EXPECT_TRUE(SameScore(resumed.rounds[r].global_test_acc, whole.rounds[r].global_test_acc))
+        << "round " << r + 1 << ": " << resumed.rounds[r].global_test_acc << " vs "
+        << whole.rounds[r].global_test_acc;
     EXPECT_EQ(resumed.rounds[r].bytes_up, whole.rounds[r].bytes_up) << "round " << r + 1;
     EXPECT_EQ(resumed.rounds[r].bytes_down, whole.rounds[r].bytes_down) << "round " << r + 1;
     ASSERT_EQ(resumed.rounds[r].clients.size(), whole.rounds[r].clients.size());
@@ -79,6 +85,7 @@ TEST_P(StateRoundTripTest, ResumingAtTheLastRoundKeepsBytesAndReports) {
   o.resume = true;
   ASSERT_OK_AND_ASSIGN(const fl::FederationResult resumed, fl::RunFederation(o));
   EXPECT_EQ(resumed.test_acc, whole.test_acc);
+  EXPECT_TRUE(SameScore(resumed.global_test_acc, whole.global_test_acc));
   EXPECT_EQ(resumed.tensor_bytes_up, whole.tensor_bytes_up);
   EXPECT_TRUE(SameReports(resumed.final_client_reports, whole.final_client_reports));
 }

@@ -173,6 +173,56 @@ TEST(PartitionersTest, NodeLevelAndFedEgo) {
     for (int64_t v : c) EXPECT_EQ(global.count(v), 0u);
 }
 
+// Note §10.3: each client draws `major_classes` labels and takes major_rate of its nodes from
+// them (capped by what is left), the rest uniformly; clients overlap outside their test sets.
+TEST(PartitionersTest, FedEgoClientsAreLabelSkewedCappedAndOverlap) {
+  CsbmOptions options;
+  options.num_nodes = 1200;
+  options.num_classes = 6;
+  ASSERT_OK_AND_ASSIGN(const Dataset d, MakeCsbm(options, 11));
+  const int64_t* y = d.labels.data_ptr<int64_t>();
+  // A client's share of its three most frequent classes.
+  auto top3_share = [&](const std::vector<int64_t>& client) {
+    std::vector<int64_t> counts(d.num_classes, 0);
+    for (int64_t v : client) ++counts[y[v]];
+    std::sort(counts.rbegin(), counts.rend());
+    return static_cast<double>(counts[0] + counts[1] + counts[2]) / client.size();
+  };
+  ASSERT_OK_AND_ASSIGN(auto skewed, MakePartitioner("fedego:local_fraction=0.3,local_test_nodes=20"));
+  ASSERT_OK_AND_ASSIGN(const Partition s, skewed->Run(d, 5, 3));
+  ASSERT_OK_AND_ASSIGN(auto flat, MakePartitioner("fedego:local_fraction=0.3,local_test_nodes=20,major_rate=0"));
+  ASSERT_OK_AND_ASSIGN(const Partition u, flat->Run(d, 5, 3));
+  for (int k = 0; k < 5; ++k) {
+    EXPECT_GE(top3_share(s.clients[k]), 0.8) << "client " << k;  // major_rate, plus the rest's share
+    EXPECT_LT(top3_share(s.clients[k]), 0.97) << "client " << k;  // the rest spans every class
+    EXPECT_LT(top3_share(u.clients[k]), 0.7) << "client " << k;   // 6 balanced classes: about 1/2
+  }
+  // Training nodes (all but the last 20) repeat across clients.
+  std::vector<int> holders(d.num_nodes(), 0);
+  for (const auto& c : s.clients)
+    for (size_t i = 0; i + 20 < c.size(); ++i) ++holders[c[i]];
+  EXPECT_GT(std::count_if(holders.begin(), holders.end(), [](int h) { return h > 1; }), 0);
+
+  // major_rate 1 and local_fraction 1: the major pool is smaller than the client, so the client
+  // takes all of it and fills up from the rest: every node outside the global test set with a
+  // neighbour outside it.
+  ASSERT_OK_AND_ASSIGN(auto all, MakePartitioner("fedego:local_fraction=1,major_rate=1,local_test_nodes=20"));
+  ASSERT_OK_AND_ASSIGN(const Partition a, all->Run(d, 1, 5));
+  const std::set<int64_t> global(a.server_nodes.begin(), a.server_nodes.end());
+  std::set<int64_t> expected;
+  for (int64_t v = 0; v < d.num_nodes(); ++v) {
+    if (global.count(v)) continue;
+    for (int64_t w : d.graph.neighbors(v)) {
+      if (!global.count(w)) {
+        expected.insert(v);
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(std::set<int64_t>(a.clients[0].begin(), a.clients[0].end()), expected);
+  EXPECT_EQ(a.clients[0].size(), expected.size());
+}
+
 TEST(PartitionersTest, ErrorsNameTheProblem) {
   const Dataset d = testing::TinyDataset(testing::PathGraph(4), 2);
   ASSERT_OK_AND_ASSIGN(auto p, MakePartitioner("louvain"));
