@@ -43,6 +43,8 @@ TEST_P(StateRoundTripTest, ResumesBitIdentically) {
 
   ASSERT_EQ(resumed.rounds.size(), whole.rounds.size());
   for (size_t r = 2; r < whole.rounds.size(); ++r) {
+    // FedEgo scores a global test graph (else NaN on both sides, and the check below is moot).
+    if (GetParam().method == "fedego") EXPECT_TRUE(std::isfinite(whole.rounds[r].global_test_acc));
     EXPECT_EQ(resumed.rounds[r].val_acc, whole.rounds[r].val_acc) << "round " << r + 1;
     EXPECT_EQ(resumed.rounds[r].test_acc, whole.rounds[r].test_acc) << "round " << r + 1;
     EXPECT_TRUE(SameScore(resumed.rounds[r].global_test_acc, whole.rounds[r].global_test_acc))
@@ -85,7 +87,8 @@ TEST_P(StateRoundTripTest, ResumingAtTheLastRoundKeepsBytesAndReports) {
   o.resume = true;
   ASSERT_OK_AND_ASSIGN(const fl::FederationResult resumed, fl::RunFederation(o));
   EXPECT_EQ(resumed.test_acc, whole.test_acc);
-  EXPECT_TRUE(SameScore(resumed.global_test_acc, whole.global_test_acc));
+  EXPECT_TRUE(SameScore(resumed.global_test_acc, whole.global_test_acc))
+      << resumed.global_test_acc << " vs " << whole.global_test_acc;
   EXPECT_EQ(resumed.tensor_bytes_up, whole.tensor_bytes_up);
   EXPECT_TRUE(SameReports(resumed.final_client_reports, whole.final_client_reports));
 }

@@ -225,11 +225,14 @@ TEST(FedEgoTest, UploadsAreThetaAndMashedEgoGraphs) {
   ASSERT_OK_AND_ASSIGN(const std::vector<fl::ClientShard> shards,
                        fl::LoadClientShards(resolved, {0, 1, 2}));
   int64_t graphs_per_round = 0;
+  bool short_last_chunk = false;  // else rounding down would pass too
   for (const fl::ClientShard& shard : shards) {
     const int64_t train = shard.data->split.train.sum().item<int64_t>();
     ASSERT_GT(train, 16);
     graphs_per_round += (train + 15) / 16;
+    short_last_chunk |= train % 16 != 0;
   }
+  ASSERT_TRUE(short_last_chunk);
   int64_t theta_total = 0, mashed_total = 0;
   for (const fl::RoundRecord& round : rounds) {
     ASSERT_EQ(round.tensor_bytes_up.size(), 2u) << round.round;
