@@ -216,11 +216,12 @@ TEST(FedEgoTest, UploadsAreThetaAndMashedEgoGraphs) {
   std::vector<fl::RoundRecord> rounds;
   ASSERT_OK_AND_ASSIGN(fl::FederationResult r,
                        fl::RunFederation(EgoFederation(), [&](const fl::RoundRecord& x) { rounds.push_back(x); }));
-  constexpr int64_t kClients = 3, kFeatures = 16, kHidden = 32, kClasses = 4, kTreeNodes = 1 + 3 + 9;
+  constexpr int64_t kClients = 3, kFeatures = 16, kHidden = 32, kClasses = 4, kTreeNodes = 1 + 3 + 9,
+                    kBatch = 16;
   const int64_t theta_bytes = kClients * (kFeatures * kHidden + kHidden) * 4;
   const int64_t graph_bytes = kTreeNodes * (kHidden + kClasses) * 4;
-  // One mashed ego-graph per chunk of `batch` (16) training nodes, the last chunk possibly short:
-  // Cora at batch 32 gives the note's ≈ 18 per client (§12.2).
+  // One mashed ego-graph per chunk of `batch` training nodes, the last chunk possibly short
+  // (§12.2: about 18 per client on Cora at batch 32).
   ASSERT_OK_AND_ASSIGN(const fl::FederationOptions resolved, fl::ResolveOptions(EgoFederation()));
   ASSERT_OK_AND_ASSIGN(const std::vector<fl::ClientShard> shards,
                        fl::LoadClientShards(resolved, {0, 1, 2}));
@@ -228,9 +229,9 @@ TEST(FedEgoTest, UploadsAreThetaAndMashedEgoGraphs) {
   bool short_last_chunk = false;  // else rounding down would pass too
   for (const fl::ClientShard& shard : shards) {
     const int64_t train = shard.data->split.train.sum().item<int64_t>();
-    ASSERT_GT(train, 16);
-    graphs_per_round += (train + 15) / 16;
-    short_last_chunk |= train % 16 != 0;
+    ASSERT_GT(train, kBatch);
+    graphs_per_round += (train + kBatch - 1) / kBatch;
+    short_last_chunk |= train % kBatch != 0;
   }
   ASSERT_TRUE(short_last_chunk);
   int64_t theta_total = 0, mashed_total = 0;
