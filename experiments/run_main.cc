@@ -273,6 +273,9 @@ absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, cons
     }
     LOG(INFO) << "resumed at round " << from << "; the earlier processes' rounds took " << r->resumed_s << " s";
   }
+  const nn::LargeTensorCacheStats cache = nn::GetLargeTensorCacheStats();
+  LOG(INFO) << "large tensor blocks: " << cache.hits << " reused, " << cache.misses << " fresh, "
+            << cache.dropped << " given back; " << (cache.cached_bytes >> 20) << " MB held at the end";
   fl::proto::RunResult result = fl::RunResultToProto(o, *r);
   if (!out.empty()) {
     std::ofstream(out + "/result.json", std::ios::trunc) << fl::ToJsonLine(result) << "\n";

@@ -2,15 +2,36 @@
 #ifndef FGL_NN_MEMORY_H_
 #define FGL_NN_MEMORY_H_
 
+#include <cstddef>
+#include <cstdint>
+
 namespace fgl::nn {
 
-// glibc hands freed blocks above its mmap threshold (128 KB, raised to the largest block freed so
-// far) back to the kernel and trims the heap's free top above twice that, so tensors of a few MB
-// are faulted in and zero-filled by the kernel again at every allocation (8% of FedTAD's server
-// step). This pins the threshold at glibc's maximum (32 MB) and keeps up to 128 MB of free heap
-// top. Blocks above 32 MB (FedSage+'s generator layers) still go back to the kernel at once, so
-// peak memory barely moves. Call once, first thing in main; results do not change.
+// Freed memory that goes back to the kernel is faulted in and zero-filled again at the next
+// allocation (`clear_page` was 8% of FedTAD's server step and 38% of a FedSage+ Physics
+// generator round). This keeps it in the process:
+// - glibc's mmap threshold is pinned at its maximum (32 MB) and up to 128 MB of free heap top is
+//   kept, so blocks of a few MB are reused by malloc;
+// - LibTorch's CPU allocator becomes one that keeps freed blocks of at least `kLargeBlockBytes`
+//   (up to `kLargeTensorCacheBytes` in all, the oldest dropped first) and hands each to the next
+//   request it fits with at most 1/8 to spare. Blocks stay 64-byte aligned, as LibTorch's own.
+// Call once, first thing in main; results do not change (only where memory comes from does).
 void ReuseFreedTensorMemory();
+
+inline constexpr size_t kLargeBlockBytes = size_t{32} << 20;
+inline constexpr size_t kLargeTensorCacheBytes = size_t{1} << 30;
+
+// Gives every cached large block back to glibc (and so to the kernel).
+void ReleaseCachedTensorMemory();
+
+// What the large-block cache holds now and has done since `ReuseFreedTensorMemory`.
+struct LargeTensorCacheStats {
+  size_t cached_bytes = 0;  // free blocks held for reuse
+  int64_t hits = 0;         // large requests served from the cache
+  int64_t misses = 0;       // large requests that needed fresh memory
+  int64_t dropped = 0;      // freed large blocks given back to glibc (over capacity)
+};
+LargeTensorCacheStats GetLargeTensorCacheStats();
 
 }  // namespace fgl::nn
 
