@@ -17,7 +17,9 @@ namespace {
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire format is little-endian");
 
 // An IEEE float is finite unless its exponent bits are all ones. An integer OR over the bits
-// vectorises, reads each byte once and allocates nothing (isfinite(t).all() builds masks).
+// reads each byte once and allocates nothing (isfinite(t).all() builds masks). GCC's -O2 keeps
+// it scalar, and that already runs at memory speed: 200 MB in 24-28 ms here, where a blocked
+// SSE2 form took 31-65 ms (2026-12-06).
 template <typename Bits>
 bool AllFiniteBits(const void* data, int64_t n) {
   constexpr Bits kExponent =
