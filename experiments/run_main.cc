@@ -199,6 +199,7 @@ std::vector<std::string> LeadingRoundLines(const std::string& path) {
 // process's lines 1..R-1 (with their per-client detail; from the checkpoint's records where such
 // a line is missing) and this process appends the rest.
 absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, const std::string& out) {
+  const nn::LargeTensorCacheStats cache_at_start = nn::GetLargeTensorCacheStats();
   std::ofstream rounds_file;
   const bool terminal = isatty(2);
   const auto start = std::chrono::steady_clock::now();
@@ -274,8 +275,9 @@ absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, cons
     LOG(INFO) << "resumed at round " << from << "; the earlier processes' rounds took " << r->resumed_s << " s";
   }
   const nn::LargeTensorCacheStats cache = nn::GetLargeTensorCacheStats();
-  LOG(INFO) << "large tensor blocks: " << cache.hits << " reused, " << cache.misses << " fresh, "
-            << cache.dropped << " given back; " << (cache.cached_bytes >> 20) << " MB held at the end";
+  LOG(INFO) << "large tensor blocks this run: " << cache.hits - cache_at_start.hits << " reused, "
+            << cache.misses - cache_at_start.misses << " fresh, " << cache.dropped - cache_at_start.dropped
+            << " given back over the cap; " << (cache.cached_bytes >> 20) << " MB held at the end";
   fl::proto::RunResult result = fl::RunResultToProto(o, *r);
   if (!out.empty()) {
     std::ofstream(out + "/result.json", std::ios::trunc) << fl::ToJsonLine(result) << "\n";
