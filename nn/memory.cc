@@ -18,7 +18,7 @@ namespace {
 // Each block starts with its usable size, so one deleter (and `raw_deleter`) serves every block;
 // the header is a whole alignment unit so the data keeps c10's alignment.
 constexpr size_t kHeader = c10::gAlignment;
-static_assert(kHeader % c10::gAlignment == 0 && kHeader >= sizeof(size_t));
+static_assert(kHeader >= sizeof(size_t));
 // Large requests are rounded up to multiples of this, so that requests a few bytes apart fall in
 // one size class and can share cached blocks.
 constexpr size_t kLargeRounding = size_t{2} << 20;
@@ -85,7 +85,7 @@ class FreeLargeBlocks {
 
   void Release() {
     std::vector<void*> blocks;
-    blocks.reserve(kMaxCachedBlocks + 1);
+    blocks.reserve(kMaxCachedBlocks + 1);  // swapped in: `blocks_` keeps room for `Keep`
     {
       std::lock_guard<std::mutex> lock(mutex_);
       blocks.swap(blocks_);
