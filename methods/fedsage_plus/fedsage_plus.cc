@@ -262,11 +262,11 @@ class FedSageClient final : public fl::ClientAlgorithm {
     if (gen_phase && release_generator_ && round.round < s_.gen_rounds) ReleaseGenerator();
     if (gen_phase && round.round == s_.gen_rounds) {
       FGL_RETURN_IF_ERROR(FinishGeneratorTraining());
+      ParkUntilMending();
     }
     // NeighGen's large blocks, freed, wait in the tensor cache for the next request of their
-    // sizes, which the next client makes only by chance (its graph's sizes differ). In the last
-    // generator round every client keeps its NeighGen, so they would sit on top of the run's peak
-    // (1 GB more on Coauthor-Physics-20, whose peak is that round's): give them back.
+    // sizes, which the next client makes only by chance (its graph's sizes differ), so they would
+    // sit on top of the run's peak (1 GB more on Coauthor-Physics-20): give them back.
     if (gen_phase) nn::ReleaseCachedTensorMemory();
     return reply;
   }
@@ -349,6 +349,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
         FGL_RETURN_IF_ERROR(Mend());
       } else if (was_trained) {
         FGL_RETURN_IF_ERROR(FinishGeneratorTraining());
+        ParkUntilMending();
       }
       if (was_released) ReleaseGenerator();
     }
@@ -510,7 +511,10 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // from then on (on the local graph itself under OpenFGL's one-way edges, which no original node
   // reads), and NeighGen's training state goes.
   absl::Status Mend() {
-    if (!s_.generated_unread) FGL_RETURN_IF_ERROR(MendLocalGraph());
+    if (!s_.generated_unread) {
+      FGL_RETURN_IF_ERROR(UnparkGenerator());
+      FGL_RETURN_IF_ERROR(MendLocalGraph());
+    }
     mended_ = true;
     FGL_RETURN_IF_ERROR(FinishGeneratorTraining());  // a client that missed the last generator round still holds it
     ParkGenerator();
@@ -543,8 +547,13 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // Once mended, NeighGen's parameters are read again only by a checkpoint (to rebuild the mended
   // graph): they wait on disk (345 MB per client on Physics, 2.8 GB for all of CS-10's clients),
   // written once per run. If writing fails they stay in memory.
+  // Outside Mend, a parked generator's parameters are freed and its file holds their values.
   void ParkGenerator() {
     if (!config_.device.is_cpu()) return;  // SpillFile holds CPU tensors
+    if (gen_parked_) {  // read back by Mend, unchanged: the file still holds them
+      FreeGeneratorParameters();
+      return;
+    }
     std::vector<torch::Tensor> params;
     for (const auto& [name, p] : Named(*gen_)) params.push_back(p);
     absl::StatusOr<nn::SpillFile> file = nn::SpillFile::Write(SpillDirectory(), params);
@@ -555,6 +564,25 @@ class FedSageClient final : public fl::ClientAlgorithm {
     params.clear();
     FreeGeneratorParameters();
     gen_parked_ = std::make_unique<nn::SpillFile>(*std::move(file));
+  }
+  // After its last generator round a client reads NeighGen again only when it mends, in its next
+  // round: parked until then, the clients trained earlier in that round do not hold theirs while
+  // the others train (20 × 345 MB on Coauthor-Physics-20, whose peak was that round's). Not under
+  // mend_with_average, whose mending loads the server's average into the parameters.
+  void ParkUntilMending() {
+    if (!s_.mend_with_average) ParkGenerator();
+  }
+  // Mending reads the parked parameters back, bit for bit; the file stays for ParkGenerator.
+  absl::Status UnparkGenerator() {
+    if (!gen_parked_) return absl::OkStatus();
+    FGL_ASSIGN_OR_RETURN(std::vector<torch::Tensor> parked, gen_parked_->Read());
+    const fl::NamedTensors params = Named(*gen_);
+    if (parked.size() != params.size()) {
+      return absl::InternalError(absl::StrCat(v_.name, " client ", data_->id, ": parked NeighGen holds ",
+                                              parked.size(), " tensors, not ", params.size()));
+    }
+    for (size_t i = 0; i < params.size(); ++i) params[i].second.set_data(parked[i]);
+    return absl::OkStatus();
   }
   // Before a restore overwrites them: the parked values are not needed, only the shapes.
   void DropParkedGenerator() {
