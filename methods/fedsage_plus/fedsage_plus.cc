@@ -66,7 +66,8 @@ bool SpillPays(const NeighGen& gen, int num_clients) {
   return memory > 0 && idle * num_clients > memory / 8;
 }
 
-// Where spilled optimiser state goes: $TMPDIR, else /tmp (an unnamed file, gone with the process).
+// Where spilled optimiser state and parked NeighGens go: $TMPDIR, else /tmp (an unnamed file, gone
+// with the process). On a tmpfs they would still take memory, only not the process's own.
 std::string SpillDirectory() {
   const char* dir = std::getenv("TMPDIR");
   return dir != nullptr && *dir != '\0' ? dir : "/tmp";
@@ -293,7 +294,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       if (gen_released_) {
         (*m.mutable_scalars())[kReleased] = 1;
       } else if (gen_parked_) {  // read back for the checkpoint; the parameters stay on disk
-        FGL_ASSIGN_OR_RETURN(std::vector<torch::Tensor> parked, gen_parked_->Read());
+        FGL_ASSIGN_OR_RETURN(std::vector<torch::Tensor> parked, ReadParkedGenerator());
         fl::NamedTensors named = Named(*gen_);
         for (size_t i = 0; i < named.size(); ++i) named[i].second = parked[i];
         fl::AddTensors(fl::WithPrefix(kGenPrefix, named), &m);
@@ -511,14 +512,17 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // from then on (on the local graph itself under OpenFGL's one-way edges, which no original node
   // reads), and NeighGen's training state goes.
   absl::Status Mend() {
+    absl::Status status = absl::OkStatus();
     if (!s_.generated_unread) {
-      FGL_RETURN_IF_ERROR(UnparkGenerator());
-      FGL_RETURN_IF_ERROR(MendLocalGraph());
+      status = UnparkGenerator();
+      if (status.ok()) status = MendLocalGraph();
     }
-    mended_ = true;
-    FGL_RETURN_IF_ERROR(FinishGeneratorTraining());  // a client that missed the last generator round still holds it
-    ParkGenerator();
-    return absl::OkStatus();
+    if (status.ok()) {
+      mended_ = true;
+      status = FinishGeneratorTraining();  // a client that missed the last generator round still holds it
+    }
+    if (status.ok() || gen_parked_) ParkGenerator();  // a parked generator is freed again on failure too
+    return status;
   }
 
   // The classifier's graph becomes the local graph mended with NeighGen's output (eval mode
@@ -544,10 +548,11 @@ class FedSageClient final : public fl::ClientAlgorithm {
     return absl::OkStatus();
   }
 
-  // Once mended, NeighGen's parameters are read again only by a checkpoint (to rebuild the mended
-  // graph): they wait on disk (345 MB per client on Physics, 2.8 GB for all of CS-10's clients),
-  // written once per run. If writing fails they stay in memory.
-  // Outside Mend, a parked generator's parameters are freed and its file holds their values.
+  // From its last generator round on (ParkUntilMending), or once mended, a client's NeighGen is
+  // read again only to mend and by a checkpoint (to rebuild the mended graph): its parameters wait
+  // on disk (345 MB per client on Physics, 2.8 GB for all of CS-10's clients), written once per
+  // run. If writing fails they stay in memory. Outside Mend, a parked generator's parameters are
+  // freed and its file holds their values.
   void ParkGenerator() {
     if (!config_.device.is_cpu()) return;  // SpillFile holds CPU tensors
     if (gen_parked_) {  // read back by Mend, unchanged: the file still holds them
@@ -575,14 +580,18 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // Mending reads the parked parameters back, bit for bit; the file stays for ParkGenerator.
   absl::Status UnparkGenerator() {
     if (!gen_parked_) return absl::OkStatus();
-    FGL_ASSIGN_OR_RETURN(std::vector<torch::Tensor> parked, gen_parked_->Read());
+    FGL_ASSIGN_OR_RETURN(std::vector<torch::Tensor> parked, ReadParkedGenerator());
     const fl::NamedTensors params = Named(*gen_);
-    if (parked.size() != params.size()) {
-      return absl::InternalError(absl::StrCat(v_.name, " client ", data_->id, ": parked NeighGen holds ",
-                                              parked.size(), " tensors, not ", params.size()));
-    }
     for (size_t i = 0; i < params.size(); ++i) params[i].second.set_data(parked[i]);
     return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<torch::Tensor>> ReadParkedGenerator() const {
+    FGL_ASSIGN_OR_RETURN(std::vector<torch::Tensor> parked, gen_parked_->Read());
+    if (parked.size() != gen_shapes_.size()) {
+      return absl::DataLossError(absl::StrCat(v_.name, " client ", data_->id, ": parked NeighGen holds ",
+                                              parked.size(), " tensors, not ", gen_shapes_.size()));
+    }
+    return parked;
   }
   // Before a restore overwrites them: the parked values are not needed, only the shapes.
   void DropParkedGenerator() {
@@ -606,8 +615,8 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // The generator's training state is never used again once its last round is over: the optimiser
   // moments (2 × fGen: 560 MB per client on Coauthor-CS, 690 MB on Physics) and the impaired graph
   // with its targets go at once, not when the client mends in the next round, so that no client
-  // holds them while the others train. NeighGen's parameters stay: mending, and a checkpoint's
-  // rebuild of the mended graph, read them.
+  // holds them while the others train. NeighGen's parameters stay (parked on disk where
+  // ParkUntilMending can): mending, and a checkpoint's rebuild of the mended graph, read them.
   absl::Status FinishGeneratorTraining() {
     if (!joint_) return absl::OkStatus();
     if (s_.one_optimizer) {
@@ -633,7 +642,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // NeighGen and its training data (only with neighgen).
   NeighGen gen_{nullptr};
   std::unique_ptr<nn::Adam> joint_;
-  std::unique_ptr<nn::SpillFile> gen_parked_;  // NeighGen's parameters after mending (ParkGenerator)
+  std::unique_ptr<nn::SpillFile> gen_parked_;  // NeighGen's parameters on disk (ParkGenerator)
   graph::CsrGraph impaired_graph_;
   std::shared_ptr<nn::GraphView> impaired_view_;
   torch::Tensor impaired_features_, impaired_labels_, impaired_train_, num_missing_;

@@ -3,6 +3,7 @@
 // locsage sends nothing; all three learn in a small federation.
 #include <google/protobuf/text_format.h>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "methods/fedsage_plus/fedsage_plus.pb.h"
@@ -120,6 +121,49 @@ TEST(FedSagePlusTest, NeighGenTravelsOnlyInGeneratorRoundsAndCheckpointsRoundTri
   ASSERT_OK_AND_ASSIGN(torch::Tensor p1, c->Predict(&global));
   ASSERT_OK_AND_ASSIGN(torch::Tensor p2, again->Predict(&global));
   EXPECT_TRUE(torch::equal(p1, p2));
+}
+
+// After its last generator round a client parks NeighGen on disk until it mends. Mending from the
+// parked copy, from one kept in memory (the park's write failed: a missing $TMPDIR) and after a
+// checkpoint restore into the parked client itself gives the same graph, bit for bit.
+TEST(FedSagePlusTest, MendingFromParkedNeighGenEqualsMendingFromMemory) {
+  const fl::MethodConfig config = SmallConfig();  // generator rounds 1 and 2
+  auto data = fl::testing::CsbmClient(120, 8, 3, 11);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedsage_plus"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  ASSERT_OK_AND_ASSIGN(auto parked, f.client(data, config));
+  ASSERT_OK_AND_ASSIGN(auto in_memory, f.client(data, config));
+  ASSERT_OK_AND_ASSIGN(auto restored, f.client(data, config));
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string kept_tmpdir = tmpdir == nullptr ? "" : tmpdir;
+  for (int r = 1; r <= 3; ++r) {
+    const fl::RoundInfo round{r, 200u + r};
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast(round));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, parked->Train(global, round));
+    if (r == 2) setenv("TMPDIR", "/nonexistent/fedsage_plus_test", 1);
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message reply2, in_memory->Train(global, round));
+    if (r == 2) kept_tmpdir.empty() ? unsetenv("TMPDIR") : setenv("TMPDIR", kept_tmpdir.c_str(), 1);
+    if (r == 3) {  // restore the parked client's own checkpoint, taken between round 2 and mending
+      ASSERT_OK_AND_ASSIGN(fl::proto::Message saved, restored->SaveState());
+      EXPECT_EQ(saved.scalars().count("neighgen_trained"), 1u);
+      EXPECT_GT(CountPrefix(saved, "neighgen."), 0);
+      ASSERT_OK(restored->RestoreState(saved));
+    }
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message reply3, restored->Train(global, round));
+    ASSERT_OK_AND_ASSIGN(auto t1, fl::DecodeTensors(reply));
+    for (const fl::proto::Message* other : {&reply2, &reply3}) {
+      ASSERT_OK_AND_ASSIGN(auto t2, fl::DecodeTensors(*other));
+      ASSERT_EQ(t1.size(), t2.size());
+      for (const auto& [name, t] : t1) EXPECT_TRUE(torch::equal(t2.at(name), t)) << name << ", round " << r;
+    }
+    ASSERT_OK_AND_ASSIGN(torch::Tensor p1, parked->Predict(&global));
+    ASSERT_OK_AND_ASSIGN(torch::Tensor p2, in_memory->Predict(&global));
+    ASSERT_OK_AND_ASSIGN(torch::Tensor p3, restored->Predict(&global));
+    EXPECT_TRUE(torch::equal(p1, p2)) << "round " << r;
+    EXPECT_TRUE(torch::equal(p1, p3)) << "round " << r;
+    ASSERT_OK(server->Accumulate(reply));
+    ASSERT_OK(server->FinishRound(round));
+  }
 }
 
 // Between generator rounds, with every client in every round, a client drops NeighGen's
