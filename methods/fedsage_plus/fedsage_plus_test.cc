@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <set>
+#include <utility>
 
+#include "absl/status/statusor.h"
 #include "methods/fedsage_plus/fedsage_plus.pb.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
@@ -141,8 +143,10 @@ TEST(FedSagePlusTest, MendingFromParkedNeighGenEqualsMendingFromMemory) {
     ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast(round));
     ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, parked->Train(global, round));
     if (r == 2) setenv("TMPDIR", "/nonexistent/fedsage_plus_test", 1);
-    ASSERT_OK_AND_ASSIGN(fl::proto::Message reply2, in_memory->Train(global, round));
+    absl::StatusOr<fl::proto::Message> trained = in_memory->Train(global, round);
+    // Put $TMPDIR back before any assertion can end the test, so later tests park normally.
     if (r == 2) kept_tmpdir.empty() ? unsetenv("TMPDIR") : setenv("TMPDIR", kept_tmpdir.c_str(), 1);
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message reply2, std::move(trained));
     if (r == 3) {  // restore the parked client's own checkpoint, taken between round 2 and mending
       ASSERT_OK_AND_ASSIGN(fl::proto::Message saved, restored->SaveState());
       EXPECT_EQ(saved.scalars().count("neighgen_trained"), 1u);
