@@ -19,6 +19,7 @@ PACKAGES=(
   nlohmann-json3-dev
   libgrpc++-dev protobuf-compiler-grpc
   openssl iproute2 jq  # the transport's TLS and network-namespace tests
+  python3-torch python3-numpy  # reference ports of the authors' code (test oracles): same ATen 1.13 build as libtorch-dev
 )
 
 SUDO=""

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "graph/io/pickle_test_util.h"
+#include "graph/testing/data_root.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
 
@@ -269,8 +270,27 @@ TEST_F(RealPlanetoidTest, CiteSeer) {
   EXPECT_EQ(s.test.slice(0, 2312).sum().item<int64_t>(), 1000);
 }
 
-TEST_F(RealPlanetoidTest, PubMedLacksAllx) {
-  EXPECT_THAT(LoadPlanetoid(root_ + "/pubmed", "pubmed"),
+TEST_F(RealPlanetoidTest, PubMed) {
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadPlanetoid(root_ + "/pubmed", "pubmed"));
+  EXPECT_EQ(d.num_nodes(), 19717);
+  EXPECT_EQ(d.graph.num_undirected_edges(), 44324);
+  EXPECT_TRUE(d.graph.IsSymmetric());
+  EXPECT_EQ(d.num_features(), 500);
+  EXPECT_EQ(d.num_classes, 3);
+  EXPECT_THAT(LabelCounts(d), ElementsAre(4103, 7739, 7875));
+  const NodeSplit& s = d.provided_splits.at(0);
+  EXPECT_EQ(s.train.sum().item<int64_t>(), 60);
+  EXPECT_EQ(s.val.sum().item<int64_t>(), 500);
+  EXPECT_EQ(s.test.sum().item<int64_t>(), 1000);
+}
+
+// The real root is complete; the missing-file error is checked on a generated one without allx.
+TEST_F(RealPlanetoidTest, PubMedWithoutAllxNamesTheFile) {
+  ASSERT_OK_AND_ASSIGN(std::string root,
+                       graph::testing::DataRootWithout(
+                           root_, "pubmed", "ind.pubmed.allx",
+                           ::testing::TempDir() + "/planetoid_test_pubmed_without_allx"));
+  EXPECT_THAT(LoadPlanetoid(root + "/pubmed", "pubmed"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("ind.pubmed.allx: no such file")));
 }
 
