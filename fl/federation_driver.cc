@@ -85,6 +85,32 @@ SharedMessage SharedMessage::Of(proto::Message m) {
 
 namespace {
 
+// A channel that shows every task and its answer to DriverHooks::on_exchange before the driver
+// takes the answer (which may move the reply out).
+class TappedChannel final : public ClientChannel {
+ public:
+  using Tap = std::function<void(int, const ClientTask&, const ClientAnswer&)>;
+  TappedChannel(ClientChannel& inner, Tap tap) : inner_(inner), tap_(std::move(tap)) {}
+
+  int num_clients() const override { return inner_.num_clients(); }
+  absl::Status BeforeRound(int round) override { return inner_.BeforeRound(round); }
+  std::vector<int> Reachable() override { return inner_.Reachable(); }
+  void Exchange(const std::map<int, ClientTask>& tasks,
+                const std::function<void(int, ClientAnswer&)>& on_answer) override {
+    inner_.Exchange(tasks, [&](int k, ClientAnswer& a) {
+      tap_(k, tasks.at(k), a);
+      on_answer(k, a);
+    });
+  }
+  absl::Status SaveClients(CheckpointWriter& checkpoint) override { return inner_.SaveClients(checkpoint); }
+  absl::Status RestoreClients(CheckpointReader& checkpoint) override { return inner_.RestoreClients(checkpoint); }
+  void Finish() override { inner_.Finish(); }
+
+ private:
+  ClientChannel& inner_;
+  Tap tap_;
+};
+
 // The run; `stage` names what it is doing, for an exception's error.
 absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorithm& server, ClientChannel& channel,
                                        const DriverHooks& hooks, std::string* stage) {
@@ -402,6 +428,10 @@ absl::StatusOr<FederationResult> DriveFederation(const FederationOptions& o, Ser
                                                  ClientChannel& channel, const DriverHooks& hooks) {
   // `stage` is read when an exception is caught, so the error names what the run was doing.
   std::string stage;
+  if (hooks.on_exchange) {
+    TappedChannel tapped(channel, hooks.on_exchange);
+    return CatchExceptions(stage, [&] { return Drive(o, server, tapped, hooks, &stage); });
+  }
   return CatchExceptions(stage, [&] { return Drive(o, server, channel, hooks, &stage); });
 }
 

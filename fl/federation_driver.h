@@ -16,6 +16,9 @@ namespace fgl::fl {
 struct DriverHooks {
   std::function<void(const RoundRecord&)> on_round;  // each round once it is scored
   std::function<void(int round)> after_checkpoint;   // tests: a crash right after a checkpoint
+  // Every task a client was handed and its answer, in the order the driver takes them (tests:
+  // round-level traces of the exchanged messages, compared with a reference port).
+  std::function<void(int client, const ClientTask& task, const ClientAnswer& answer)> on_exchange;
 };
 
 // Runs `o` (resolved: fl::ResolveOptions) with `server` and the clients behind `channel`.

@@ -19,8 +19,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The run; `stage` names what it is doing, for an exception's error.
-absl::StatusOr<FederationResult> Run(const FederationOptions& options,
-                                     const std::function<void(const RoundRecord&)>& on_round, std::string* stage) {
+absl::StatusOr<FederationResult> Run(const FederationOptions& options, const DriverHooks& hooks, std::string* stage) {
   const Clock::time_point start = Clock::now();
   *stage = "setup";
   FGL_ASSIGN_OR_RETURN(const FederationOptions o, ResolveOptions(options));
@@ -31,7 +30,7 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
     FGL_ASSIGN_OR_RETURN(MethodFactories batched, FindMethod(o.spec.method()));
     if (batched.federation) {  // thousands of one-node users as rows of tensors (nFedGNN)
       *stage = "the batched node-level federation";
-      FGL_ASSIGN_OR_RETURN(FederationResult result, batched.federation(o, on_round));
+      FGL_ASSIGN_OR_RETURN(FederationResult result, batched.federation(o, hooks.on_round));
       result.wall_s = std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s;
       return result;
     }
@@ -93,7 +92,7 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
 
   *stage = "the rounds";
   InProcessChannel channel(o, std::move(clients), std::move(algos));
-  FGL_ASSIGN_OR_RETURN(FederationResult result, DriveFederation(o, *server, channel, {on_round, nullptr}));
+  FGL_ASSIGN_OR_RETURN(FederationResult result, DriveFederation(o, *server, channel, hooks));
   result.wall_s = std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s;
   return result;
 }
@@ -102,9 +101,15 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options,
 
 absl::StatusOr<FederationResult> RunFederation(const FederationOptions& options,
                                                const std::function<void(const RoundRecord&)>& on_round) {
+  DriverHooks hooks;
+  hooks.on_round = on_round;
+  return RunFederation(options, hooks);
+}
+
+absl::StatusOr<FederationResult> RunFederation(const FederationOptions& options, const DriverHooks& hooks) {
   // `stage` is read when an exception is caught, so the error names what the run was doing.
   std::string stage;
-  return CatchExceptions(stage, [&] { return Run(options, on_round, &stage); });
+  return CatchExceptions(stage, [&] { return Run(options, hooks, &stage); });
 }
 
 }  // namespace fgl::fl

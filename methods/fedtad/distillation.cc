@@ -67,6 +67,23 @@ absl::Status CopyInto(const fl::NamedTensors& from, const fl::NamedTensors& to, 
 
 }  // namespace
 
+ConditionalGenerator InitialGenerator(int64_t noise_dim, int64_t num_classes, int64_t num_features, uint64_t seed) {
+  torch::manual_seed(graph::Rng::Derive(seed, "fedtad/generator"));
+  return ConditionalGenerator(noise_dim, num_classes, num_features);
+}
+
+uint64_t DistillSeed(uint64_t round_seed, int aggregate) {
+  return graph::Rng::Derive(round_seed, absl::StrCat("fedtad/", aggregate));
+}
+
+graph::Rng NoiseStream(uint64_t distill_seed) { return graph::Rng(distill_seed, "fedtad/noise"); }
+
+torch::Tensor DrawNoise(graph::Rng& stream, int64_t rows, int64_t cols) {
+  std::vector<float> values(rows * cols);
+  for (float& v : values) v = static_cast<float>(stream.Normal());
+  return torch::tensor(values).view({rows, cols});
+}
+
 torch::Tensor NormalizeAcrossClients(const torch::Tensor& phi) {
   const torch::Tensor total = phi.sum(0, true);
   return torch::where(total > 0, phi / total.clamp_min(1e-30), torch::zeros_like(phi));
@@ -90,8 +107,7 @@ absl::StatusOr<std::unique_ptr<DataFreeDistiller>> DataFreeDistiller::Create(
   }
   FGL_RETURN_IF_ERROR(nn::MakeModel(model_spec, num_features, num_classes).status());
   std::unique_ptr<DataFreeDistiller> d(new DataFreeDistiller(model_spec, num_features, num_classes, o, device));
-  torch::manual_seed(graph::Rng::Derive(seed, "fedtad/generator"));
-  d->generator_ = ConditionalGenerator(o.noise_dim, num_classes, num_features);
+  d->generator_ = InitialGenerator(o.noise_dim, num_classes, num_features, seed);
   d->generator_->to(device);
   d->generator_optimizer_ = std::make_unique<nn::Adam>(
       d->generator_->parameters(),
@@ -215,7 +231,7 @@ absl::Status DataFreeDistiller::Distill(const fl::NamedTensors& student_params,
     return CopyInto(NamedParameters(*student->model), student_params, "fedtad student -> aggregate");
   }
   nn::DropoutSeedScope dropout_stream(graph::Rng::Derive(seed, "fedtad/dropout"));
-  graph::Rng noise_rng(seed, "fedtad/noise");
+  graph::Rng noise_rng = NoiseStream(seed);
   const int64_t num_teachers = static_cast<int64_t>(teachers.size());
   const bool code = options_.loss_form == LossForm::kCode;
   const std::vector<torch::Tensor> node_weight = NodeWeights(teachers, labels_);
@@ -228,9 +244,7 @@ absl::Status DataFreeDistiller::Distill(const fl::NamedTensors& student_params,
   };
 
   for (int it = 0; it < options_.iterations; ++it) {
-    std::vector<float> z_values(options_.num_pseudo * options_.noise_dim);
-    for (float& v : z_values) v = static_cast<float>(noise_rng.Normal());
-    const torch::Tensor z = torch::tensor(z_values).view({options_.num_pseudo, options_.noise_dim}).to(device_);
+    const torch::Tensor z = DrawNoise(noise_rng, options_.num_pseudo, options_.noise_dim).to(device_);
 
     // Generator: pseudo nodes the ensemble labels confidently (L_sem), on which the global model
     // still disagrees with the teachers (-L_diverg), and that differ from each other (L_div).

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "fl/proto/message.pb.h"
 #include "fl/tensor_codec.h"
+#include "graph/random.h"
 #include "methods/fedtad/fedtad.pb.h"
 #include "methods/fedtad/generator.h"
 #include "nn/models/gnn_model.h"
@@ -52,6 +53,16 @@ struct Teacher {
   fl::NamedTensors parameters;
   torch::Tensor weight;
 };
+
+// The randomness of the server loop, named so a differential test can hand the same draws to a
+// port of the authors' code (methods/fedtad/reference/): the generator's initial weights (PyTorch's
+// default initialisation under a seed derived from the run's), the seed of aggregate `aggregate`'s
+// distillation in a round, and the noise z [rows, cols] of each iteration, drawn in turn from one
+// stream per Distill call.
+ConditionalGenerator InitialGenerator(int64_t noise_dim, int64_t num_classes, int64_t num_features, uint64_t seed);
+uint64_t DistillSeed(uint64_t round_seed, int aggregate);
+graph::Rng NoiseStream(uint64_t distill_seed);
+torch::Tensor DrawNoise(graph::Rng& stream, int64_t rows, int64_t cols);
 
 // phi [K, C] -> phi[k, c] / sum_k phi[k, c] (0 where a class has no reliability anywhere): the
 // paper's normalisation across clients.

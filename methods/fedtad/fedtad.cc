@@ -182,7 +182,7 @@ class FedTadServer final : public fl::ServerAlgorithm {
       const torch::Tensor weights = NormalizeAcrossClients(torch::stack(phi));
       for (size_t k = 0; k < teachers.size(); ++k) teachers[k].weight = weights[k];
       FGL_RETURN_IF_ERROR(distiller_->Distill(aggregate.parameters, teachers, static_cast<int>(a),
-                                              graph::Rng::Derive(round.seed, absl::StrCat("fedtad/", a))));
+                                              DistillSeed(round.seed, static_cast<int>(a))));
     }
     return absl::OkStatus();
   }

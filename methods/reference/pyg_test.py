@@ -1,0 +1,113 @@
+"""Checks pyg.py against values computed by hand on tiny graphs."""
+import math
+import os
+import sys
+import unittest
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+from methods.reference import pyg  # noqa: E402
+
+# Undirected path 0 - 1 - 2, both directions stored.
+PATH = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
+S6 = 1 / math.sqrt(6)  # 1 / sqrt(deg 2 * deg 3) on the path with self loops
+
+
+class PygTest(unittest.TestCase):
+
+    def assertClose(self, actual, expected):
+        expected = torch.as_tensor(expected, dtype=actual.dtype)
+        self.assertEqual(tuple(actual.shape), tuple(expected.shape))
+        self.assertTrue(torch.allclose(actual, expected, atol=1e-6), f'{actual} != {expected}')
+
+    def test_data(self):
+        d = pyg.Data(x=torch.zeros(4, 2), edge_index=PATH, y=torch.arange(4))
+        self.assertEqual(d.num_nodes, 4)
+        self.assertTrue(torch.equal(d.y, torch.arange(4)))
+
+    def test_add_self_loops_appends_loops_keeping_existing_ones(self):
+        ei = torch.tensor([[0, 1, 1], [1, 0, 1]])  # has the loop (1, 1)
+        out, attr = pyg.add_self_loops(ei, torch.tensor([2.0, 3.0, 4.0]), num_nodes=3)
+        self.assertTrue(torch.equal(out, torch.tensor([[0, 1, 1, 0, 1, 2], [1, 0, 1, 0, 1, 2]])))
+        self.assertClose(attr, [2, 3, 4, 1, 1, 1])
+        out, attr = pyg.add_self_loops(PATH)  # num_nodes inferred as 3
+        self.assertTrue(torch.equal(out[:, 4:], torch.tensor([[0, 1, 2], [0, 1, 2]])))
+        self.assertIsNone(attr)
+
+    def test_add_remaining_self_loops_replaces_existing_loops(self):
+        ei = torch.tensor([[1, 0, 2, 1], [1, 1, 2, 2]])  # loops (1,1), (2,2)
+        out, attr = pyg.add_remaining_self_loops(ei, torch.tensor([5.0, 2.0, 7.0, 3.0]), 0.5, 4)
+        self.assertTrue(torch.equal(out, torch.tensor([[0, 1, 0, 1, 2, 3], [1, 2, 0, 1, 2, 3]])))
+        self.assertClose(attr, [2, 3, 0.5, 5, 7, 0.5])
+        out, attr = pyg.add_remaining_self_loops(ei)
+        self.assertEqual(out.shape[1], 5)
+        self.assertIsNone(attr)
+
+    def test_gcn_norm_path(self):
+        ei, w = pyg.gcn_norm(PATH, num_nodes=3)
+        self.assertTrue(torch.equal(ei, torch.tensor([[0, 1, 1, 2, 0, 1, 2], [1, 0, 2, 1, 0, 1, 2]])))
+        self.assertClose(w, [S6, S6, S6, S6, 1 / 2, 1 / 3, 1 / 2])
+
+    def test_gcn_norm_ignores_existing_self_loops(self):
+        with_loops = torch.cat([PATH, torch.tensor([[1, 1, 0], [1, 1, 0]])], dim=1)
+        ei, w = pyg.gcn_norm(with_loops, num_nodes=3)
+        self.assertTrue(torch.equal(ei, torch.tensor([[0, 1, 1, 2, 0, 1, 2], [1, 0, 2, 1, 0, 1, 2]])))
+        self.assertClose(w, [S6, S6, S6, S6, 1 / 2, 1 / 3, 1 / 2])
+
+    def test_gcn_norm_degree_counts_incoming_edges(self):
+        # Directed 0 -> 1: in-degrees with loops are [1, 2], out-degree is not used.
+        ei, w = pyg.gcn_norm(torch.tensor([[0], [1]]), num_nodes=3)
+        self.assertTrue(torch.equal(ei, torch.tensor([[0, 0, 1, 2], [1, 0, 1, 2]])))
+        self.assertClose(w, [1 / math.sqrt(2), 1, 1 / 2, 1])
+
+    def test_scatter(self):
+        src = torch.tensor([[1.0, -1.0], [3.0, -5.0], [4.0, 2.0]])
+        index = torch.tensor([0, 0, 2])  # bucket 1 stays empty
+        self.assertClose(pyg.scatter(src, index, 0, 3, 'sum'), [[4, -6], [0, 0], [4, 2]])
+        self.assertClose(pyg.scatter(src, index, 0, 3, 'mean'), [[2, -3], [0, 0], [4, 2]])
+        self.assertClose(pyg.scatter(src, index, 0, 3, 'max'), [[3, -1], [0, 0], [4, 2]])
+        self.assertClose(pyg.scatter(src, torch.tensor([1, 0]), 1, 2, 'sum'), [[-1, 1], [-5, 3], [2, 4]])
+        self.assertEqual(pyg.scatter(src, index).shape[0], 3)  # dim_size = max + 1
+
+    def test_to_undirected_coalesces(self):
+        ei = torch.tensor([[2, 0, 0, 1], [1, 1, 1, 0]])
+        self.assertTrue(torch.equal(pyg.to_undirected(ei), torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])))
+
+    def test_dense_to_sparse_row_major(self):
+        adj = torch.tensor([[0.0, 2.0, 1.0], [3.0, 0.0, 0.0], [0.0, 4.0, 5.0]])
+        ei, val = pyg.dense_to_sparse(adj)
+        self.assertTrue(torch.equal(ei, torch.tensor([[0, 0, 1, 2, 2], [1, 2, 0, 1, 2]])))
+        self.assertClose(val, [2, 1, 3, 4, 5])
+
+    def test_to_dense_adj_sums_duplicates(self):
+        ei = torch.tensor([[0, 1, 1, 2], [1, 2, 2, 0]])
+        self.assertClose(pyg.to_dense_adj(ei), [[[0, 1, 0], [0, 0, 2], [1, 0, 0]]])
+        self.assertEqual(tuple(pyg.to_dense_adj(ei, max_num_nodes=5).shape), (1, 5, 5))
+        self.assertClose(pyg.to_dense_adj(ei, edge_attr=torch.tensor([1.0, 2, 3, 4]))[0, 1], [0, 0, 5])
+
+    def test_gcnconv_state_dict_and_init(self):
+        conv = pyg.GCNConv(4, 3)
+        sd = conv.state_dict()
+        self.assertEqual(list(sd.keys()), ['bias', 'lin.weight'])
+        self.assertEqual(tuple(sd['lin.weight'].shape), (3, 4))
+        self.assertTrue(torch.equal(sd['bias'], torch.zeros(3)))
+        self.assertLessEqual(float(sd['lin.weight'].abs().max()), math.sqrt(6 / 7))
+
+    def test_gcnconv_matches_dense_formula(self):
+        conv = pyg.GCNConv(2, 2)
+        w = torch.tensor([[1.0, 2.0], [-1.0, 0.5]])  # [out, in]
+        b = torch.tensor([0.25, -1.0])
+        conv.load_state_dict({'lin.weight': w, 'bias': b})
+        x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, -1.0]])
+        # D^-1/2 (A + I) D^-1/2 of the path, degrees [2, 3, 2].
+        a_hat = torch.tensor([[1 / 2, S6, 0], [S6, 1 / 3, S6], [0, S6, 1 / 2]])
+        self.assertClose(conv(x, PATH), a_hat @ x @ w.t() + b)
+        # Directed 0 -> 1: node 1 receives from 0, node 0 only from itself.
+        out = conv(x, torch.tensor([[0], [1]]))
+        xw = x @ w.t()
+        self.assertClose(out, torch.stack([xw[0], xw[0] / math.sqrt(2) + xw[1] / 2, xw[2]]) + b)
+
+
+if __name__ == '__main__':
+    unittest.main()
