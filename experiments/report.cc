@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "experiments/paired_interval.h"
 
 namespace fgl::experiments {
 namespace {
@@ -70,6 +71,9 @@ struct Comparison {
   double lhs = 0, rhs = 0, min = 0;
   double tolerance = -1;  // >= 0: an equality, |lhs − rhs| <= tolerance (MATCHES_PAPER)
   std::vector<std::pair<std::string, std::string>> reads;  // the (row, column) cells compared
+  // Gain and ordering claims: lhs − rhs per seed both sides recorded (paired_interval.h).
+  std::map<uint64_t, double> differences;
+  bool paired = false;
   bool Holds() const { return tolerance >= 0 ? std::abs(lhs - rhs) <= tolerance : lhs - rhs >= min - 1e-9; }
   double Slack() const { return tolerance >= 0 ? tolerance - std::abs(lhs - rhs) : lhs - rhs - min; }
 };
@@ -92,10 +96,19 @@ std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& c
     }
     return keys;
   };
+  auto differences = [&](const std::string& a_row, const std::string& a_col, const std::string& b_row,
+                         const std::string& b_col) {
+    const CellResult& a = Lookup(cells, a_row, a_col);
+    const CellResult& b = Lookup(cells, b_row, b_col);
+    return PairedDifferences(a.values, a.seeds, b.values, b.seeds);
+  };
   auto compare = [&](const std::string& a, const std::string& b, const std::string& col, double min) {
     double x, y;
     if (OurMean(cells, a, col, &x) && OurMean(cells, b, col, &y)) {
-      out.push_back({absl::StrCat(a, " vs ", b, " on ", col), x, y, min, -1, {{a, col}, {b, col}}});
+      Comparison c{absl::StrCat(a, " vs ", b, " on ", col), x, y, min, -1, {{a, col}, {b, col}}};
+      c.differences = differences(a, col, b, col);
+      c.paired = true;
+      out.push_back(std::move(c));
     }
   };
   switch (claim.kind()) {
@@ -125,6 +138,8 @@ std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& c
       double sum_row = 0, sum_base = 0;
       int n = 0;
       std::vector<std::pair<std::string, std::string>> reads;
+      // Per seed, the mean gain over the columns: the seeds every compared column recorded.
+      std::map<uint64_t, std::pair<double, int>> per_seed;
       for (const std::string& col : columns()) {
         double x, y;
         if (OurMean(cells, claim.row(), col, &x) && OurMean(cells, claim.base(), col, &y)) {
@@ -132,12 +147,21 @@ std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& c
           sum_base += y;
           ++n;
           reads.insert(reads.end(), {{claim.row(), col}, {claim.base(), col}});
+          for (const auto& [seed, d] : differences(claim.row(), col, claim.base(), col)) {
+            per_seed[seed].first += d;
+            ++per_seed[seed].second;
+          }
         }
       }
       if (n > 0) {
-        out.push_back({absl::StrFormat("%s vs %s, mean over %d columns (gain %+.2f)", claim.row(), claim.base(), n,
-                                       (sum_row - sum_base) / n),
-                       sum_row / n, sum_base / n, claim.min(), -1, std::move(reads)});
+        Comparison c{absl::StrFormat("%s vs %s, mean over %d columns (gain %+.2f)", claim.row(), claim.base(), n,
+                                     (sum_row - sum_base) / n),
+                     sum_row / n, sum_base / n, claim.min(), -1, std::move(reads)};
+        for (const auto& [seed, sum_count] : per_seed) {
+          if (sum_count.second == n) c.differences[seed] = sum_count.first / n;
+        }
+        c.paired = true;
+        out.push_back(std::move(c));
       }
       break;
     }
@@ -163,8 +187,11 @@ std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& c
           double x, y;
           if (c.key() != claim.column() && listed && OurMean(cells, r.key(), claim.column(), &x) &&
               OurMean(cells, r.key(), c.key(), &y)) {
-            out.push_back({absl::StrCat(r.key(), ": ", claim.column(), " vs ", c.key()), x, y, 0, -1,
-                           {{r.key(), claim.column()}, {r.key(), c.key()}}});
+            Comparison cmp{absl::StrCat(r.key(), ": ", claim.column(), " vs ", c.key()), x, y, 0, -1,
+                           {{r.key(), claim.column()}, {r.key(), c.key()}}};
+            cmp.differences = differences(r.key(), claim.column(), r.key(), c.key());
+            cmp.paired = true;
+            out.push_back(std::move(cmp));
           }
         }
       }
@@ -215,6 +242,7 @@ std::map<std::pair<std::string, std::string>, CellResult> Completed(
     if (!AwaitsRuns(r.state)) continue;
     r.state = CellResult::State::kDone;
     r.values = {0};
+    r.seeds.clear();
     r.curve_sum = {0};
     r.curve_runs = 1;
   }
@@ -282,11 +310,63 @@ std::string OnPaperNumbers(const proto::Table& t, const proto::Claim& claim,
                          all.size(), tally.worst->what, d, tally.worst->lhs, d, tally.worst->rhs);
 }
 
+// A gain or ordering claim judged on paired-seed intervals (paired_interval.h): the claim's
+// verdict, the count of each comparison's verdict, and the least favourable comparison with it.
+std::string PairedVerdict(const proto::Table& t, const std::vector<Comparison>& all, int awaiting, bool aggregate) {
+  int counts[3] = {0, 0, 0};
+  std::vector<PairedInterval> intervals;
+  std::vector<Verdict> verdicts;
+  for (const Comparison& c : all) {
+    std::vector<double> d;
+    for (const auto& [seed, value] : c.differences) d.push_back(value);
+    intervals.push_back(IntervalOf(d));
+    verdicts.push_back(Judge(intervals.back(), c.min));
+    ++counts[static_cast<int>(verdicts.back())];
+  }
+  const int reproduced = counts[static_cast<int>(Verdict::kReproduced)];
+  const int not_reproduced = counts[static_cast<int>(Verdict::kNotReproduced)];
+  const Verdict verdict = not_reproduced > 0                                   ? Verdict::kNotReproduced
+                          : reproduced == static_cast<int>(all.size()) ? Verdict::kReproduced
+                                                                               : Verdict::kInconclusive;
+  // Shown: of the comparisons that carry the claim's verdict, the one whose mean difference is
+  // farthest below the claimed margin.
+  size_t shown = all.size();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (verdicts[i] != verdict) continue;
+    if (shown == all.size() || intervals[i].mean - all[i].min < intervals[shown].mean - all[shown].min) shown = i;
+  }
+  const Comparison* least = &all[shown];
+  const PairedInterval& least_interval = intervals[shown];
+  const bool so_far = awaiting > 0 && (verdict != Verdict::kNotReproduced || aggregate);
+  const int d = AccuracyDecimals(t);
+  std::string out = absl::StrCat("**", VerdictName(verdict), so_far ? " so far" : "", "**: ", reproduced,
+                                 " reproduced, ", not_reproduced, " not reproduced, ",
+                                 counts[static_cast<int>(Verdict::kInconclusive)], " inconclusive of ", all.size(),
+                                 all.size() == 1 ? " comparison" : " comparisons");
+  if (least_interval.has_interval) {
+    absl::StrAppend(&out, absl::StrFormat("; least favourable %s: %+.*f [%+.*f, %+.*f] over %d seeds (claimed %+.*f)",
+                                          least->what, d, least_interval.mean, d, least_interval.low, d,
+                                          least_interval.high, least_interval.n, d, least->min));
+  } else {
+    absl::StrAppend(&out, absl::StrFormat("; least favourable %s: %+.*f over %d %s, no interval (claimed %+.*f)",
+                                          least->what, d, least->lhs - least->rhs, least_interval.n,
+                                          least_interval.n == 1 ? "seed" : "seeds", d, least->min));
+  }
+  const Tally tally = Count(all, [](const Comparison& c) { return c.Holds(); });
+  absl::StrAppend(&out, "; on our means: ", tally.all_hold(all) ? "holds" : "does not hold", ", ", tally.holds, " of ",
+                  all.size());
+  return out;
+}
+
 std::string ClaimsSection(const proto::Table& t,
                           const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
   if (t.claims().empty()) return "";
-  std::string md = "\n**Claims** (the paper's, checked on our cell means; \"so far\" when cells the claim compares "
-                   "still await runs):\n\n";
+  std::string md =
+      "\n**Claims** (the paper's. A gain or ordering is judged per comparison on the seeds both cells recorded: "
+      "the mean difference and its 95% Student-t interval. *Reproduced*: the interval reaches the claimed margin "
+      "and excludes no gain; *not reproduced*: it lies below the margin; *inconclusive*: neither, or fewer than 2 "
+      "seeds. A claim is not reproduced when one of its comparisons is not, reproduced when all are. Other claims "
+      "are checked on our cell means. \"so far\" when cells the claim compares still await runs):\n\n";
   const auto complete = Completed(cells);
   const auto paper_cells = PaperCells(t);
   for (const proto::Claim& claim : t.claims()) {
@@ -299,7 +379,12 @@ std::string ClaimsSection(const proto::Table& t,
     const int holds = tally.holds;
     const Comparison* worst = tally.worst;
     std::string verdict;
-    if (all.empty()) {
+    if (!all.empty() && all.front().paired) {
+      verdict = PairedVerdict(t, all, awaiting, aggregate);
+      if (awaiting > 0) {
+        absl::StrAppend(&verdict, "; ", awaiting, awaiting == 1 ? " cell it compares still awaits" : " cells it compares still await", " runs");
+      }
+    } else if (all.empty()) {
       verdict = awaiting > 0 ? absl::StrCat("not checkable yet: ", awaiting == 1 ? "the cell it compares awaits"
                                                                                 : absl::StrCat("the ", awaiting, " cells it compares await"),
                                             " runs")

@@ -41,6 +41,7 @@ struct CellResult {
   int64_t peak_rss_bytes = 0;   // the largest peak resident set of its runs (0: not measured)
   int seeds_wanted = 0;         // the seeds its spec names
   int seeds_recorded = 0;       // kNotRun: how many of them have a record already
+  std::vector<uint64_t> seeds;  // values[i]'s training seed (claims pair cells by it); may be empty
 };
 
 // The runs of `cell` not yet in `counted` (record keys; added to it) and their logged wall seconds,

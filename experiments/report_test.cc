@@ -93,8 +93,13 @@ TEST(ReportTest, MeanGainClaimAndAverageColumns) {
   for (const char* c : {"d_5", "d_10", "d_20"}) avg->add_of(c);
   (*avg->mutable_paper())["ours"] = 71.5;
   const std::string md = MarkdownReport(t, cells, Provenance(), "");
-  EXPECT_THAT(md, HasSubstr("gain 1 — **holds**: 1 of 1"));
-  EXPECT_THAT(md, HasSubstr("gain 1.5 — **does not hold**: 0 of 1"));
+  // One seed a cell: no interval, so the verdict is inconclusive; the means are still checked.
+  EXPECT_THAT(md, HasSubstr("gain 1 — **inconclusive**: 0 reproduced, 0 not reproduced, 1 inconclusive of 1 "
+                            "comparison; least favourable ours vs base, mean over 3 columns (gain +1.00): +1.0 over "
+                            "1 seed, no interval (claimed +1.0); on our means: holds, 1 of 1"));
+  EXPECT_THAT(md, HasSubstr("gain 1.5 — **inconclusive**: 0 reproduced, 0 not reproduced, 1 inconclusive of 1 "
+                            "comparison; least favourable ours vs base, mean over 3 columns (gain +1.00): +1.0 over "
+                            "1 seed, no interval (claimed +1.5); on our means: does not hold, 0 of 1"));
   EXPECT_THAT(md, HasSubstr("(gain +1.00)"));
   EXPECT_THAT(md, HasSubstr("| ours | **70.0** / 71.50 |"));
   EXPECT_THAT(md, HasSubstr("| base | **69.0** / – |"));
@@ -248,10 +253,16 @@ TEST(ReportTest, ClaimsAreCheckedOnOurNumbers) {
   none->set_row("fedgkc");
   const std::string md = MarkdownReport(t, cells, Provenance(), "");
   // fedtad vs fedavg (a, b), fedavg_fedtad (a, b), nv (a): 82>=80, 69<70, 82>=81, 69<71, 82>=60.
-  EXPECT_THAT(md, HasSubstr("FedTAD beats every baseline — **does not hold**: 3 of 5 comparisons"));
-  EXPECT_THAT(md, HasSubstr("nv is below FedTAD — **holds**: 1 of 1 comparisons"));
-  EXPECT_THAT(md, HasSubstr("+1.7 over FedAvg on a — **holds**: 1 of 1"));
-  EXPECT_THAT(md, HasSubstr("the plug-in improves its base — **holds**: 2 of 2"));
+  EXPECT_THAT(md, HasSubstr("FedTAD beats every baseline — **inconclusive**: 0 reproduced, 0 not reproduced, "
+                            "5 inconclusive of 5 comparisons"));
+  EXPECT_THAT(md, HasSubstr("(claimed +0.0); on our means: does not hold, 3 of 5\n"));
+  EXPECT_THAT(md, HasSubstr("nv is below FedTAD — **inconclusive**: 0 reproduced, 0 not reproduced, 1 inconclusive "
+                            "of 1 comparison; least favourable fedtad vs nv on a: +22.0 over 1 seed, no interval "
+                            "(claimed +0.0); on our means: holds, 1 of 1\n"));
+  EXPECT_THAT(md, HasSubstr("+1.7 over FedAvg on a — **inconclusive**: 0 reproduced"));
+  EXPECT_THAT(md, HasSubstr("(claimed +1.7); on our means: holds, 1 of 1\n"));
+  EXPECT_THAT(md, HasSubstr("the plug-in improves its base — **inconclusive**: 0 reproduced, 0 not reproduced, "
+                            "2 inconclusive of 2 comparisons"));
   EXPECT_THAT(md, HasSubstr("about a row we have not run — not checkable here"));
 }
 
@@ -288,8 +299,9 @@ TEST(ReportTest, ClaimOnPartlyFilledCellsHoldsOnlySoFar) {
   for (const char* key : {"a", "b", "c"}) t.add_columns()->set_key(key);
   std::map<std::pair<std::string, std::string>, CellResult> cells;
   auto with = [](CellResult::State s, std::vector<double> v) { return CellResult{s, std::move(v), "", 0}; };
-  cells[{"ours", "a"}] = with(CellResult::State::kDone, {80});
-  cells[{"base", "a"}] = with(CellResult::State::kDone, {70});
+  // Two seeds a cell (paired by position: these cells carry no seeds).
+  cells[{"ours", "a"}] = with(CellResult::State::kDone, {80, 81});
+  cells[{"base", "a"}] = with(CellResult::State::kDone, {70, 70.5});
   cells[{"ours", "b"}] = with(CellResult::State::kNotRun, {});
   cells[{"base", "b"}] = with(CellResult::State::kStale, {});
   cells[{"ours", "c"}] = with(CellResult::State::kDataNotPresent, {});
@@ -309,15 +321,25 @@ TEST(ReportTest, ClaimOnPartlyFilledCellsHoldsOnlySoFar) {
   worse->set_kind(proto::Claim::ROW_AT_LEAST_OTHERS);
   worse->set_row("base");
   std::string md = MarkdownReport(t, cells, Provenance(), "");
-  EXPECT_THAT(md, HasSubstr("ours is best — **holds so far**: 1 of 1 comparisons; 2 cells it compares still await runs"));
-  EXPECT_THAT(md, HasSubstr("mean gain 20 — **does not hold so far**: 0 of 1"));
-  // One failing comparison refutes an "in every column" claim whatever the missing cells hold.
-  EXPECT_THAT(md, HasSubstr("base is best — **does not hold**: 0 of 1 comparisons"));
+  // ours − base on a: +10 and +10.5, interval [+7.1, +13.4].
+  EXPECT_THAT(md, HasSubstr("ours is best — **reproduced so far**: 1 reproduced, 0 not reproduced, 0 inconclusive of "
+                            "1 comparison; least favourable ours vs base on a: "));
+  EXPECT_THAT(md, HasSubstr("over 2 seeds (claimed +0.0); on our means: holds, 1 of 1; 2 cells it compares still "
+                            "await runs"));
+  // A mean over columns may still change with the missing ones.
+  EXPECT_THAT(md, HasSubstr("mean gain 20 — **not reproduced so far**: 0 reproduced, 1 not reproduced"));
+  // One comparison that is not reproduced refutes an "in every column" claim whatever the missing
+  // cells hold.
+  EXPECT_THAT(md, HasSubstr("base is best — **not reproduced**: 0 reproduced, 1 not reproduced, 0 inconclusive of 1 "
+                            "comparison"));
   EXPECT_THAT(md, HasSubstr("2 cells it compares still await runs\n- mean gain"));
-  cells[{"ours", "b"}] = with(CellResult::State::kDone, {75});
-  cells[{"base", "b"}] = with(CellResult::State::kDone, {74});
+  // ours − base on b: +1 and +1.3, interval [−0.8, +3.1]: holds on the means, inconclusive.
+  cells[{"ours", "b"}] = with(CellResult::State::kDone, {75, 75.5});
+  cells[{"base", "b"}] = with(CellResult::State::kDone, {74, 74.2});
   md = MarkdownReport(t, cells, Provenance(), "");
-  EXPECT_THAT(md, HasSubstr("ours is best — **holds**: 2 of 2 comparisons\n"));
+  EXPECT_THAT(md, HasSubstr("ours is best — **inconclusive**: 1 reproduced, 0 not reproduced, 1 inconclusive of 2 "
+                            "comparisons; least favourable ours vs base on b: +1.1 [-0.8, +3.1] over 2 seeds (claimed "
+                            "+0.0); on our means: holds, 2 of 2\n"));
   // Each claim is also checked on the paper's printed means, which may contradict it.
   for (const auto& [row, col, mean] : std::vector<std::tuple<std::string, std::string, double>>{
            {"ours", "a", 81}, {"base", "a", 79}, {"ours", "b", 70}, {"base", "b", 72.5}}) {
@@ -336,11 +358,39 @@ TEST(ReportTest, ClaimOnPartlyFilledCellsHoldsOnlySoFar) {
   rounded->set_column("a");
   rounded->set_min(2.004);
   md = MarkdownReport(t, cells, Provenance(), "");
-  EXPECT_THAT(md, HasSubstr("gain of 2.004 on a — **holds**: 1 of 1 comparisons (on the paper's own numbers: holds, 1 of 1)"));
-  EXPECT_THAT(md, HasSubstr("ours is best — **holds**: 2 of 2 comparisons (on the paper's own numbers: does not hold, "
+  EXPECT_THAT(md, HasSubstr("gain of 2.004 on a — **reproduced**: 1 reproduced, 0 not reproduced, 0 inconclusive of "
+                            "1 comparison;"));
+  EXPECT_THAT(md, HasSubstr("(claimed +2.0); on our means: holds, 1 of 1 (on the paper's own numbers: holds, 1 of 1)"));
+  EXPECT_THAT(md, HasSubstr("on our means: holds, 2 of 2 (on the paper's own numbers: does not hold, "
                             "1 of 2; worst ours vs base on b: 70.00 vs 72.50)\n"));
-  EXPECT_THAT(md, HasSubstr("base is best — **does not hold**: 0 of 2 comparisons; worst base vs ours on a: "
-                            "70.0 vs 80.0 (needs a margin of +0.0) (on the paper's own numbers: does not hold, 1 of 2"));
+  EXPECT_THAT(md, HasSubstr("base is best — **not reproduced**: 0 reproduced, 1 not reproduced, 1 inconclusive of 2 "
+                            "comparisons; least favourable base vs ours on a: "));
+  EXPECT_THAT(md, HasSubstr("on our means: does not hold, 0 of 2 (on the paper's own numbers: does not hold, 1 of 2"));
+}
+
+// Claims pair the seeds both cells recorded, whatever order or extra seeds the cells hold.
+TEST(ReportTest, GainClaimsPairCellsBySeed) {
+  proto::Table t;
+  for (const char* key : {"ours", "base"}) t.add_rows()->set_key(key);
+  t.add_columns()->set_key("a");
+  std::map<std::pair<std::string, std::string>, CellResult> cells;
+  CellResult ours{CellResult::State::kDone, {71, 75, 73, 90}, "", 0};
+  ours.seeds = {1, 3, 2, 9};  // seed 9 has no partner
+  CellResult base{CellResult::State::kDone, {70, 71, 73}, "", 0};
+  base.seeds = {1, 2, 3};
+  cells[{"ours", "a"}] = ours;
+  cells[{"base", "a"}] = base;
+  auto* gain = t.add_claims();
+  gain->set_text("gain of 1");
+  gain->set_kind(proto::Claim::GAIN_AT_LEAST);
+  gain->set_row("ours");
+  gain->set_base("base");
+  gain->set_min(1);
+  // Paired: +1 (seed 1), +2 (seed 2), +2 (seed 3): mean +1.67, sd 0.577, half-width 4.3027 x 0.333.
+  const std::string md = MarkdownReport(t, cells, Provenance(), "");
+  EXPECT_THAT(md, HasSubstr("gain of 1 — **reproduced**: 1 reproduced, 0 not reproduced, 0 inconclusive of 1 "
+                            "comparison; least favourable ours vs base on a: +1.7 [+0.2, +3.1] over 3 seeds (claimed "
+                            "+1.0)"));
 }
 
 // A claim about a setting: one column against the others, in every row (or one).
@@ -372,8 +422,11 @@ TEST(ReportTest, ColumnClaimComparesWithinRows) {
   one->add_others("h128");
   const std::string md = MarkdownReport(t, cells, Provenance(), "");
   // x: 65>=60, 65>=64; y: 68<70 (y has no h128).
-  EXPECT_THAT(md, HasSubstr("h64 is optimal — **does not hold**: 2 of 3 comparisons; worst y: h64 vs h16"));
-  EXPECT_THAT(md, HasSubstr("h64 beats h128 for x — **holds**: 1 of 1 comparisons"));
+  EXPECT_THAT(md, HasSubstr("h64 is optimal — **inconclusive**: 0 reproduced, 0 not reproduced, 3 inconclusive of 3 "
+                            "comparisons; least favourable y: h64 vs h16: -2.0 over 1 seed, no interval (claimed "
+                            "+0.0); on our means: does not hold, 2 of 3"));
+  EXPECT_THAT(md, HasSubstr("h64 beats h128 for x — **inconclusive**: 0 reproduced, 0 not reproduced, 1 inconclusive "
+                            "of 1 comparison"));
   auto* bound = t.add_claims();
   bound->set_text("x stays at most 64");
   bound->set_kind(proto::Claim::CELLS_AT_MOST);

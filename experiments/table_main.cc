@@ -232,6 +232,7 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
     value = total > 0 ? 100.0 * s[s.size() - 1] / total : 0.0;
   }
   r.values.push_back(value);
+  r.seeds.push_back(record.seed());
   const auto& curve = r.value == proto::Table::GLOBAL_TEST_ACCURACY ? record.global_test_curve() : record.test_curve();
   if (r.curve_sum.size() < static_cast<size_t>(curve.size())) r.curve_sum.resize(curve.size(), 0.0);
   for (int i = 0; i < curve.size(); ++i) r.curve_sum[i] += curve[i];
@@ -249,6 +250,7 @@ void ClearRuns(CellResult& r, CellResult::State state) {
   r.seeds_recorded = state == CellResult::State::kNotRun ? static_cast<int>(r.values.size()) : 0;
   r.state = state;
   r.values.clear();
+  r.seeds.clear();
   r.curve_sum.clear();
   r.curve_runs = 0;
   r.traffic_mib.clear();

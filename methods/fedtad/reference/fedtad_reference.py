@@ -228,7 +228,8 @@ class FedTadReference:
 
     def __init__(self, subgraphs, num_classes, global_num_nodes, ckr, global_state, generator_state,
                  hid_dim=64, dropout=0.5, lr=1e-2, weight_decay=5e-4, num_epochs=3, glb_epochs=5, it_g=1, it_d=5,
-                 lr_g=1e-3, lr_d=1e-3, num_gen=100, lam1=1, lam2=1, topk=5, noise_dim=32, fedtad=True):
+                 lr_g=1e-3, lr_d=1e-3, num_gen=100, lam1=1, lam2=1, topk=5, noise_dim=32, fedtad=True,
+                 diversity_once=False):
         self.subgraphs = subgraphs
         self.num_classes = num_classes
         self.num_clients = len(subgraphs)
@@ -236,6 +237,7 @@ class FedTadReference:
         self.num_epochs, self.glb_epochs, self.it_g, self.it_d = num_epochs, glb_epochs, it_g, it_d
         self.num_gen, self.lam1, self.lam2, self.topk, self.noise_dim = num_gen, lam1, lam2, topk, noise_dim
         self.fedtad = fedtad
+        self.diversity_once = diversity_once
         self.loss_fn = nn.CrossEntropyLoss()
 
         # zyl24/FedTAD@3285d54 train_fedtad.py:73-86 (train_fedavg.py:71-80 for the first three)
@@ -401,7 +403,12 @@ class FedTadReference:
                         loss_sem += ckr[client_id][class_i] * nn.CrossEntropyLoss()(
                             local_pred[each_class_idx[class_i]], c[each_class_idx[class_i]])
                     # diversity loss (same value for every client, added once per client)
-                    loss_div += DiversityLoss(metric='l1')(z.view(z.shape[0], -1), node_logits)
+                    if not self.diversity_once:
+                        loss_div += DiversityLoss(metric='l1')(z.view(z.shape[0], -1), node_logits)
+                    elif client_id == 0:
+                        # Not upstream: the same value once, times K (rounding aside), for whole
+                        # runs, where upstream's K copies of a [B, B, F] backward are 2/3 of a round.
+                        loss_div = self.num_clients * DiversityLoss(metric='l1')(z.view(z.shape[0], -1), node_logits)
                     # divergence loss (maximised by the generator, hence the minus)
                     for class_i in range(self.num_classes):
                         loss_diverg += - ckr[client_id][class_i] * torch.mean(torch.mean(
