@@ -92,7 +92,7 @@ class DifferentialTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
-    def port(self, trace, fedtad):
+    def port(self, trace, fedtad, **options):
         subgraphs = [Subgraph(trace, k) for k in range(CLIENTS)]
         ckr = None
         generator = None
@@ -105,12 +105,12 @@ class DifferentialTest(unittest.TestCase):
             subgraphs, num_classes=int(max(int(s.y.max()) for s in subgraphs)) + 1,
             global_num_nodes=sum(s.x.shape[0] for s in subgraphs), ckr=ckr,
             global_state=gcn_state(trace, 'round1/broadcast'), generator_state=generator,
-            dropout=0.0, fedtad=fedtad)
+            dropout=0.0, fedtad=fedtad, **options)
 
-    def check_rounds(self, method):
+    def check_rounds(self, method, **options):
         trace = self.traces[method]
         fedtad = method == 'fedtad'
-        port = self.port(trace, fedtad)
+        port = self.port(trace, fedtad, **options)
         for r in range(1, ROUNDS + 1):
             noise = None
             if fedtad:
@@ -134,6 +134,10 @@ class DifferentialTest(unittest.TestCase):
 
     def test_fedtad_rounds_agree_with_the_authors_code(self):
         self.check_rounds('fedtad')
+
+    def test_diversity_once_shortcut_of_the_whole_runs_agrees_too(self):
+        # experiments/authors_code/fedtad_port_runs.py computes the diversity loss once, times K.
+        self.check_rounds('fedtad', diversity_once=True)
 
 
 if __name__ == '__main__':
