@@ -6,9 +6,9 @@ starts from our initial global model and generator, reads our noise, and runs th
 every client's reply (its model after local training) and every broadcast (the aggregated, for
 FedTAD distilled, model) must agree within 1e-5. Dropout is 0 so that nothing else is random.
 
-Deliberate differences fed in rather than compared: the class reliabilities phi (our topology
-embedding is the paper's Eq. 3, the code's cal_topo_emb is a bug: methods/fedtad/README.md), so the
-port reads our uploaded phi.
+The one deliberate difference, the topology embedding inside the class reliabilities phi (ours is
+the paper's Eq. 3; the code's cal_topo_emb is a bug: methods/fedtad/README.md), is checked by running
+the authors' reliability loop with the paper's embedding; the rounds then read our uploaded phi.
 """
 import argparse
 import os
@@ -22,6 +22,7 @@ import torch
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
 from methods.fedtad.reference import fedtad_reference as ref  # noqa: E402
+from methods.reference import pyg  # noqa: E402
 
 TOLERANCE = 1e-5
 ROUNDS = 3
@@ -78,6 +79,18 @@ def gcn_state(trace, prefix):
     return state
 
 
+def return_probabilities(edge_index, num_nodes, steps=5):
+    """The paper's Eq. 3 topology embedding: (T^k)_ii for k = 1..steps, T the random-walk matrix of
+    A + I (written from the paper, not from our C++)."""
+    a = pyg.to_dense_adj(pyg.add_self_loops(edge_index)[0], max_num_nodes=num_nodes)[0]
+    t = a / a.sum(1, keepdim=True)
+    out, power = [], torch.eye(num_nodes, dtype=torch.float64)
+    for _ in range(steps):
+        power = power @ t.double()
+        out.append(torch.diagonal(power).float())
+    return torch.stack(out, 1)
+
+
 def max_difference(ours, theirs):
     return max(float((ours[k] - theirs[k]).abs().max()) for k in theirs)
 
@@ -128,6 +141,18 @@ class DifferentialTest(unittest.TestCase):
             self.assertLessEqual(d, TOLERANCE, f'{method} round {r}: the server model')
             if fedtad:
                 self.assertGreater(moved, 100 * TOLERANCE, 'FedTAD must change the aggregate for the test to mean anything')
+
+    def test_reliability_agrees_given_the_papers_topology_embedding(self):
+        # The authors' ckr loop (train_fedtad.py:96-111) with the paper's Eq. 3 embedding in place
+        # of their cal_topo_emb reproduces every client's uploaded phi.
+        trace = self.traces['fedtad']
+        subgraphs = [Subgraph(trace, k) for k in range(CLIENTS)]
+        ckr = ref.class_reliability(subgraphs, num_classes=4, topo_emb_fn=return_probabilities)
+        for k in range(CLIENTS):
+            ours = torch.from_numpy(trace[f'prepare/client{k}/fedtad.reliability'])
+            d = float(((ours - ckr[k]).abs() / ckr[k].abs().clamp_min(1)).max())
+            print(f'client {k} phi: ours {ours.tolist()}, port {ckr[k].tolist()}, max relative difference {d:.2e}')
+            self.assertLessEqual(d, TOLERANCE, f'client {k}: phi')
 
     def test_fedavg_rounds_agree_with_the_authors_code(self):
         self.check_rounds('fedavg')
