@@ -1,0 +1,117 @@
+#include "methods/testing/federation_trace.h"
+
+#include <map>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "fl/federation_driver.h"
+#include "fl/registry.h"
+#include "fl/simulator.h"
+#include "fl/tensor_codec.h"
+#include "google/protobuf/text_format.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::methods::testing {
+namespace {
+
+using graph::io::testing::NpyFromValues;
+using graph::io::testing::NpzMember;
+
+template <typename T>
+NpzMember Member(const std::string& name, const torch::Tensor& t) {
+  const torch::Tensor c = t.detach().cpu().contiguous();
+  std::vector<T> values(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
+  return {name + ".npy", NpyFromValues<T>(c.sizes().vec(), values)};
+}
+
+}  // namespace
+
+void FederationTrace::Add(const std::string& name, const torch::Tensor& t) {
+  if (t.scalar_type() == torch::kBool) {
+    const torch::Tensor c = t.detach().cpu().contiguous();
+    std::vector<bool> values(c.numel());
+    for (int64_t i = 0; i < c.numel(); ++i) values[i] = c.data_ptr<bool>()[i];
+    members.push_back({name + ".npy", NpyFromValues<bool>(c.sizes().vec(), values)});
+  } else if (t.scalar_type() == torch::kInt64) {
+    members.push_back(Member<int64_t>(name, t));
+  } else {
+    members.push_back(Member<float>(name, t.to(torch::kFloat)));
+  }
+}
+
+absl::Status FederationTrace::AddMessage(const std::string& prefix, const fl::proto::Message& m) {
+  FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(m));
+  for (const auto& [name, t] : tensors) Add(absl::StrCat(prefix, "/", name), t);
+  for (const auto& [name, v] : m.scalars()) {
+    members.push_back({absl::StrCat(prefix, "/scalar/", name, ".npy"), NpyFromValues<double>({}, {v})});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FederationTrace::Write(const std::string& path) const {
+  FGL_ASSIGN_OR_RETURN(std::string bytes, graph::io::testing::NpzBytes(members, /*deflate=*/false));
+  return graph::io::testing::WriteBytes(path, bytes);
+}
+
+absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, uint64_t seed) {
+  FederationTrace trace;
+  fl::FederationOptions o;
+  if (!google::protobuf::TextFormat::ParseFromString(spec_text, &o.spec)) {
+    return absl::InvalidArgumentError(absl::StrCat("not a FederationSpec textproto: ", spec_text));
+  }
+  o.seed = seed;
+  o.cache_dir = "none";
+  o.strict = true;
+  FGL_ASSIGN_OR_RETURN(trace.options, fl::ResolveOptions(o));
+  o = trace.options;
+
+  // Every client's data, as the federation builds it, and its state before round 1 (a client of
+  // its own, built as the run builds its clients: methods seed their initialisation).
+  std::vector<int> ids(o.spec.clients());
+  for (int k = 0; k < o.spec.clients(); ++k) ids[k] = k;
+  FGL_ASSIGN_OR_RETURN(trace.shards, fl::LoadClientShards(o, ids));
+  FGL_ASSIGN_OR_RETURN(fl::MethodFactories factories, fl::FindMethod(o.spec.method()));
+  FGL_ASSIGN_OR_RETURN(fl::MethodConfig config, fl::ServerMethodConfig(o, trace.shards.front().num_features,
+                                                                       trace.shards.front().num_classes));
+  for (const fl::ClientShard& s : trace.shards) {
+    const fl::ClientData& c = *s.data;
+    const std::string p = absl::StrCat("client", c.id, "/");
+    const graph::CsrGraph& g = c.data.graph;
+    const torch::Tensor source = torch::repeat_interleave(torch::arange(g.num_nodes()), g.row_ptr().diff());
+    trace.Add(p + "edge_index", torch::stack({source, g.col()}));
+    trace.Add(p + "x", c.data.features);
+    trace.Add(p + "y", c.data.labels);
+    trace.Add(p + "train", c.split.train);
+    trace.Add(p + "val", c.split.val);
+    trace.Add(p + "test", c.split.test);
+    FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::ClientAlgorithm> client,
+                         factories.client(s.data, fl::ClientMethodConfig(o, config, c.id)));
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message state, client->SaveState());
+    FGL_RETURN_IF_ERROR(trace.AddMessage(absl::StrCat("init/client", c.id), state));
+  }
+
+  // Every exchanged message.
+  absl::Status failed;
+  std::map<int, bool> eval_seen;
+  fl::DriverHooks hooks;
+  hooks.on_exchange = [&](int k, const fl::ClientTask& task, const fl::ClientAnswer& answer) {
+    auto add = [&](const std::string& prefix, const fl::proto::Message& m) {
+      if (failed.ok()) failed = trace.AddMessage(prefix, m);
+    };
+    if (task.kind == fl::ClientTask::Kind::kPrepare && answer.reply) add(absl::StrCat("prepare/client", k), *answer.reply);
+    if (task.kind == fl::ClientTask::Kind::kTrain && task.exchange == 0) {
+      const std::string r = absl::StrCat("round", task.round);
+      if (k == 0) add(r + "/broadcast", *task.message.message);
+      if (answer.reply) add(absl::StrCat(r, "/client", k), *answer.reply);
+    }
+    if (task.eval_round > 0 && task.eval_model.message && !eval_seen[task.eval_round]) {
+      eval_seen[task.eval_round] = true;
+      add(absl::StrCat("eval", task.eval_round), *task.eval_model.message);
+    }
+  };
+  FGL_ASSIGN_OR_RETURN(trace.result, fl::RunFederation(o, hooks));
+  FGL_RETURN_IF_ERROR(failed);
+  return trace;
+}
+
+}  // namespace fgl::methods::testing

@@ -1,0 +1,42 @@
+// A round-level trace of one in-process federation, written as an .npz for the differential tests
+// against ports of the authors' code (methods/<m>/reference/): every client's data and initial
+// state, and every message exchanged. A method's trace binary adds its own random draws.
+//
+// Members (numpy keys): client<k>/{x,edge_index,y,train,val,test} (edge_index in CSR order: the
+// order of a per-entry mask); init/client<k>/<tensor> (the state before round 1);
+// prepare/client<k>/<tensor>; round<r>/broadcast/<tensor>; round<r>/client<k>/<tensor> (the reply)
+// and .../scalar/<name>; eval<r>/<tensor> (the server's model scored after round r).
+#ifndef FGL_METHODS_TESTING_FEDERATION_TRACE_H_
+#define FGL_METHODS_TESTING_FEDERATION_TRACE_H_
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fl/federation.h"
+#include "fl/federation_setup.h"
+#include "fl/proto/message.pb.h"
+#include "graph/io/npz_writer.h"
+
+namespace fgl::methods::testing {
+
+struct FederationTrace {
+  fl::FederationOptions options;  // resolved
+  std::vector<fl::ClientShard> shards;
+  fl::FederationResult result;
+  std::vector<graph::io::testing::NpzMember> members;
+
+  void Add(const std::string& name, const torch::Tensor& tensor);
+  absl::Status AddMessage(const std::string& prefix, const fl::proto::Message& message);
+  absl::Status Write(const std::string& path) const;
+};
+
+// Runs the federation `spec_text` (an fl.proto.FederationSpec textproto) with training seed `seed`,
+// strictly (a failing client fails the run), and traces it.
+absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, uint64_t seed);
+
+}  // namespace fgl::methods::testing
+
+#endif  // FGL_METHODS_TESTING_FEDERATION_TRACE_H_
