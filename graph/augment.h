@@ -12,6 +12,11 @@ namespace fgl::graph {
 // Drops each undirected edge {u, v} with probability `p`, keeping the graph symmetric. O(E).
 CsrGraph DropEdges(const CsrGraph& graph, double p, Rng& rng);
 
+// What DropEdges keeps, drawn from `rng` exactly as DropEdges draws: bool [num_entries] over the
+// CSR entries, one draw per undirected edge {u, v} (at its u < v entry), both directions alike.
+// For tests that hand our draws to another implementation. O(E).
+torch::Tensor EdgeKeepMask(const CsrGraph& graph, double p, Rng& rng);
+
 // The keep mask of MaskFeatureColumns: float [f], each entry 0 with probability `p`, else 1.
 torch::Tensor FeatureColumnKeepMask(int64_t f, double p, Rng& rng);
 

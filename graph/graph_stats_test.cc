@@ -1,4 +1,5 @@
 // Tests for homophily, random-walk return probabilities, ego-graph sampling and augmentations.
+#include <algorithm>
 #include <vector>
 
 #include "graph/augment.h"
@@ -86,6 +87,25 @@ TEST(AugmentTest, DropEdgesKeepsSymmetryAndRate) {
   const double kept = m.sum().item<double>() / 4000.0;
   EXPECT_NEAR(kept, 0.75, 0.06);
   EXPECT_TRUE(torch::equal(m[0], m[3]));  // the same columns for every node
+}
+
+TEST(AugmentTest, EdgeKeepMaskIsWhatDropEdgesKeeps) {
+  const CsrGraph g = testing::CycleGraph(300);
+  Rng a(5), b(5);
+  const CsrGraph dropped = DropEdges(g, 0.4, a);
+  const torch::Tensor keep = EdgeKeepMask(g, 0.4, b);
+  ASSERT_EQ(keep.numel(), g.num_entries());
+  EXPECT_EQ(keep.sum().item<int64_t>(), dropped.num_entries());
+  EXPECT_EQ(a.NextU64(), b.NextU64());  // the same number of draws
+  // Entry by entry: u -> v is kept exactly when DropEdges kept {u, v}, in both directions.
+  const bool* k = keep.data_ptr<bool>();
+  for (int64_t u = 0; u < g.num_nodes(); ++u) {
+    int64_t e = g.row_ptr_data()[u];
+    for (int64_t v : g.neighbors(u)) {
+      const auto kept = dropped.neighbors(u);
+      EXPECT_EQ(k[e++], std::find(kept.begin(), kept.end(), v) != kept.end()) << u << " -> " << v;
+    }
+  }
 }
 
 }  // namespace
