@@ -23,6 +23,7 @@ import torch
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
 from methods.fedtad.reference import fedtad_reference as ref  # noqa: E402
 from methods.reference import pyg  # noqa: E402
+from methods.reference.trace import Subgraph, gcn_state, max_difference  # noqa: E402
 
 TOLERANCE = 1e-5
 ROUNDS = 3
@@ -30,14 +31,7 @@ CLIENTS = 3
 DATASET = 'csbm:num_nodes=300,num_classes=4,num_features=16,homophily=0.85'
 TRACE_BINARY = 'methods/fedtad/fedtad_trace'
 
-# Our GCN ("gcn:layers=2") and generator parameter names -> the port's state_dict keys. Our
-# GCNConv weight is [in, out] (x W), PyG's lin.weight is [out, in] (x W^T).
-GCN_NAMES = {
-    'body.0.weight': ('conv1.lin.weight', True),
-    'body.0.bias': ('conv1.bias', False),
-    'head.0.weight': ('conv2.lin.weight', True),
-    'head.0.bias': ('conv2.bias', False),
-}
+# Our ConditionalGenerator's parameter names -> the port's FedTAD_ConGenerator keys.
 GENERATOR_NAMES = {
     'label_embedding.weight': 'emb_layer.weight',
     'l1.weight': 'hid_layers.0.weight', 'l1.bias': 'hid_layers.0.bias',
@@ -47,17 +41,6 @@ GENERATOR_NAMES = {
 }
 
 
-class Subgraph:
-    def __init__(self, trace, k):
-        p = f'client{k}/'
-        self.x = torch.from_numpy(trace[p + 'x'])
-        self.edge_index = torch.from_numpy(trace[p + 'edge_index'])
-        self.y = torch.from_numpy(trace[p + 'y'])
-        self.train_idx = torch.from_numpy(trace[p + 'train'])
-        self.val_idx = torch.from_numpy(trace[p + 'val'])
-        self.test_idx = torch.from_numpy(trace[p + 'test'])
-
-
 def run_trace(method, out_dir):
     path = os.path.join(out_dir, f'{method}.npz')
     spec = (f'dataset: "{DATASET}" clients: {CLIENTS} method: "{method}" rounds: {ROUNDS} local_epochs: 3 '
@@ -65,18 +48,6 @@ def run_trace(method, out_dir):
     subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}'], check=True)
     with np.load(path) as npz:
         return {k: npz[k] for k in npz.files}
-
-
-def gcn_state(trace, prefix):
-    """The port's GCN state_dict from our tensors under `prefix/`."""
-    state = {}
-    for ours, (theirs, transpose) in GCN_NAMES.items():
-        key = f'{prefix}/{ours}'
-        if key not in trace:
-            raise KeyError(f'{key} not in the trace; it has {sorted(k for k in trace if k.startswith(prefix))}')
-        t = torch.from_numpy(trace[key])
-        state[theirs] = t.t().contiguous() if transpose else t
-    return state
 
 
 def return_probabilities(edge_index, num_nodes, steps=5):
@@ -89,10 +60,6 @@ def return_probabilities(edge_index, num_nodes, steps=5):
         power = power @ t.double()
         out.append(torch.diagonal(power).float())
     return torch.stack(out, 1)
-
-
-def max_difference(ours, theirs):
-    return max(float((ours[k] - theirs[k]).abs().max()) for k in theirs)
 
 
 class DifferentialTest(unittest.TestCase):

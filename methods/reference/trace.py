@@ -1,0 +1,43 @@
+"""Reading the round-level traces our C++ writes (methods/testing/federation_trace.h) in the
+differential tests against the reference ports: client data, our GCN's tensors under the port's
+PyG names, and the largest difference between two states."""
+import torch
+
+# Our GCN ("gcn:layers=2") parameter names -> the ports' (PyG) state_dict keys. Our
+# GCNConv weight is [in, out] (x W), PyG's lin.weight is [out, in] (x W^T).
+GCN_NAMES = {
+    'body.0.weight': ('conv1.lin.weight', True),
+    'body.0.bias': ('conv1.bias', False),
+    'head.0.weight': ('conv2.lin.weight', True),
+    'head.0.bias': ('conv2.bias', False),
+}
+
+
+class Subgraph:
+    """Client k's data in a trace, as the ports take it (pyg.Data's fields)."""
+
+    def __init__(self, trace, k):
+        p = f'client{k}/'
+        self.x = torch.from_numpy(trace[p + 'x'])
+        self.edge_index = torch.from_numpy(trace[p + 'edge_index'])
+        self.y = torch.from_numpy(trace[p + 'y'])
+        self.train_idx = torch.from_numpy(trace[p + 'train'])
+        self.val_idx = torch.from_numpy(trace[p + 'val'])
+        self.test_idx = torch.from_numpy(trace[p + 'test'])
+
+
+def gcn_state(trace, prefix):
+    """The port's GCN state_dict from our tensors under `prefix/`."""
+    state = {}
+    for ours, (theirs, transpose) in GCN_NAMES.items():
+        key = f'{prefix}/{ours}'
+        if key not in trace:
+            raise KeyError(f'{key} not in the trace; it has {sorted(k for k in trace if k.startswith(prefix))}')
+        t = torch.from_numpy(trace[key])
+        state[theirs] = t.t().contiguous() if transpose else t
+    return state
+
+
+def max_difference(ours, theirs):
+    """The largest |ours - theirs| over the tensors of `theirs`."""
+    return max(float((ours[k] - theirs[k]).abs().max()) for k in theirs)
