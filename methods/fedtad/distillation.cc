@@ -35,6 +35,7 @@ DistillationOptions FromParams(const FedTadParams& p, bool dropout_at_eval) {
   o.use_diverg = p.use_diverg();
   o.loss_form = p.loss_form() == FedTadParams::PAPER ? LossForm::kPaper : LossForm::kCode;
   o.dropout_at_eval = dropout_at_eval;
+  o.official_dropout_draws = p.official_dropout_draws();
   return o;
 }
 
@@ -201,13 +202,22 @@ absl::Status DataFreeDistiller::DistillOnRealGraph(Student& student, const std::
 }
 
 absl::Status DataFreeDistiller::DistillSteps(Student& student, const nn::NodeFeatures& features,
-                                             const nn::GraphView& view, const std::vector<torch::Tensor>& local,
-                                             const std::vector<torch::Tensor>& node_weight) {
+                                             const nn::GraphView& view, std::vector<torch::Tensor> local,
+                                             const std::vector<torch::Tensor>& node_weight, bool redraw_teachers) {
   student.model->train();
+  const bool per_teacher = options_.official_dropout_draws;
   for (int d = 0; d < options_.distill_steps; ++d) {
-    const torch::Tensor global_logits = student.model->forward(features, view).logits;
+    if (redraw_teachers && d > 0) {  // the official code's fresh teacher masks in every step
+      torch::NoGradGuard no_grad;
+      for (size_t k = 0; k < local.size(); ++k) local[k] = teacher_models_[k]->forward(features, view).logits;
+    }
+    // The official code forwards the global model once per teacher (a fresh mask each).
+    torch::Tensor global_logits = student.model->forward(features, view).logits;
     torch::Tensor loss = torch::zeros({}, global_logits.options());
-    for (size_t k = 0; k < local.size(); ++k) loss = loss + TeacherLoss(global_logits, local[k], node_weight[k]);
+    for (size_t k = 0; k < local.size(); ++k) {
+      if (per_teacher && k > 0) global_logits = student.model->forward(features, view).logits;
+      loss = loss + TeacherLoss(global_logits, local[k], node_weight[k]);
+    }
     if (!std::isfinite(loss.item<double>())) {
       return absl::InternalError(absl::StrCat("fedtad: distillation loss is ", loss.item<double>()));
     }
@@ -256,9 +266,11 @@ absl::Status DataFreeDistiller::Distill(const fl::NamedTensors& student_params,
       const torch::Tensor x = generator_->forward(z, labels_);
       FGL_ASSIGN_OR_RETURN(nn::GraphView view, graph_of(x));
       const nn::NodeFeatures features(x);
-      const torch::Tensor global_logits = student->model->forward(features, view).logits;
+      torch::Tensor global_logits = student->model->forward(features, view).logits;
       torch::Tensor sem = torch::zeros({}, x.options()), diverg = torch::zeros({}, x.options());
       for (int64_t k = 0; k < num_teachers; ++k) {
+        // The official code forwards the global model once per teacher (a fresh mask each).
+        if (options_.official_dropout_draws && k > 0) global_logits = student->model->forward(features, view).logits;
         const torch::Tensor local = teacher_models_[k]->forward(features, view).logits;
         const torch::Tensor ce = torch::nn::functional::cross_entropy(
             local, labels_, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
@@ -304,7 +316,8 @@ absl::Status DataFreeDistiller::Distill(const fl::NamedTensors& student_params,
       for (int64_t k = 0; k < num_teachers; ++k) local[k] = teacher_models_[k]->forward(features, view).logits;
     }
     VLOG(1) << "fedtad iteration " << it << ": mean |x| " << x.abs().mean().item<double>();
-    FGL_RETURN_IF_ERROR(DistillSteps(*student, features, view, local, node_weight));
+    FGL_RETURN_IF_ERROR(
+        DistillSteps(*student, features, view, std::move(local), node_weight, options_.official_dropout_draws));
   }
   student->model->eval();
   return CopyInto(NamedParameters(*student->model), student_params, "fedtad student -> aggregate");

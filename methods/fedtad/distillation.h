@@ -43,6 +43,9 @@ struct DistillationOptions {
   // Frozen models (teachers, and the global model in the generator step) keep dropout on, as the
   // official code's always-on dropout does.
   bool dropout_at_eval = false;
+  // FedTadParams.official_dropout_draws: the global model forwarded per teacher, teacher logits
+  // redrawn per distillation step, as the official code draws its dropout masks.
+  bool official_dropout_draws = false;
 };
 
 // The distiller's settings from the method's parameters.
@@ -107,9 +110,11 @@ class DataFreeDistiller {
   // class's node count in the code form (a mean within each class).
   std::vector<torch::Tensor> NodeWeights(const std::vector<Teacher>& teachers, const torch::Tensor& labels) const;
   absl::Status DistillOnRealGraph(Student& student, const std::vector<Teacher>& teachers, uint64_t seed);
-  // I_d steps of the student towards the teachers' fixed logits `local` on (features, view).
+  // I_d steps of the student towards the teachers' logits `local` on (features, view); with
+  // official_dropout_draws the teachers' logits are redrawn in each step (pseudo graphs).
   absl::Status DistillSteps(Student& student, const nn::NodeFeatures& features, const nn::GraphView& view,
-                            const std::vector<torch::Tensor>& local, const std::vector<torch::Tensor>& node_weight);
+                            std::vector<torch::Tensor> local, const std::vector<torch::Tensor>& node_weight,
+                            bool redraw_teachers = false);
 
   std::string model_spec_;
   int64_t num_features_, num_classes_;

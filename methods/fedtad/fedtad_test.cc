@@ -119,8 +119,8 @@ struct DistillCase {
   std::shared_ptr<nn::GnnModel> student, teacher;
   std::unique_ptr<DataFreeDistiller> distiller;
 };
-absl::StatusOr<DistillCase> MakeDistillCase(uint64_t seed, const DistillationOptions& o) {
-  const std::string spec = "gcn:layers=2,hidden=16,dropout=0.5";
+absl::StatusOr<DistillCase> MakeDistillCase(uint64_t seed, const DistillationOptions& o,
+                                            const std::string& spec = "gcn:layers=2,hidden=16,dropout=0.5") {
   torch::manual_seed(seed);
   DistillCase c;
   FGL_ASSIGN_OR_RETURN(c.student, nn::MakeModel(spec, 8, 3));
@@ -154,6 +154,30 @@ TEST(DistillerTest, StudentMovesTowardsTheTeachers) {
   EXPECT_LT(LogitGap(c, probe, view), 0.7 * before);
   EXPECT_THAT(c.distiller->Distill(live, {Teacher{Params(*c.teacher), torch::ones({2})}}, 0, 1),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("class weights")));
+}
+
+// The official code's dropout draws change the result only where dropout draws anything: with a
+// dropout-free model they are the same computation (up to rounding: K backward passes through the
+// global model instead of one). The student trains with dropout, so with dropout in the model they
+// matter even when the frozen models evaluate without it.
+TEST(DistillerTest, OfficialDropoutDrawsMatterOnlyWithDropout) {
+  auto distilled = [](const std::string& spec, bool dropout_at_eval, bool official) -> torch::Tensor {
+    DistillationOptions o = FromParams(FedTadParams(), dropout_at_eval);
+    o.num_pseudo = 30;
+    o.official_dropout_draws = official;
+    auto c = MakeDistillCase(1, o, spec);
+    CHECK(c.ok()) << c.status();
+    const fl::NamedTensors live = Params(*c->student);
+    const std::vector<Teacher> teachers = {Teacher{Params(*c->teacher), torch::ones({3})},
+                                           Teacher{Params(*c->teacher), torch::full({3}, 0.5)}};
+    CHECK(c->distiller->Distill(live, teachers, 0, 7).ok());
+    return live.front().second.clone();
+  };
+  const std::string no_dropout = "gcn:layers=2,hidden=16,dropout=0", dropout = "gcn:layers=2,hidden=16,dropout=0.5";
+  EXPECT_TRUE(torch::allclose(distilled(no_dropout, true, false), distilled(no_dropout, true, true), 1e-5, 1e-6));
+  EXPECT_FALSE(torch::equal(distilled(dropout, true, false), distilled(dropout, true, true)));
+  EXPECT_FALSE(torch::equal(distilled(dropout, false, false), distilled(dropout, false, true)));
+  EXPECT_TRUE(torch::equal(distilled(dropout, true, true), distilled(dropout, true, true)));  // still seeded
 }
 
 // r-eq: distillation on a given real graph moves the student towards the teacher on that graph.

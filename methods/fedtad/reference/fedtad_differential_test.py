@@ -41,10 +41,12 @@ GENERATOR_NAMES = {
 }
 
 
-def run_trace(method, out_dir):
-    path = os.path.join(out_dir, f'{method}.npz')
+def run_trace(method, out_dir, name=None, params=''):
+    path = os.path.join(out_dir, f'{name or method}.npz')
     spec = (f'dataset: "{DATASET}" clients: {CLIENTS} method: "{method}" rounds: {ROUNDS} local_epochs: 3 '
             'model: "gcn:layers=2,hidden=64,dropout=0" lr: 0.01 weight_decay: 0.0005')
+    if params:
+        spec += f' method_params {{ [type.googleapis.com/fgl.methods.fedtad.FedTadParams] {{ {params} }} }}'
     subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}'], check=True)
     with np.load(path) as npz:
         return {k: npz[k] for k in npz.files}
@@ -67,6 +69,10 @@ class DifferentialTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.traces = {m: run_trace(m, cls.tmp.name) for m in ('fedavg', 'fedtad')}
+        # The authors' dropout draws (global model per teacher, teachers per step): the same
+        # computation without dropout, up to the rounding of K backward passes.
+        cls.traces['fedtad_official_draws'] = run_trace('fedtad', cls.tmp.name, 'fedtad_official_draws',
+                                                        'official_dropout_draws: true')
 
     @classmethod
     def tearDownClass(cls):
@@ -89,7 +95,7 @@ class DifferentialTest(unittest.TestCase):
 
     def check_rounds(self, method, **options):
         trace = self.traces[method]
-        fedtad = method == 'fedtad'
+        fedtad = method.startswith('fedtad')
         port = self.port(trace, fedtad, **options)
         for r in range(1, ROUNDS + 1):
             noise = None
@@ -126,6 +132,9 @@ class DifferentialTest(unittest.TestCase):
 
     def test_fedtad_rounds_agree_with_the_authors_code(self):
         self.check_rounds('fedtad')
+
+    def test_fedtad_with_the_official_dropout_draws_agrees_too(self):
+        self.check_rounds('fedtad_official_draws')
 
     def test_diversity_once_shortcut_of_the_whole_runs_agrees_too(self):
         # experiments/authors_code/fedtad_port_runs.py computes the diversity loss once, times K.
