@@ -291,6 +291,7 @@ class OpenFglFederation:
     """
     client_cls = None
     server_cls = None
+    has_global_model = True  # False: the server model is never updated (prototype methods)
 
     def __init__(self, subgraphs, num_classes, global_state=None, client_states=None, hid_dim=64,
                  num_layers=2, dropout=0.5, lr=1e-2, weight_decay=5e-4, num_epochs=3, first_round=0,
@@ -336,7 +337,8 @@ class OpenFglFederation:
           server_message: message_pool['server'] as the clients received it this round
           uploads: {client_id: message_pool['client_<id>']} right after its send_message
           local: per client (all clients), its model state_dict at the end of the round
-          global: the server model's state_dict after server.execute()
+          global: the server model's state_dict after server.execute() (absent when
+            has_global_model is False)
           + extra_state() of the method.
         Tensor lists parallel to model.parameters() are returned as {param name: tensor}."""
         if sampled_clients is None:
@@ -355,7 +357,8 @@ class OpenFglFederation:
         self.server.execute()
         self.round += 1
         out['local'] = [clone_state(c.task.model) for c in self.clients]
-        out['global'] = clone_state(self.server.task.model)
+        if self.has_global_model:
+            out['global'] = clone_state(self.server.task.model)
         out.update(self.extra_state())
         return out
 

@@ -12,6 +12,14 @@ GCN_NAMES = {
     'head.0.bias': ('conv2.bias', False),
 }
 
+# The same under OpenFGL's GCN names (openfgl/model/gcn.py: a ModuleList `layers` of GCNConv).
+OPENFGL_GCN_NAMES = {
+    'body.0.weight': ('layers.0.lin.weight', True),
+    'body.0.bias': ('layers.0.bias', False),
+    'head.0.weight': ('layers.1.lin.weight', True),
+    'head.0.bias': ('layers.1.bias', False),
+}
+
 
 class Subgraph:
     """Client k's data in a trace, as the ports take it (pyg.Data's fields)."""
@@ -26,10 +34,10 @@ class Subgraph:
         self.test_idx = torch.from_numpy(trace[p + 'test'])
 
 
-def gcn_state(trace, prefix):
-    """The port's GCN state_dict from our tensors under `prefix/`."""
+def gcn_state(trace, prefix, names=None):
+    """The port's GCN state_dict from our tensors under `prefix/` (names: GCN_NAMES by default)."""
     state = {}
-    for ours, (theirs, transpose) in GCN_NAMES.items():
+    for ours, (theirs, transpose) in (names or GCN_NAMES).items():
         key = f'{prefix}/{ours}'
         if key not in trace:
             raise KeyError(f'{key} not in the trace; it has {sorted(k for k in trace if k.startswith(prefix))}')

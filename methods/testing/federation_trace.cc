@@ -73,6 +73,11 @@ absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, ui
   FGL_ASSIGN_OR_RETURN(fl::MethodFactories factories, fl::FindMethod(o.spec.method()));
   FGL_ASSIGN_OR_RETURN(fl::MethodConfig config, fl::ServerMethodConfig(o, trace.shards.front().num_features,
                                                                        trace.shards.front().num_classes));
+  {  // the server's state before round 1, built as the run builds it (init/server/<tensor>)
+    FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::ServerAlgorithm> server, factories.server(config));
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message state, server->SaveState());
+    FGL_RETURN_IF_ERROR(trace.AddMessage("init/server", state));
+  }
   for (const fl::ClientShard& s : trace.shards) {
     const fl::ClientData& c = *s.data;
     const std::string p = absl::StrCat("client", c.id, "/");

@@ -3,7 +3,8 @@
 // state, and every message exchanged. A method's trace binary adds its own random draws.
 //
 // Members (numpy keys): client<k>/{x,edge_index,y,train,val,test} (edge_index in CSR order: the
-// order of a per-entry mask); init/client<k>/<tensor> (the state before round 1);
+// order of a per-entry mask); init/client<k>/<tensor> and init/server/<tensor> (the states
+// before round 1);
 // prepare/client<k>/<tensor>; round<r>/broadcast/<tensor>; round<r>/client<k>/<tensor> (the reply)
 // and .../scalar/<name>; eval<r>/<tensor> (the server's model scored after round r).
 #ifndef FGL_METHODS_TESTING_FEDERATION_TRACE_H_

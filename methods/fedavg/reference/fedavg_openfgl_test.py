@@ -55,6 +55,17 @@ class FedAvgOpenFglTest(unittest.TestCase):
         _, _, _, b = run(rounds=3)
         self.assertTrue(nested_equal(a, b))
 
+    def test_dropout_draws_from_the_global_torch_rng(self):
+        def go(seed):
+            _, subgraphs, state = tiny_setup()
+            fed = FedAvgOpenFgl(subgraphs, 3, state, hid_dim=5, dropout=0.5)
+            torch.manual_seed(seed)
+            return [fed.train_round() for _ in range(2)]
+        a, b = go(3), go(3)
+        self.assertTrue(nested_equal(a, b))
+        self.assertFalse(nested_equal(a, go(4)))
+        self.assertFalse(nested_equal(a, run()[3]))
+
     def test_only_sampled_clients_train_and_count(self):
         _, _, fed, outs = run(rounds=1)
         out = fed.train_round(sampled_clients=[1])
