@@ -154,3 +154,73 @@ def to_dense_adj(edge_index, max_num_nodes=None, edge_attr=None):
         edge_attr = torch.ones(edge_index.size(1), device=edge_index.device)
     flat = scatter(edge_attr, edge_index[0] * n + edge_index[1], 0, n * n, 'sum')
     return flat.view(1, n, n)
+
+
+def degree(index, num_nodes=None, dtype=None):
+    """torch_geometric.utils.degree: how often each node id 0..N-1 occurs in the
+    1-D `index` (scatter-add of ones), as `dtype` (default the default float dtype).
+    N defaults to max(index) + 1."""
+    n = _num_nodes(index, num_nodes)
+    out = torch.zeros((n,), dtype=dtype, device=index.device)
+    one = torch.ones((index.size(0),), dtype=out.dtype, device=out.device)
+    return out.scatter_add_(0, index, one)
+
+
+def dropout_adj(edge_index, edge_attr=None, p=0.5, force_undirected=False, num_nodes=None, training=True,
+                keep_mask=None):
+    """torch_geometric.utils.dropout_adj (PyG >= 2.0.4, deprecated alias kept through 2.x): keeps
+    edge e iff torch.rand(E)[e] >= p, i.e. ONE uniform draw per stored (directed) edge from the
+    global torch RNG, so the two directions of an undirected edge are dropped independently.
+    No draw at all when training is False or p == 0. Returns (edge_index[:, keep], edge_attr[keep]).
+
+    keep_mask (not in PyG): a bool [E] mask used instead of the draw, so that a test can inject
+    it. force_undirected=True is not ported."""
+    if p < 0. or p > 1.:
+        raise ValueError(f'Dropout probability has to be between 0 and 1 (got {p}')
+    if force_undirected:
+        raise NotImplementedError('force_undirected')
+    if not training or p == 0.0:
+        return edge_index, edge_attr
+    row, col = edge_index
+    mask = (torch.rand(row.size(0), device=edge_index.device) >= p) if keep_mask is None else keep_mask.bool()
+    row, col = row[mask], col[mask]
+    if edge_attr is not None:
+        edge_attr = edge_attr[mask]
+    return torch.stack([row, col], dim=0), edge_attr
+
+
+class LabelPropagation:
+    """torch_geometric.nn.models.LabelPropagation(num_layers, alpha) (PyG 2.x; no parameters).
+    forward(y, edge_index, mask=None, edge_weight=None, post_step=None), under no_grad:
+      out = y with the rows outside `mask` zeroed (all of y when mask is None);
+      edge weights from gcn_norm(edge_index, add_self_loops=False): w = deg^-1/2[src] *
+      deg^-1/2[dst], deg counted over dst, deg 0 -> 0 (so NO self loops);
+      res = (1 - alpha) * out; num_layers times: out = alpha * scatter_sum(w * out[src] -> dst)
+      + res, then clamp_(0, 1) (or post_step(out) when one is given).
+    A long 1-D y is one-hot encoded first (not needed by the ports)."""
+
+    def __init__(self, num_layers, alpha):
+        self.num_layers = num_layers
+        self.alpha = alpha
+
+    @torch.no_grad()
+    def forward(self, y, edge_index, mask=None, edge_weight=None, post_step=None):
+        if y.dtype == torch.long and y.size(0) == y.numel():
+            y = torch.nn.functional.one_hot(y.view(-1)).to(torch.float)
+        out = y
+        if mask is not None:
+            out = torch.zeros_like(y)
+            out[mask] = y[mask]
+        if edge_weight is None:
+            edge_index, edge_weight = gcn_norm(edge_index, num_nodes=y.size(0), add_self_loops=False)
+        res = (1 - self.alpha) * out
+        for _ in range(self.num_layers):
+            out = scatter(edge_weight.view(-1, 1) * out[edge_index[0]], edge_index[1], 0, y.size(0), 'sum')
+            out.mul_(self.alpha).add_(res)
+            if post_step is not None:
+                out = post_step(out)
+            else:
+                out.clamp_(0., 1.)
+        return out
+
+    __call__ = forward

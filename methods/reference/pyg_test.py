@@ -109,5 +109,38 @@ class PygTest(unittest.TestCase):
         self.assertClose(out, torch.stack([xw[0], xw[0] / math.sqrt(2) + xw[1] / 2, xw[2]]) + b)
 
 
+    def test_degree(self):
+        self.assertTrue(torch.equal(pyg.degree(torch.tensor([0, 1, 0, 2, 0]), dtype=torch.long),
+                                    torch.tensor([3, 1, 1])))
+        self.assertClose(pyg.degree(torch.tensor([0, 1, 0]), num_nodes=4), [2, 1, 0, 0])
+
+    def test_dropout_adj_one_draw_per_stored_edge(self):
+        ei = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
+        attr = torch.tensor([1.0, 2.0, 3.0, 4.0])
+        out, a = pyg.dropout_adj(ei, attr, p=0.3, keep_mask=torch.tensor([True, False, False, True]))
+        self.assertTrue(torch.equal(out, torch.tensor([[0, 2], [1, 1]])))
+        self.assertClose(a, [1, 4])
+        torch.manual_seed(3)
+        u = torch.rand(4)
+        torch.manual_seed(3)
+        out, _ = pyg.dropout_adj(ei, p=0.3)
+        self.assertTrue(torch.equal(out, ei[:, u >= 0.3]))
+        self.assertIs(pyg.dropout_adj(ei, p=0.0)[0], ei)  # no draw
+        self.assertIs(pyg.dropout_adj(ei, p=0.3, training=False)[0], ei)
+
+    def test_label_propagation_path(self):
+        # Path 0 - 1 - 2 without self loops: degrees [1, 2, 1], every edge weight 1 / sqrt(2).
+        r = 1 / math.sqrt(2)
+        y = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+        mask = torch.tensor([True, False, False])
+        # out0 = [[1, 0], 0, 0]; res = 0.5 * out0.
+        # layer 1: A out0 = [0, (r, 0), 0] -> 0.5 * that + res = [[.5, 0], [r/2, 0], [0, 0]]
+        self.assertClose(pyg.LabelPropagation(1, 0.5)(y, PATH, mask), [[0.5, 0], [r / 2, 0], [0, 0]])
+        # layer 2: A out1 = [(1/4, 0), (r/2, 0), (1/4, 0)] -> [[.5 + 1/8, 0], [r/4, 0], [1/8, 0]]
+        self.assertClose(pyg.LabelPropagation(2, 0.5)(y, PATH, mask), [[0.625, 0], [r / 4, 0], [0.125, 0]])
+        # No mask, values clamped to [0, 1] after each layer: node 0 2 -> 1, node 1 0.5*4r -> 1.
+        y = torch.tensor([[4.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+        self.assertClose(pyg.LabelPropagation(1, 0.5)(y, PATH), [[1, 0], [1, 0], [0, 0]])
+
 if __name__ == '__main__':
     unittest.main()

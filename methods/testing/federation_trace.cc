@@ -1,9 +1,13 @@
 #include "methods/testing/federation_trace.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <map>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "fl/checkpoint_file.h"
 #include "fl/federation_driver.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
@@ -114,7 +118,30 @@ absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, ui
       add(absl::StrCat("eval", task.eval_round), *task.eval_model.message);
     }
   };
-  FGL_ASSIGN_OR_RETURN(trace.result, fl::RunFederation(o, hooks));
+  // Every state after every round (state<r>/server/<tensor>, state<r>/client<k>/<tensor>), from
+  // the checkpoint the driver writes after each round: what stays on a client (a private model,
+  // a local stage's result) is compared too.
+  char scratch[] = "/tmp/fgl_trace_XXXXXX";
+  if (mkdtemp(scratch) == nullptr) return absl::InternalError("cannot make a scratch directory under /tmp");
+  o.checkpoint_dir = scratch;
+  o.checkpoint_every = 1;
+  hooks.after_checkpoint = [&](int round) {
+    if (!failed.ok()) return;
+    absl::StatusOr<std::unique_ptr<fl::CheckpointReader>> reader =
+        fl::CheckpointReader::Open(absl::StrCat(scratch, "/checkpoint.pb"));
+    if (!reader.ok()) {
+      failed = reader.status();
+      return;
+    }
+    failed = trace.AddMessage(absl::StrCat("state", round, "/server"), (*reader)->header().server());
+    for (int k = 0; failed.ok() && !(*reader)->AtEnd(); ++k) {
+      absl::StatusOr<fl::proto::Message> client = (*reader)->NextClientState();
+      failed = client.ok() ? trace.AddMessage(absl::StrCat("state", round, "/client", k), *client) : client.status();
+    }
+  };
+  absl::StatusOr<fl::FederationResult> result = fl::RunFederation(o, hooks);
+  std::filesystem::remove_all(scratch);
+  FGL_ASSIGN_OR_RETURN(trace.result, std::move(result));
   FGL_RETURN_IF_ERROR(failed);
   return trace;
 }

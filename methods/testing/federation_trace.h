@@ -6,7 +6,8 @@
 // order of a per-entry mask); init/client<k>/<tensor> and init/server/<tensor> (the states
 // before round 1);
 // prepare/client<k>/<tensor>; round<r>/broadcast/<tensor>; round<r>/client<k>/<tensor> (the reply)
-// and .../scalar/<name>; eval<r>/<tensor> (the server's model scored after round r).
+// and .../scalar/<name>; eval<r>/<tensor> (the server's model scored after round r);
+// state<r>/server/<tensor> and state<r>/client<k>/<tensor> (every state after round r).
 #ifndef FGL_METHODS_TESTING_FEDERATION_TRACE_H_
 #define FGL_METHODS_TESTING_FEDERATION_TRACE_H_
 

@@ -2,9 +2,10 @@
 FedGKC has no public code), round by round.
 
 //methods/fedgkc:fedgkc_trace runs our C++ federation and writes every exchanged message, each
-client's state before round 1 (private model and copilot), and every augmented view. The reference
+client's state before round 1 and after every round (private model and copilot), and every
+augmented view. The reference
 starts from those states, applies those views, and runs the same rounds; every uploaded copilot,
-every client's N_k and P_k, and every aggregated copilot must agree within 1e-5. Dropout is 0 so
+every private model, every client's N_k and P_k, and every aggregated copilot must agree within 1e-5. Dropout is 0 so
 that nothing else is random. Clients are all GCNs (the reference has one architecture so far).
 """
 import argparse
@@ -81,6 +82,10 @@ class DifferentialTest(unittest.TestCase):
                       f'N {trace[p + "/scalar/data_volume"]:.0f} / {got["N"][k]}, '
                       f'P {trace.get(p + "/scalar/knowledge", np.nan):.6f} / {got["P"][k]:.6f}')
                 self.assertLessEqual(d, TOLERANCE, f'{name} round {r}: client {k}\'s copilot')
+                # The private model never leaves the client: read from the state after the round.
+                d = max_difference(gcn_state(trace, f'state{r}/client{k}'), got['privates'][k])
+                print(f'{name} round {r} client {k}: private model max |ours - reference| = {d:.2e}')
+                self.assertLessEqual(d, TOLERANCE, f'{name} round {r}: client {k}\'s private model')
                 self.assertEqual(float(trace[p + '/scalar/data_volume']), float(got['N'][k]))
                 if p + '/scalar/knowledge' in trace:
                     self.assertAlmostEqual(float(trace[p + '/scalar/knowledge']), float(got['P'][k]), delta=TOLERANCE)
