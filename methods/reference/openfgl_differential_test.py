@@ -82,7 +82,19 @@ class OpenFglDifferentialTest(unittest.TestCase):
                 print(f'{method} round {r} client {k}: max |ours - OpenFGL| = {d:.2e}')
                 self.assertLessEqual(d, TOLERANCE, f'{method} round {r}: client {k} after local training')
                 worst = max(worst, d)
-            server = f'round{r + 1}/broadcast' if r < ROUNDS else None
+            if r < rounds and f'round{r + 1}/to_client1/body.0.weight' in trace:  # personalised
+                for k in range(CLIENTS):
+                    sent = f'round{r + 1}/broadcast' if k == 0 else f'round{r + 1}/to_client{k}'
+                    d = max_difference(state(trace, sent), got['personalized'][k])
+                    print(f'{method} round {r} server -> client {k}: max |ours - OpenFGL| = {d:.2e}')
+                    self.assertLessEqual(d, TOLERANCE, f'{method} round {r}: client {k}\'s aggregate')
+                    worst = max(worst, d)
+                for k in range(CLIENTS):
+                    d = abs(float(trace[f'round{r}/client{k}/scalar/confidence']) - float(got['uploads'][k]['agg_w']))
+                    self.assertLessEqual(d, TOLERANCE * max(1.0, abs(float(got['uploads'][k]['agg_w']))),
+                                         f'{method} round {r}: client {k}\'s confidence')
+                continue
+            server = f'round{r + 1}/broadcast' if r < rounds else None
             if server is not None and f'{server}/body.0.weight' in trace:
                 d = max_difference(state(trace, server), got['global'])
                 print(f'{method} round {r} server: max |ours - OpenFGL| = {d:.2e}')
@@ -114,6 +126,10 @@ class OpenFglDifferentialTest(unittest.TestCase):
     def test_feddc(self):
         from methods.feddc.reference.feddc_openfgl import FedDCOpenFgl
         self.check('feddc', '', FedDCOpenFgl)
+
+    def test_fedgta(self):
+        from methods.fedgta.reference.fedgta_openfgl import FedGTAOpenFgl
+        self.check('fedgta', '', FedGTAOpenFgl)
 
     def test_fedproto(self):
         from methods.fedproto.reference.fedproto_openfgl import FedProtoOpenFgl

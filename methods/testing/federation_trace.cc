@@ -102,6 +102,7 @@ absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, ui
   // Every exchanged message.
   absl::Status failed;
   std::map<int, bool> eval_seen;
+  std::map<int, std::shared_ptr<const fl::proto::Message>> first_message;  // round -> the first task's
   fl::DriverHooks hooks;
   hooks.on_exchange = [&](int k, const fl::ClientTask& task, const fl::ClientAnswer& answer) {
     auto add = [&](const std::string& prefix, const fl::proto::Message& m) {
@@ -111,6 +112,14 @@ absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, ui
     if (task.kind == fl::ClientTask::Kind::kTrain && task.exchange == 0) {
       const std::string r = absl::StrCat("round", task.round);
       if (k == 0) add(r + "/broadcast", *task.message.message);
+      // A personalised broadcast (a message of its own per client) is kept per client too.
+      if (task.message.message != first_message[task.round]) {
+        if (first_message[task.round] == nullptr) {
+          first_message[task.round] = task.message.message;
+        } else {
+          add(absl::StrCat(r, "/to_client", k), *task.message.message);
+        }
+      }
       if (answer.reply) add(absl::StrCat(r, "/client", k), *answer.reply);
     }
     if (task.eval_round > 0 && task.eval_model.message && !eval_seen[task.eval_round]) {

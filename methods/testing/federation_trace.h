@@ -5,7 +5,8 @@
 // Members (numpy keys): client<k>/{x,edge_index,y,train,val,test} (edge_index in CSR order: the
 // order of a per-entry mask); init/client<k>/<tensor> and init/server/<tensor> (the states
 // before round 1);
-// prepare/client<k>/<tensor>; round<r>/broadcast/<tensor>; round<r>/client<k>/<tensor> (the reply)
+// prepare/client<k>/<tensor>; round<r>/broadcast/<tensor> (client 0's task; with a personalised
+// broadcast also round<r>/to_client<k>/<tensor> for k > 0); round<r>/client<k>/<tensor> (the reply)
 // and .../scalar/<name>; eval<r>/<tensor> (the server's model scored after round r);
 // state<r>/server/<tensor> and state<r>/client<k>/<tensor> (every state after round r).
 #ifndef FGL_METHODS_TESTING_FEDERATION_TRACE_H_
