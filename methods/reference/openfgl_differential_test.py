@@ -26,11 +26,11 @@ DATASET = 'csbm:num_nodes=350,num_classes=4,num_features=16,homophily=0.85'
 TRACE_BINARY = 'methods/testing/trace'
 
 
-def run_trace(method, params, out_dir):
+def run_trace(method, params, out_dir, flags=()):
     path = os.path.join(out_dir, f'{method}.npz')
     spec = (f'dataset: "{DATASET}" clients: {CLIENTS} method: "{method}" rounds: {ROUNDS} local_epochs: 3 '
             f'model: "gcn:layers=2,hidden=64,dropout=0" lr: 0.01 weight_decay: 0.0005 {params}')
-    subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}'], check=True)
+    subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}'] + list(flags), check=True)
     with np.load(path) as npz:
         return {k: npz[k] for k in npz.files}
 
@@ -46,10 +46,10 @@ class OpenFglDifferentialTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def check(self, method, params, port_class, rounds=ROUNDS, **options):
+    def check(self, method, params, port_class, rounds=ROUNDS, flags=(), round_args=None, **options):
         """Replies (each client's model after local training) and broadcasts (the server's model),
-        over the first `rounds` rounds."""
-        trace = run_trace(method, params, self.tmp.name)
+        over the first `rounds` rounds. round_args(trace, r): train_round's arguments (our draws)."""
+        trace = run_trace(method, params, self.tmp.name, flags)
         subgraphs = [Subgraph(trace, k) for k in range(CLIENTS)]
         # Prototype methods send no weights: every client keeps (and the port starts from) its own.
         shares_weights = 'round1/broadcast/body.0.weight' in trace
@@ -60,7 +60,7 @@ class OpenFglDifferentialTest(unittest.TestCase):
                           dropout=0.0, **options)
         worst = 0.0
         for r in range(1, rounds + 1):
-            got = port.train_round()
+            got = port.train_round(**(round_args(trace, r) if round_args else {}))
             if not shares_weights:  # prototypes: each client's upload, then the server's average
                 for k in range(CLIENTS):
                     ours = torch.from_numpy(trace[f'round{r}/client{k}/prototypes'])
@@ -130,6 +130,27 @@ class OpenFglDifferentialTest(unittest.TestCase):
     def test_fedgta(self):
         from methods.fedgta.reference.fedgta_openfgl import FedGTAOpenFgl
         self.check('fedgta', '', FedGTAOpenFgl)
+
+    def test_fgssl(self):
+        # Our views (FgsslClient draws per local epoch: weak, then strong, from "fgssl/views") handed
+        # to the port; our views drop both directions of an edge together, OpenFGL's each direction.
+        from methods.fgssl.reference.fgssl_openfgl import FgsslOpenFgl
+
+        def views(trace, r):
+            out = {}
+            for k in range(CLIENTS):
+                out[k] = []
+                for e in range(3):
+                    v = f'round{r}/client{k}/views/{e}/'
+                    out[k].append({f'{name}_edge_keep': torch.from_numpy(trace[v + f'{name}_edge_keep'])
+                                   for name in ('weak', 'strong')})
+                    out[k][-1].update({f'{name}_feat_drop': ~torch.from_numpy(trace[v + f'{name}_feature_keep'])
+                                       for name in ('weak', 'strong')})
+            return {'augmentations': out}
+        self.check('fgssl', 'method_params { [type.googleapis.com/fgl.methods.fgssl.FgsslParams] '
+                   '{ embedding_dropout: 0 } }', FgsslOpenFgl,
+                   flags=['--view_stream=fgssl/views', '--views=weak:0.3:0.3,strong:0.8:0.5'], round_args=views,
+                   compute_unused=False)  # upstream's discarded losses crash on a trailing isolated node
 
     def test_fedproto(self):
         from methods.fedproto.reference.fedproto_openfgl import FedProtoOpenFgl

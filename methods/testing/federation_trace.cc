@@ -12,6 +12,8 @@
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
+#include "graph/augment.h"
+#include "graph/random.h"
 #include "google/protobuf/text_format.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -55,6 +57,26 @@ absl::Status FederationTrace::AddMessage(const std::string& prefix, const fl::pr
 absl::Status FederationTrace::Write(const std::string& path) const {
   FGL_ASSIGN_OR_RETURN(std::string bytes, graph::io::testing::NpzBytes(members, /*deflate=*/false));
   return graph::io::testing::WriteBytes(path, bytes);
+}
+
+void AddViewDraws(const std::string& stream, const std::vector<ViewRates>& per_epoch, FederationTrace* trace) {
+  const fl::FederationOptions& o = trace->options;
+  for (int r = 1; r <= o.spec.rounds(); ++r) {
+    for (const fl::ClientShard& s : trace->shards) {
+      const graph::CsrGraph& g = s.data->data.graph;
+      graph::Rng views(fl::ClientRound(fl::ServerRound(o, r), s.data->id).seed, stream);
+      for (int e = 0; e < o.spec.local_epochs(); ++e) {
+        const std::string prefix = absl::StrCat("round", r, "/client", s.data->id, "/views/", e, "/");
+        for (const ViewRates& v : per_epoch) {
+          trace->Add(prefix + v.name + "_edge_keep", v.edge_drop > 0 ? graph::EdgeKeepMask(g, v.edge_drop, views)
+                                                                     : torch::ones({g.num_entries()}, torch::kBool));
+          trace->Add(prefix + v.name + "_feature_keep",
+                     v.feature_mask > 0 ? graph::FeatureColumnKeepMask(s.num_features, v.feature_mask, views) > 0.5
+                                        : torch::ones({s.num_features}, torch::kBool));
+        }
+      }
+    }
+  }
 }
 
 absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, uint64_t seed) {

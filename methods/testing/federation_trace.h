@@ -36,6 +36,18 @@ struct FederationTrace {
   absl::Status Write(const std::string& path) const;
 };
 
+// One augmented view's drop rates, drawn as nn::Augment draws them: edges, then feature columns.
+struct ViewRates {
+  std::string name;
+  double edge_drop = 0, feature_mask = 0;
+};
+
+// The views every client draws in every local epoch of every round from its round stream
+// Rng(client round seed, `stream`), `per_epoch` in order, as keep masks:
+// round<r>/client<k>/views/<epoch>/<name>_{edge_keep,feature_keep} (edge masks over the client's
+// edge_index entries; a rate of 0 draws nothing and keeps everything).
+void AddViewDraws(const std::string& stream, const std::vector<ViewRates>& per_epoch, FederationTrace* trace);
+
 // Runs the federation `spec_text` (an fl.proto.FederationSpec textproto) with training seed `seed`,
 // strictly (a failing client fails the run), and traces it.
 absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, uint64_t seed);

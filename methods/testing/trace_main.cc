@@ -1,26 +1,50 @@
-// The round-level trace (federation_trace.h) of any registered method whose randomness is all in
-// what the trace holds (initial states) or switched off (dropout 0): the differential tests of the
-// baselines against ports of OpenFGL read it.
+// The round-level trace (federation_trace.h) of any registered method whose randomness is in what
+// the trace holds (initial states, augmented views) or switched off (dropout 0): the differential
+// tests against the reference ports read it. A method that draws augmented views names its stream
+// and rates, in the order it draws them each local epoch (the test sets the same rates):
 //
 //   trace --spec='dataset: "csbm:num_nodes=300" clients: 3 method: "fedprox" rounds: 2' --out=t.npz
+//   trace --spec='... method: "fgssl" ...' --view_stream=fgssl/views --views=weak:0.3:0.3,strong:0.8:0.5
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "methods/testing/federation_trace.h"
 #include "third_party/absl_ext/status_macros.h"
 
 ABSL_FLAG(std::string, spec, "", "FederationSpec textproto (fl/proto/federation.proto).");
 ABSL_FLAG(uint64_t, seed, 2024, "The run's training seed.");
 ABSL_FLAG(std::string, out, "", "Where to write the trace (.npz).");
+ABSL_FLAG(std::string, view_stream, "", "The clients' stream of augmented views, e.g. fgssl/views.");
+ABSL_FLAG(std::vector<std::string>, views, {},
+          "NAME:EDGE_DROP:FEATURE_MASK of each view a client draws per local epoch, in order.");
 
 namespace fgl::methods::testing {
 namespace {
 
 absl::Status Trace() {
   if (absl::GetFlag(FLAGS_out).empty()) return absl::InvalidArgumentError("--out is required");
+  std::vector<ViewRates> views;
+  for (const std::string& v : absl::GetFlag(FLAGS_views)) {
+    std::vector<std::string> parts = absl::StrSplit(v, ':');
+    ViewRates rates;
+    if (parts.size() != 3 || !absl::SimpleAtod(parts[1], &rates.edge_drop) ||
+        !absl::SimpleAtod(parts[2], &rates.feature_mask)) {
+      return absl::InvalidArgumentError(absl::StrCat("--views: '", v, "' is not NAME:EDGE_DROP:FEATURE_MASK"));
+    }
+    rates.name = parts[0];
+    views.push_back(rates);
+  }
+  if (views.empty() != absl::GetFlag(FLAGS_view_stream).empty()) {
+    return absl::InvalidArgumentError("--views and --view_stream go together");
+  }
   FGL_ASSIGN_OR_RETURN(FederationTrace trace, TraceFederation(absl::GetFlag(FLAGS_spec), absl::GetFlag(FLAGS_seed)));
+  if (!views.empty()) AddViewDraws(absl::GetFlag(FLAGS_view_stream), views, &trace);
   FGL_RETURN_IF_ERROR(trace.Write(absl::GetFlag(FLAGS_out)));
   std::cout << "trace: " << trace.members.size() << " arrays, " << trace.result.rounds.size()
             << " rounds, final test " << trace.result.test_acc << " -> " << absl::GetFlag(FLAGS_out) << "\n";

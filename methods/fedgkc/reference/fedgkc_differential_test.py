@@ -1,7 +1,7 @@
 """Our FedGKC against an independent implementation written from the paper (fedgkc_reference.py;
 FedGKC has no public code), round by round.
 
-//methods/fedgkc:fedgkc_trace runs our C++ federation and writes every exchanged message, each
+//methods/testing:trace runs our C++ federation and writes every exchanged message, each
 client's state before round 1 and after every round (private model and copilot), and every
 augmented view. The reference
 starts from those states, applies those views, and runs the same rounds; every uploaded copilot,
@@ -28,16 +28,18 @@ CLIENTS = 3
 EPOCHS = 3
 # 350 nodes: clients of different sizes, so that Eq. 10's data-volume part matters.
 DATASET = 'csbm:num_nodes=350,num_classes=4,num_features=16,homophily=0.85'
-TRACE_BINARY = 'methods/fedgkc/fedgkc_trace'
+TRACE_BINARY = 'methods/testing/trace'
+# FedGkcClient::LocalStep's views per local epoch (the defaults of FedGkcParams' rates).
+VIEWS = ['--view_stream=fedgkc/views', '--views=weak:0.1:0.1,strong:0.5:0.5']
 
 
-def run_trace(params, out_dir, name):
+def run_trace(params, out_dir, name, views):
     path = os.path.join(out_dir, f'{name}.npz')
     spec = (f'dataset: "{DATASET}" clients: {CLIENTS} method: "fedgkc" rounds: {ROUNDS} local_epochs: {EPOCHS} '
             'model: "gcn:layers=2,hidden=64,dropout=0" lr: 0.01 weight_decay: 0.0005 '
             'method_params { [type.googleapis.com/fgl.methods.fedgkc.FedGkcParams] { '
             f'copilot_model: "gcn:layers=2,hidden=64,dropout=0" {params} }} }}')
-    subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}'], check=True)
+    subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}'] + (VIEWS if views else []), check=True)
     with np.load(path) as npz:
         return {k: npz[k] for k in npz.files}
 
@@ -51,16 +53,18 @@ def views_of(trace, r):
 
 class DifferentialTest(unittest.TestCase):
     # Our FedGkcParams text -> the reference's options, for each configuration checked.
+    # name -> (our FedGkcParams text, the reference's options, whether the clients draw views).
     CONFIGS = {
-        'default': ('', {}),
-        'no_smkd': ('smkd: false', {'smkd': False}),
-        'copilot_first_no_kama': ('order: COPILOT_FIRST kama: false', {'schedule': 'sequential', 'kama': False}),
+        'default': ('', {}, True),
+        'no_smkd': ('smkd: false', {'smkd': False}, False),
+        'copilot_first_no_kama': ('order: COPILOT_FIRST kama: false', {'schedule': 'sequential', 'kama': False}, True),
     }
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.traces = {name: run_trace(text, cls.tmp.name, name) for name, (text, _) in cls.CONFIGS.items()}
+        cls.traces = {name: run_trace(text, cls.tmp.name, name, views)
+                      for name, (text, _, views) in cls.CONFIGS.items()}
 
     @classmethod
     def tearDownClass(cls):
