@@ -4,7 +4,14 @@ PyG is not installed where the oracles run, so these are plain-PyTorch
 re-implementations of exactly the PyG behaviour the authors' code relies on.
 Each function names the PyG function it mirrors. Only the single-graph,
 edge_index-as-Tensor, flow='source_to_target' paths are covered.
+
+networkx is not installed either: `NxGraph` and `random_partition_graph` at the
+end re-implement the networkx graph generator that FED-PUB's server feeds to
+(its own copy of) PyG's `from_networkx`.
 """
+import itertools
+import math
+import random
 import warnings
 
 import torch
@@ -224,3 +231,111 @@ class LabelPropagation:
         return out
 
     __call__ = forward
+
+
+class NxGraph:
+    """The part of an undirected networkx.Graph (2.x / 3.x) that the ports read: `graph` (the
+    graph attribute dict), `nodes` (node -> attribute dict, networkx's `G._node`) and `adj`
+    (node -> {neighbour: edge attribute dict}, networkx's `G._adj`), all dicts in INSERTION order
+    as networkx keeps them. `add_node` / `add_edge` mirror networkx's: add_edge adds missing
+    nodes, and re-adding an edge keeps its position in both adjacency dicts."""
+
+    def __init__(self):
+        self.graph = {}
+        self.nodes = {}
+        self.adj = {}
+
+    def add_node(self, n, **attr):
+        if n not in self.nodes:
+            self.adj[n] = {}
+            self.nodes[n] = {}
+        self.nodes[n].update(attr)
+
+    def add_edge(self, u, v, **attr):
+        for n in (u, v):
+            if n not in self.nodes:
+                self.adj[n] = {}
+                self.nodes[n] = {}
+        datadict = self.adj[u].get(v, {})
+        datadict.update(attr)
+        self.adj[u][v] = datadict
+        self.adj[v][u] = datadict
+
+    def to_directed_edges(self):
+        """The (u, v) pairs of networkx `G.to_directed().edges()`: to_directed adds the nodes in
+        node order and then `(u, v) for u, nbrs in G._adj.items() for v in nbrs`, and a DiGraph
+        lists its edges by source in node order, each source's targets in insertion order; so
+        every undirected edge appears twice, once from each end."""
+        return [(u, v) for u, nbrs in self.adj.items() for v in nbrs]
+
+
+def random_partition_graph(sizes, p_in, p_out, seed=None):
+    """networkx.random_partition_graph(sizes, p_in, p_out, seed, directed=False), i.e.
+    stochastic_block_model(sizes, p, nodelist=None, seed, directed=False, selfloops=False,
+    sparse=True) with p[r][r] = p_in and p[r][s] = p_out, as in networkx 2.2 to 3.x (the code
+    is unchanged from the 2.5 to the 3.6 tags; networkx commit b3c9b00, 2026, changed it).
+    seed: an int (-> random.Random(seed), networkx's py_random_state), a random.Random, or None
+    (Python's global `random`). Returns an NxGraph.
+
+    Exactly what networkx does, draws included:
+      * partition = [set(range(c_x, c_x + sizes[x]))]; nodes are added block by block, each
+        block in its SET's iteration order (ascending for these ints in CPython), with node
+        attribute block=x; graph attributes 'partition' and 'name'.
+      * blocks (i, j) in itertools.combinations_with_replacement order. For i == j, EVERY pair
+        of itertools.combinations(block set, 2) gets one `rng.random() < p_in` draw (the dense
+        loop runs even though sparse=True), and then the sparse branch still runs on the now
+        exhausted iterator: unless p_in is 0 or 1 it draws ONE more `rng.random()` (the log of
+        the geometric skip) before StopIteration ends it. For i != j (the product of the two
+        blocks): p_out == 1 adds every pair, p_out == 0 draws nothing, otherwise the geometric
+        skip method: repeat {skip = floor(log(rng.random()) / log(1 - p_out)); drop `skip`
+        pairs; add the next pair} until the pairs run out.
+    """
+    if not 0.0 <= p_in <= 1.0:
+        raise ValueError('p_in must be in [0,1]')
+    if not 0.0 <= p_out <= 1.0:
+        raise ValueError('p_out must be in [0,1]')
+    if seed is None:
+        rng = random._inst
+    elif isinstance(seed, random.Random):
+        rng = seed
+    else:
+        rng = random.Random(seed)
+    num_blocks = len(sizes)
+    p = [[p_out for _ in range(num_blocks)] for _ in range(num_blocks)]
+    for r in range(num_blocks):
+        p[r][r] = p_in
+
+    nodelist = range(0, sum(sizes))
+    g = NxGraph()
+    block_iter = itertools.combinations_with_replacement(range(num_blocks), 2)
+    size_cumsum = [sum(sizes[0:x]) for x in range(0, len(sizes) + 1)]
+    g.graph['partition'] = [set(nodelist[size_cumsum[x]:size_cumsum[x + 1]])
+                            for x in range(0, len(size_cumsum) - 1)]
+    for block_id, nodes in enumerate(g.graph['partition']):
+        for node in nodes:
+            g.add_node(node, block=block_id)
+    g.graph['name'] = 'stochastic_block_model'
+
+    parts = g.graph['partition']
+    for i, j in block_iter:
+        if i == j:
+            edges = itertools.combinations(parts[i], 2)
+            for e in edges:
+                if rng.random() < p[i][j]:
+                    g.add_edge(*e)
+        else:
+            edges = itertools.product(parts[i], parts[j])
+        if p[i][j] == 1:
+            for e in edges:
+                g.add_edge(*e)
+        elif p[i][j] > 0:
+            while True:
+                try:
+                    logrand = math.log(rng.random())
+                    skip = math.floor(logrand / math.log(1 - p[i][j]))
+                    next(itertools.islice(edges, skip, skip), None)
+                    e = next(edges)
+                    g.add_edge(*e)
+                except StopIteration:
+                    break
+    return g

@@ -1,6 +1,7 @@
 """Checks pyg.py against values computed by hand on tiny graphs."""
 import math
 import os
+import random
 import sys
 import unittest
 
@@ -141,6 +142,44 @@ class PygTest(unittest.TestCase):
         # No mask, values clamped to [0, 1] after each layer: node 0 2 -> 1, node 1 0.5*4r -> 1.
         y = torch.tensor([[4.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
         self.assertClose(pyg.LabelPropagation(1, 0.5)(y, PATH), [[1, 0], [1, 0], [0, 0]])
+
+    def test_random_partition_graph_draws_by_hand(self):
+        # random.Random(3).random() gives 0.2380, 0.5442, 0.3700, 0.6039, 0.6257, 0.0655, 0.0132, ...
+        first = random.Random(3)
+        r = [first.random() for _ in range(7)]
+        rng = random.Random(3)
+        g = pyg.random_partition_graph([3, 2], 0.5, 0.0, seed=rng)
+        # Block 0: pairs (0,1) 0.2380 < .5 yes, (0,2) 0.5442 no, (1,2) 0.3700 yes; then ONE extra
+        # draw (0.6039, the sparse branch's log(random())). Block (0,1): p_out 0, no draw.
+        # Block 1: pair (3,4) 0.6257 no; extra draw 0.0655. The next draw is the 7th.
+        self.assertEqual(rng.random(), r[6])
+        self.assertEqual(list(g.nodes), [0, 1, 2, 3, 4])
+        self.assertEqual([g.nodes[n]['block'] for n in g.nodes], [0, 0, 0, 1, 1])
+        self.assertEqual({n: list(a) for n, a in g.adj.items()}, {0: [1], 1: [0, 2], 2: [1], 3: [], 4: []})
+        self.assertEqual(g.to_directed_edges(), [(0, 1), (1, 0), (1, 2), (2, 1)])
+        self.assertEqual(g.graph['partition'], [{0, 1, 2}, {3, 4}])
+        # An int seed is random.Random(seed).
+        self.assertEqual(pyg.random_partition_graph([3, 2], 0.5, 0.0, seed=3).to_directed_edges(),
+                         g.to_directed_edges())
+
+    def test_random_partition_graph_between_blocks_geometric_skip(self):
+        # random.Random(2): 0.9560, 0.9478, 0.0566, 0.0849, 0.8355, ...
+        first = random.Random(2)
+        r = [first.random() for _ in range(5)]
+        rng = random.Random(2)
+        g = pyg.random_partition_graph([2, 2], 0.0, 0.5, seed=rng)
+        # Block 0: pair (0,1) draws 0.9560 (< 0 never); p_in 0: no extra draw.
+        # Blocks (0,1), pairs (0,2),(0,3),(1,2),(1,3): skip = floor(log(.9478)/log(.5)) = 0 -> add
+        # (0,2); skip = floor(log(.0566)/log(.5)) = 4 > 3 pairs left -> stop.
+        # Block 1: pair (2,3) draws 0.0849 (no edge). The next draw is the 5th.
+        self.assertEqual(rng.random(), r[4])
+        self.assertEqual(g.to_directed_edges(), [(0, 2), (2, 0)])
+        # p_in == 1: every pair is an edge; only the dense loop draws (3 draws, none extra).
+        rng = random.Random(2)
+        g = pyg.random_partition_graph([3], 1.0, 0.0, seed=rng)
+        self.assertEqual(rng.random(), r[3])
+        self.assertEqual(g.to_directed_edges(), [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)])
+
 
 if __name__ == '__main__':
     unittest.main()
