@@ -68,6 +68,9 @@ TEST(TablesTest, CommittedReportsKeepTheirResultCacheKeys) {
   for (const auto& paper : std::filesystem::directory_iterator("experiments/reports")) {
     for (const auto& report : std::filesystem::directory_iterator(paper.path())) {
       if (report.path().extension() != ".md") continue;
+      // Not a table's report: experiments/authors_code/report.py writes it from the records
+      // (authors_code_report_test checks it).
+      if (report.path().filename() == "authors_code.md") continue;
       const std::string table_path = absl::StrCat("experiments/", paper.path().filename().string(), "/",
                                                    report.path().stem().string(), ".textproto");
       ASSERT_OK_AND_ASSIGN(proto::Table table, LoadTable(table_path));
