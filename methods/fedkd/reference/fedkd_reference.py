@@ -42,31 +42,10 @@ import torch.nn.functional as F
 import torch.optim as optim
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
-from methods.reference.pyg import GCNConv  # noqa: E402
 
 
-class GCN(nn.Module):
-    """Graph adaptation of the mentor / mentee: GCNConv(F->hid) -> ReLU -> [hidden] -> dropout ->
-    GCNConv(hid->C). forward returns (hidden [n, hid] (after ReLU, before dropout), logits [n, C]).
-    state_dict: conv1.bias [hid], conv1.lin.weight [hid, F], conv2.bias [C], conv2.lin.weight [C, hid]."""
-
-    def __init__(self, feat_dim, hid_dim, out_dim, dropout):
-        super().__init__()
-        self.conv1 = GCNConv(feat_dim, hid_dim)
-        self.conv2 = GCNConv(hid_dim, out_dim)
-        self.dropout = dropout
-
-    @classmethod
-    def from_state(cls, state, dropout):
-        hid, feat = state['conv1.lin.weight'].shape
-        model = cls(feat, hid, state['conv2.lin.weight'].shape[0], dropout)
-        model.load_state_dict(state)
-        return model
-
-    def forward(self, x, edge_index):
-        hidden = F.relu(self.conv1(x, edge_index))
-        h = F.dropout(hidden, p=self.dropout, training=self.training)
-        return hidden, self.conv2(h, edge_index)
+# The graph adaptation (methods/reference/gcn.py).
+from methods.reference.gcn import GCN  # noqa: E402,F401
 
 
 # wuch15/FedKD@9b9e63f model_bert.py:468-470

@@ -33,36 +33,12 @@ import sys
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
-from methods.reference.pyg import GCNConv  # noqa: E402
 
 
-class GCN(nn.Module):
-    """Graph adaptation of upstream's Model.py networks: GCNConv(F->hid) -> ReLU -> [embedding] ->
-    dropout -> GCNConv(hid->C). forward returns (embedding [n, hid] (after ReLU, before dropout),
-    logits [n, C]). state_dict: conv1.bias [hid], conv1.lin.weight [hid, F], conv2.bias [C],
-    conv2.lin.weight [C, hid]. Dropout is F.dropout(training=self.training) (off in eval())."""
-
-    def __init__(self, feat_dim, hid_dim, out_dim, dropout):
-        super().__init__()
-        self.conv1 = GCNConv(feat_dim, hid_dim)
-        self.conv2 = GCNConv(hid_dim, out_dim)
-        self.dropout = dropout
-
-    @classmethod
-    def from_state(cls, state, dropout):
-        """A GCN shaped after `state` (hid and F from conv1.lin.weight, C from conv2.lin.weight), loaded with it."""
-        hid, feat = state['conv1.lin.weight'].shape
-        model = cls(feat, hid, state['conv2.lin.weight'].shape[0], dropout)
-        model.load_state_dict(state)
-        return model
-
-    def forward(self, x, edge_index):
-        embedding = F.relu(self.conv1(x, edge_index))
-        h = F.dropout(embedding, p=self.dropout, training=self.training)
-        return embedding, self.conv2(h, edge_index)
+# The graph adaptation (methods/reference/gcn.py).
+from methods.reference.gcn import GCN  # noqa: E402,F401
 
 
 # ZJU-DAI/Federated-Mutual-Learning@b547bbf Trainer.py:4-7

@@ -35,38 +35,16 @@ import sys
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
-from methods.reference.pyg import GCNConv  # noqa: E402
 
 
-class GCN(nn.Module):
-    """GCNConv(F->hid) -> ReLU -> [embedding] -> dropout -> GCNConv(hid->C); forward returns
-    (embedding [n, hid] (after ReLU, before dropout), logits [n, C]). state_dict: conv1.bias [hid],
-    conv1.lin.weight [hid, F], conv2.bias [C], conv2.lin.weight [C, hid]."""
+# The graph adaptation (methods/reference/gcn.py).
+from methods.reference.gcn import GCN  # noqa: E402
 
-    # graph counterpart of @7af0568 models/Nets.py:22-27 (input layer first)
-    weight_keys = [['conv1.lin.weight', 'conv1.bias'],
+# Its layers, input first: the graph counterpart of @7af0568 models/Nets.py:22-27.
+GCN_WEIGHT_KEYS = [['conv1.lin.weight', 'conv1.bias'],
                    ['conv2.lin.weight', 'conv2.bias']]
-
-    def __init__(self, feat_dim, hid_dim, out_dim, dropout):
-        super().__init__()
-        self.conv1 = GCNConv(feat_dim, hid_dim)
-        self.conv2 = GCNConv(hid_dim, out_dim)
-        self.dropout = dropout
-
-    @classmethod
-    def from_state(cls, state, dropout):
-        hid, feat = state['conv1.lin.weight'].shape
-        model = cls(feat, hid, state['conv2.lin.weight'].shape[0], dropout)
-        model.load_state_dict(state)
-        return model
-
-    def forward(self, x, edge_index):
-        embedding = F.relu(self.conv1(x, edge_index))
-        h = F.dropout(embedding, p=self.dropout, training=self.training)
-        return embedding, self.conv2(h, edge_index)
 
 
 # @7af0568 main_lg.py:45-47
@@ -138,7 +116,7 @@ class LgFedAvgReference:
         self.net_local_list = [GCN.from_state(_clone_state(s), dropout) for s in local_states]
         for net in self.net_local_list:
             assert net.conv2.lin.weight.shape[0] == num_classes
-        self.w_glob_keys = global_keys(GCN.weight_keys, num_layers_keep)
+        self.w_glob_keys = global_keys(GCN_WEIGHT_KEYS, num_layers_keep)
 
     def train_round(self, sampled_clients=None):
         """@7af0568 main_lg.py:85-117. sampled_clients: ids in the order they train and are summed

@@ -59,10 +59,10 @@ class LgFedAvgReferenceTest(unittest.TestCase):
         self.assertEqual(list(ref.GCN(4, 8, 3, 0.5).state_dict().keys()), KEYS)
 
     def test_global_keys_are_the_last_layers(self):
-        self.assertEqual(ref.global_keys(ref.GCN.weight_keys, 1), ['conv2.lin.weight', 'conv2.bias'])
-        self.assertEqual(ref.global_keys(ref.GCN.weight_keys, 2),
+        self.assertEqual(ref.global_keys(ref.GCN_WEIGHT_KEYS, 1), ['conv2.lin.weight', 'conv2.bias'])
+        self.assertEqual(ref.global_keys(ref.GCN_WEIGHT_KEYS, 2),
                          ['conv1.lin.weight', 'conv1.bias', 'conv2.lin.weight', 'conv2.bias'])
-        self.assertEqual(ref.global_keys(ref.GCN.weight_keys, 0), [])
+        self.assertEqual(ref.global_keys(ref.GCN_WEIGHT_KEYS, 0), [])
         # Upstream's CNNCifar lists its layers fc1, fc2, fc3, conv2, conv1 (Nets.py:90-95), so its
         # README's num_layers_keep 2 shares the two CONV layers, not the classifier.
         cifar = [['fc1.weight', 'fc1.bias'], ['fc2.weight', 'fc2.bias'], ['fc3.weight', 'fc3.bias'],
