@@ -86,7 +86,12 @@ class FedPubClient final : public fl::ModelClient {
     {
       torch::NoGradGuard no_grad;
       model_->model().eval();
-      embedding = model_->model().forward(proxy_->features, proxy_->view).embedding.mean(0);
+      const nn::ModelOutput out = model_->model().forward(proxy_->features, proxy_->view);
+      if (p.embedding_before_activation() && !out.pre_activation.defined()) {
+        return absl::InvalidArgumentError(absl::StrCat("fedpub.embedding_before_activation: model '",
+                                                       config_.model_spec, "' has no message-passing layer"));
+      }
+      embedding = (p.embedding_before_activation() ? out.pre_activation : out.embedding).mean(0);
     }
     fl::proto::Message reply = fl::ModelReply(all, data_->data.num_nodes(), data_->id, round, kType);
     fl::AddTensors({{kEmbedding, embedding}}, &reply);

@@ -86,10 +86,10 @@ class StackedGnn final : public GnnModel {
 
   ModelOutput forward(const NodeFeatures& x, const GraphView& graph) override {
     NodeFeatures h = x.Dropout(o_.input_dropout, is_training());
-    torch::Tensor t, embedding;
+    torch::Tensor t, embedding, z;
     std::vector<torch::Tensor> hiddens;
     for (size_t l = 0; l < fns_.size(); ++l) {
-      torch::Tensor z = fns_[l](l == 0 ? h : NodeFeatures(t), graph);
+      z = fns_[l](l == 0 ? h : NodeFeatures(t), graph);
       embedding = o_.elu ? torch::elu(z) : torch::relu(z);
       t = Dropout(embedding, o_.dropout, is_training());
       hiddens.push_back(t);  // JK reads the layer outputs after dropout, as PyG's BasicGNN
@@ -97,12 +97,12 @@ class StackedGnn final : public GnnModel {
     if (o_.jk == Jk::kNone) {
       if (fns_.empty()) embedding = h.dense();
       torch::Tensor logits = head_fn_(fns_.empty() ? h : NodeFeatures(t), graph);
-      return {embedding, o_.out_relu ? torch::relu(logits) : logits};
+      return {embedding, o_.out_relu ? torch::relu(logits) : logits, z};
     }
     embedding = o_.jk == Jk::kMax    ? std::get<0>(torch::stack(hiddens, 0).max(0))
                 : o_.jk == Jk::kLast ? hiddens.back()
                                      : torch::cat(hiddens, 1);
-    return {embedding, head_linear_->forward(embedding)};
+    return {embedding, head_linear_->forward(embedding), z};
   }
 
   int64_t in_features() const override { return in_; }

@@ -29,6 +29,9 @@ struct ModelOutput {
   // JK, the JK readout.
   torch::Tensor embedding;
   torch::Tensor logits;     // [N, num_classes]
+  // [N, width]: the last message-passing layer's output before its activation (FED-PUB's
+  // functional embedding in the authors' code); undefined for models without one.
+  torch::Tensor pre_activation;
 };
 
 class GnnModel : public torch::nn::Module {
