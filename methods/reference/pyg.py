@@ -116,6 +116,20 @@ def gcn_norm(edge_index, edge_weight=None, num_nodes=None, add_self_loops=True):
     return edge_index, deg_inv_sqrt[row] * edge_weight * deg_inv_sqrt[col]
 
 
+def softmax(src, index, num_nodes=None, dim=0):
+    """torch_geometric.utils.softmax(src, index, num_nodes=N, dim=0) (PyG 2.x, the `index` path):
+    softmax of the entries of src that share the same index (e.g. the attention logits of the
+    edges entering the same target node). Per group: subtract the group max (of src.detach()),
+    exp, divide by (group sum + 1e-16). src may carry trailing dims (e.g. [E, heads]); every
+    trailing column is normalised independently. DGL's edge_softmax is the same without the
+    1e-16 (which cannot change a float32/float64 sum >= 1)."""
+    n = _num_nodes(index, num_nodes)
+    src_max = scatter(src.detach(), index, dim, n, 'max')
+    out = (src - src_max.index_select(dim, index)).exp()
+    out_sum = scatter(out, index, dim, n, 'sum') + 1e-16
+    return out / out_sum.index_select(dim, index)
+
+
 class GCNConv(nn.Module):
     """torch_geometric.nn.GCNConv(in, out) with defaults (cached=False,
     normalize=True, bias=True): x' = scatter_sum(w_e * (x W^T)[src_e] -> dst_e)
@@ -135,6 +149,150 @@ class GCNConv(nn.Module):
         out = scatter(w.view(-1, 1) * x[edge_index[0]], edge_index[1], 0, x.size(0), 'sum')
         return out + self.bias
 
+
+class SAGEConv(nn.Module):
+    """torch_geometric.nn.SAGEConv(in, out) with its defaults (aggr='mean', normalize=False,
+    root_weight=True, bias=True; PyG 2.0-2.x): out_i = lin_l(mean_{e: j -> i} x_j) + lin_r(x_i),
+    messages along edge_index[0] -> edge_index[1]. Every stored edge counts, a duplicate once per
+    copy; a node without incoming edges has mean 0, so it gets lin_l.bias + lin_r(x_i).
+    state_dict: 'lin_l.weight' [out, in], 'lin_l.bias' [out], 'lin_r.weight' [out, in] (no
+    bias), as PyG's. Init: PyG's Linear default (U(+-1/sqrt(in)) for weight and bias, as
+    nn.Linear)."""
+
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.lin_l = nn.Linear(in_channels, out_channels, bias=True)
+        self.lin_r = nn.Linear(in_channels, out_channels, bias=False)
+
+    def forward(self, x, edge_index):
+        out = scatter(x[edge_index[0]], edge_index[1], 0, x.size(0), 'mean')
+        out = self.lin_l(out)
+        return out + self.lin_r(x)
+
+
+def to_csc(edge_index, num_nodes):
+    """torch_geometric.loader.utils.to_csc, edge_index path (PyG 2.0-2.2): perm =
+    argsort(col * N + row), row = row[perm], colptr = ind2ptr(col[perm], N). So the incoming
+    neighbours of node w are row[colptr[w]:colptr[w + 1]], in ASCENDING source id, a duplicated
+    edge appearing once per copy. Returns (colptr [N + 1], row [E], perm [E])."""
+    row, col = edge_index[0], edge_index[1]
+    perm = (col * num_nodes + row).argsort()  # equal keys are equal (row, col): order irrelevant
+    row = row[perm]
+    colptr = torch.zeros(num_nodes + 1, dtype=torch.long)
+    colptr[1:] = torch.cumsum(torch.bincount(col, minlength=num_nodes), 0)
+    return colptr, row, perm
+
+
+def neighbor_sample(colptr, row, input_nodes, num_neighbors, sampled=None, generator=None):
+    """torch_sparse.neighbor_sample(colptr, row, input_node, num_neighbors, replace=True,
+    directed=True): the CPU sampler (torch_sparse 0.6.x, csrc/cpu/neighbor_sample_cpu.cpp) that
+    PyG 2.0/2.1's NeighborLoader calls. Only replace=True, directed=True is ported.
+
+    samples = the input nodes (local ids 0..b-1); then for hop ell = 0, 1, ...: for every node
+    added by the previous hop (hop 0: the input nodes), in order, that has k >= 1 incoming
+    neighbours (nodes with none are skipped and draw nothing), draw num_neighbors[ell] times
+    `row[colptr[w] + randint(k)]` (with replacement); a drawn node not yet in samples is appended
+    (DEDUPLICATED over the whole batch: a node gets one local id and is expanded at most once, at
+    the hop after the one that added it; input nodes are expanded only at hop 0); every draw
+    adds the edge (local id of the drawn node -> local id of w), duplicates included.
+
+    sampled (not in torch_sparse): injected draws, one LongTensor [k_ell, num_neighbors[ell]] per
+    hop holding the drawn GLOBAL node ids of the k_ell expanded nodes in the order above; each
+    must be an incoming neighbour of its node (ValueError otherwise). When None, each draw is
+    `torch.randint(k, (1,), generator=generator)` (torch_sparse 0.6.13-0.6.15 used C rand(),
+    later versions torch's generator; the oracle only needs the distribution).
+
+    Returns (node [n] global ids by local id, row [e] local sources, col [e] local targets in draw
+    order, sampled (the draws as above, one [k_ell, fanout] tensor per hop), expanded (one
+    LongTensor [k_ell] per hop: the global ids of the nodes that drew))."""
+    colptr_l = colptr.tolist()
+    row_l = row.tolist()
+    samples = [int(v) for v in input_nodes.tolist()]
+    to_local = {}
+    for i, v in enumerate(samples):
+        to_local.setdefault(v, i)
+    rows, cols, out_sampled, out_expanded = [], [], [], []
+    begin, end = 0, len(samples)
+    for ell, fanout in enumerate(num_neighbors):
+        given = None if sampled is None else sampled[ell].tolist()
+        hop_draws, hop_nodes = [], []
+        for i in range(begin, end):
+            w = samples[i]
+            start, stop = colptr_l[w], colptr_l[w + 1]
+            count = stop - start
+            if count == 0:
+                continue
+            if given is None:
+                picks = [row_l[start + int(torch.randint(count, (1,), generator=generator))]
+                         for _ in range(fanout)]
+            else:
+                if len(hop_draws) >= len(given):
+                    raise ValueError(f'hop {ell}: too few rows of injected draws ({len(given)})')
+                picks = [int(v) for v in given[len(hop_draws)]]
+                allowed = set(row_l[start:stop])
+                if len(picks) != fanout or any(v not in allowed for v in picks):
+                    raise ValueError(f'hop {ell}: {picks} are not {fanout} in-neighbours of node {w}')
+            for v in picks:
+                if v not in to_local:
+                    to_local[v] = len(samples)
+                    samples.append(v)
+                cols.append(i)
+                rows.append(to_local[v])
+            hop_draws.append(picks)
+            hop_nodes.append(w)
+        if given is not None and len(given) != len(hop_draws):
+            raise ValueError(f'hop {ell}: {len(given)} rows of injected draws, {len(hop_draws)} expected')
+        out_sampled.append(torch.tensor(hop_draws, dtype=torch.long).view(-1, fanout))
+        out_expanded.append(torch.tensor(hop_nodes, dtype=torch.long))
+        begin, end = end, len(samples)
+    return (torch.tensor(samples, dtype=torch.long), torch.tensor(rows, dtype=torch.long),
+            torch.tensor(cols, dtype=torch.long), out_sampled, out_expanded)
+
+
+class NeighborLoader:
+    """torch_geometric.loader.NeighborLoader(data, num_neighbors, batch_size, input_nodes,
+    replace=True, directed=True) with shuffle=False, num_workers=0 (PyG 2.0/2.1), for a Data
+    with x, edge_index and y (any node attribute indexed along dim 0).
+
+    input_nodes: None (all nodes), a bool mask (-> mask.nonzero(), i.e. ASCENDING ids) or a
+    LongTensor of ids (kept in its order). They are cut into consecutive batches of batch_size
+    (the last one smaller); each batch is sampled LAZILY when the iterator reaches it (so any
+    torch draw between two batches, e.g. dropout, comes after the earlier batch's sampling), by
+    `neighbor_sample` on to_csc(data.edge_index). Each batch is a Data with x = data.x[node],
+    y = data.y[node], edge_index = [local sources; local targets] in draw order, batch_size,
+    n_id = node, and (not in PyG) `sampled` / `expanded` as neighbor_sample returns them.
+
+    sampled (not in PyG): a list with one entry per batch, each None (draw) or the per-hop
+    draws of neighbor_sample."""
+
+    def __init__(self, data, num_neighbors, batch_size, input_nodes=None, replace=True,
+                 directed=True, sampled=None, generator=None):
+        if not (replace and directed):
+            raise NotImplementedError('only replace=True, directed=True')
+        self.data = data
+        self.num_neighbors = list(num_neighbors)
+        self.batch_size = batch_size
+        n = data.x.size(0)
+        if input_nodes is None:
+            input_nodes = torch.arange(n)
+        elif input_nodes.dtype == torch.bool:
+            input_nodes = input_nodes.nonzero().view(-1)
+        self.input_nodes = input_nodes
+        self.colptr, self.row, _ = to_csc(data.edge_index, n)
+        self.sampled = sampled
+        self.generator = generator
+
+    def __len__(self):
+        return (self.input_nodes.numel() + self.batch_size - 1) // self.batch_size
+
+    def __iter__(self):
+        for b in range(len(self)):
+            seeds = self.input_nodes[b * self.batch_size:(b + 1) * self.batch_size]
+            given = None if self.sampled is None else self.sampled[b]
+            node, row, col, sampled, expanded = neighbor_sample(
+                self.colptr, self.row, seeds, self.num_neighbors, given, self.generator)
+            yield Data(x=self.data.x[node], y=self.data.y[node], edge_index=torch.stack([row, col]),
+                       batch_size=seeds.numel(), n_id=node, sampled=sampled, expanded=expanded)
 
 def to_undirected(edge_index, num_nodes=None):
     """torch_geometric.utils.to_undirected (no edge_attr): adds every reverse

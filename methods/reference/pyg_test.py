@@ -71,6 +71,15 @@ class PygTest(unittest.TestCase):
         self.assertClose(pyg.scatter(src, torch.tensor([1, 0]), 1, 2, 'sum'), [[-1, 1], [-5, 3], [2, 4]])
         self.assertEqual(pyg.scatter(src, index).shape[0], 3)  # dim_size = max + 1
 
+    def test_softmax_groups_by_index(self):
+        # Groups: {0, 1} -> node 1 and {2} -> node 0; two trailing columns normalised separately.
+        src = torch.tensor([[0.0, 1.0], [math.log(3.0), -1.0], [5.0, 7.0]])
+        out = pyg.softmax(src, torch.tensor([1, 1, 0]), num_nodes=3)
+        e = math.exp(2.0)  # e^1 / e^-1
+        self.assertClose(out, [[1 / 4, e / (e + 1)], [3 / 4, 1 / (e + 1)], [1, 1]])
+        # Large logits do not overflow (max subtracted); 1-D input works.
+        self.assertClose(pyg.softmax(torch.tensor([1000.0, 1000.0]), torch.tensor([0, 0])), [0.5, 0.5])
+
     def test_to_undirected_coalesces(self):
         ei = torch.tensor([[2, 0, 0, 1], [1, 1, 1, 0]])
         self.assertTrue(torch.equal(pyg.to_undirected(ei), torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])))
@@ -179,6 +188,67 @@ class PygTest(unittest.TestCase):
         g = pyg.random_partition_graph([3], 1.0, 0.0, seed=rng)
         self.assertEqual(rng.random(), r[3])
         self.assertEqual(g.to_directed_edges(), [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)])
+
+    def test_sageconv_mean_of_neighbours_plus_root(self):
+        conv = pyg.SAGEConv(2, 2)
+        self.assertEqual(list(conv.state_dict().keys()), ['lin_l.weight', 'lin_l.bias', 'lin_r.weight'])
+        conv.load_state_dict({'lin_l.weight': torch.tensor([[1.0, 2.0], [-1.0, 0.5]]),
+                              'lin_l.bias': torch.tensor([0.25, -1.0]),
+                              'lin_r.weight': torch.tensor([[0.0, 1.0], [1.0, 1.0]])})
+        x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, -1.0], [3.0, 3.0]])
+        # The path plus a second copy of 0 -> 1; node 3 has no edge.
+        ei = torch.tensor([[0, 1, 1, 2, 0], [1, 0, 2, 1, 1]])
+        # means: node 0 [0, 1]; node 1 (x0 + x2 + x0) / 3 = [4/3, -1/3]; node 2 [0, 1]; node 3 0.
+        # node 0: W_l [0, 1] + b = [2.25, -0.5], W_r x0 = [0, 1]
+        # node 1: W_l m = [2/3, -3/2], + b = [11/12, -5/2], W_r x1 = [1, 1]
+        # node 2: [2.25, -0.5] + W_r x2 = [-1, 1];  node 3: b + W_r x3 = [0.25, -1] + [3, 6]
+        self.assertClose(conv(x, ei), [[2.25, 0.5], [23 / 12, -1.5], [1.25, 0.5], [3.25, 5.0]])
+
+    def test_to_csc_sorts_sources_per_target_keeping_duplicates(self):
+        colptr, row, perm = pyg.to_csc(torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 1, 2]]), 4)
+        # in-neighbours: 0 <- [1]; 1 <- [0, 2, 2]; 2 <- [0, 1]; 3 <- []
+        self.assertTrue(torch.equal(colptr, torch.tensor([0, 1, 4, 6, 6])))
+        self.assertTrue(torch.equal(row, torch.tensor([1, 0, 2, 2, 0, 1])))
+        self.assertTrue(torch.equal(perm[:2], torch.tensor([1, 0])))
+
+    def test_neighbor_sample_dedups_and_expands_new_nodes_only(self):
+        # Edges 0-1, 0-2, 1-2, 2-3, 3-4 (both directions); node 5 isolated.
+        ei = pyg.to_undirected(torch.tensor([[0, 0, 1, 2, 3], [1, 2, 2, 3, 4]]), 6)
+        colptr, row, _ = pyg.to_csc(ei, 6)
+        draws = [torch.tensor([[2, 2], [4, 2]]), torch.tensor([[1], [3]])]
+        node, r, c, sampled, expanded = pyg.neighbor_sample(colptr, row, torch.tensor([0, 3, 5]), [2, 1], draws)
+        # hop 0: 0 draws 2 (new, local 3), 2; 3 draws 4 (new, local 4), 2; 5 has no neighbour.
+        # hop 1: only the new nodes 2, 4 draw: 2 -> 1 (new, local 5); 4 -> 3 (local 1).
+        self.assertTrue(torch.equal(node, torch.tensor([0, 3, 5, 2, 4, 1])))
+        self.assertTrue(torch.equal(r, torch.tensor([3, 3, 4, 3, 5, 1])))
+        self.assertTrue(torch.equal(c, torch.tensor([0, 0, 1, 1, 3, 4])))
+        self.assertTrue(all(torch.equal(a, b) for a, b in zip(sampled, draws)))
+        self.assertTrue(torch.equal(expanded[0], torch.tensor([0, 3])))
+        self.assertTrue(torch.equal(expanded[1], torch.tensor([2, 4])))
+        with self.assertRaises(ValueError):  # 3 is not a neighbour of 0
+            pyg.neighbor_sample(colptr, row, torch.tensor([0]), [2], [torch.tensor([[1, 3]])])
+        with self.assertRaises(ValueError):  # one row too many
+            pyg.neighbor_sample(colptr, row, torch.tensor([5]), [2], [torch.tensor([[1, 2]])])
+        # Drawn: replaying the returned draws gives the same batch.
+        out = pyg.neighbor_sample(colptr, row, torch.tensor([0, 3]), [2, 2],
+                                  generator=torch.Generator().manual_seed(1))
+        again = pyg.neighbor_sample(colptr, row, torch.tensor([0, 3]), [2, 2], out[3])
+        self.assertTrue(all(torch.equal(a, b) for a, b in zip(out[:3], again[:3])))
+        self.assertEqual([tuple(s.shape) for s in out[3]], [(2, 2), (len(out[4][1]), 2)])
+
+    def test_neighbor_loader_mask_is_ascending_and_batches_in_order(self):
+        ei = pyg.to_undirected(torch.tensor([[0, 1, 2], [1, 2, 3]]), 4)
+        data = pyg.Data(x=torch.arange(8.0).view(4, 2), edge_index=ei, y=torch.tensor([5, 6, 7, 8]))
+        mask = torch.tensor([False, True, False, True])
+        loader = pyg.NeighborLoader(data, [1], 1, mask, sampled=[[torch.tensor([[2]])], [torch.tensor([[2]])]])
+        batches = list(loader)
+        self.assertEqual(len(batches), 2)
+        self.assertEqual([b.batch_size for b in batches], [1, 1])
+        self.assertTrue(torch.equal(batches[0].n_id, torch.tensor([1, 2])))
+        self.assertTrue(torch.equal(batches[1].n_id, torch.tensor([3, 2])))
+        self.assertTrue(torch.equal(batches[1].y, torch.tensor([8, 7])))
+        self.assertTrue(torch.equal(batches[1].x, torch.tensor([[6.0, 7.0], [4.0, 5.0]])))
+        self.assertTrue(torch.equal(batches[0].edge_index, torch.tensor([[1], [0]])))
 
 
 if __name__ == '__main__':

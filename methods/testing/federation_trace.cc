@@ -49,7 +49,9 @@ absl::Status FederationTrace::AddMessage(const std::string& prefix, const fl::pr
   FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(m));
   for (const auto& [name, t] : tensors) Add(absl::StrCat(prefix, "/", name), t);
   for (const auto& [name, v] : m.scalars()) {
-    members.push_back({absl::StrCat(prefix, "/scalar/", name, ".npy"), NpyFromValues<double>({}, {v})});
+    const std::string member = absl::StrCat(prefix, "/scalar/", name);
+    members.push_back({member + ".npy", NpyFromValues<double>({}, {v})});
+    scalars[member] = v;
   }
   return absl::OkStatus();
 }

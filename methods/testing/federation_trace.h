@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct FederationTrace {
   std::vector<fl::ClientShard> shards;
   fl::FederationResult result;
   std::vector<graph::io::testing::NpzMember> members;
+  std::map<std::string, double> scalars;  // every message scalar by its member name, without ".npy"
 
   void Add(const std::string& name, const torch::Tensor& tensor);
   absl::Status AddMessage(const std::string& prefix, const fl::proto::Message& message);
