@@ -312,7 +312,9 @@ std::string OnPaperNumbers(const proto::Table& t, const proto::Claim& claim,
 
 // A gain or ordering claim judged on paired-seed intervals (paired_interval.h): the claim's
 // verdict, the count of each comparison's verdict, and the least favourable comparison with it.
-std::string PairedVerdict(const proto::Table& t, const std::vector<Comparison>& all, int awaiting, bool aggregate) {
+// `on_means`: the claim's comparisons counted on the cell means (reported beside the verdict).
+std::string PairedVerdict(const proto::Table& t, const std::vector<Comparison>& all, const Tally& on_means,
+                          int awaiting, bool aggregate) {
   int counts[3] = {0, 0, 0};
   std::vector<PairedInterval> intervals;
   std::vector<Verdict> verdicts;
@@ -352,9 +354,8 @@ std::string PairedVerdict(const proto::Table& t, const std::vector<Comparison>& 
                                           least->what, d, least->lhs - least->rhs, least_interval.n,
                                           least_interval.n == 1 ? "seed" : "seeds", d, least->min));
   }
-  const Tally tally = Count(all, [](const Comparison& c) { return c.Holds(); });
-  absl::StrAppend(&out, "; on our means: ", tally.all_hold(all) ? "holds" : "does not hold", ", ", tally.holds, " of ",
-                  all.size());
+  absl::StrAppend(&out, "; on our means: ", on_means.all_hold(all) ? "holds" : "does not hold", ", ", on_means.holds,
+                  " of ", all.size());
   return out;
 }
 
@@ -380,7 +381,7 @@ std::string ClaimsSection(const proto::Table& t,
     const Comparison* worst = tally.worst;
     std::string verdict;
     if (!all.empty() && all.front().paired) {
-      verdict = PairedVerdict(t, all, awaiting, aggregate);
+      verdict = PairedVerdict(t, all, tally, awaiting, aggregate);
       if (awaiting > 0) {
         absl::StrAppend(&verdict, "; ", awaiting, awaiting == 1 ? " cell it compares still awaits" : " cells it compares still await", " runs");
       }

@@ -9,7 +9,7 @@ the best-validation round's test accuracy, and the class reliabilities the autho
   /usr/bin/python3 experiments/authors_code/fedtad_port_runs.py --seeds=2024-2037 \
       --methods=fedavg,fedtad --records=experiments/authors_code/records/fedtad_port.jsonl
 
-Client data comes from our reader of the same files (//methods/fedtad:fedtad_trace, checked equal
+Client data comes from our reader of the same files (//methods/testing:trace, checked equal
 to the stored x, y, edges and masks: graph/README.md).
 """
 import argparse
@@ -17,7 +17,6 @@ import json
 import os
 import platform
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ import torch
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)
 from methods.fedtad.reference import fedtad_reference as ref  # noqa: E402
+from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.trace import Subgraph  # noqa: E402
 
 PARTITION = 'reference_partitions/fedtad_cora_louvain_10'
@@ -45,11 +45,9 @@ def seeds_of(text):
 def client_data(trace_binary, data_dir):
     spec = (f'dataset: "cora" clients: 10 partitioner: "reference:{PARTITION}" method: "fedavg" rounds: 1 '
             f'data_dir: "{data_dir}"')
+    trace_io.TRACE_BINARY = trace_binary
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, 'data.npz')
-        subprocess.run([trace_binary, f'--spec={spec}', f'--out={path}'], check=True, stdout=subprocess.DEVNULL)
-        with np.load(path) as npz:
-            trace = {k: npz[k] for k in npz.files}
+        trace = trace_io.run_trace(spec, os.path.join(tmp, 'data.npz'))
     return [Subgraph(trace, k) for k in range(10)]
 
 
@@ -102,7 +100,7 @@ def main():
     p.add_argument('--methods', default='fedavg,fedtad')
     p.add_argument('--rounds', type=int, default=100)
     p.add_argument('--records', default=os.path.join(ROOT, 'experiments/authors_code/records/fedtad_port.jsonl'))
-    p.add_argument('--trace_binary', default=os.path.join(ROOT, 'bazel-bin/methods/fedtad/fedtad_trace'))
+    p.add_argument('--trace_binary', default=os.path.join(ROOT, 'bazel-bin/methods/testing/trace'))
     p.add_argument('--data_dir', default=os.environ.get('FGL_DATA_DIR', ''))
     a = p.parse_args()
     torch.set_num_threads(1)

@@ -6,33 +6,27 @@ client's state before round 1; the port starts from our initial global model (an
 keep their own models, from each client's), runs the same rounds with dropout 0, and every
 client's model after local training and every server model must agree within 1e-5.
 """
-import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..')))
+from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.trace import OPENFGL_GCN_NAMES, Subgraph, gcn_state, max_difference  # noqa: E402
 
 TOLERANCE = 1e-5
 ROUNDS = 3
 CLIENTS = 3
 DATASET = 'csbm:num_nodes=350,num_classes=4,num_features=16,homophily=0.85'
-TRACE_BINARY = 'methods/testing/trace'
 
 
 def run_trace(method, params, out_dir, flags=()):
-    path = os.path.join(out_dir, f'{method}.npz')
     spec = (f'dataset: "{DATASET}" clients: {CLIENTS} method: "{method}" rounds: {ROUNDS} local_epochs: 3 '
             f'model: "gcn:layers=2,hidden=64,dropout=0" lr: 0.01 weight_decay: 0.0005 {params}')
-    subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}'] + list(flags), check=True)
-    with np.load(path) as npz:
-        return {k: npz[k] for k in npz.files}
+    return trace_io.run_trace(spec, os.path.join(out_dir, f'{method}.npz'), flags)
 
 
 def state(trace, prefix):
@@ -166,8 +160,4 @@ class OpenFglDifferentialTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--trace_binary', default=TRACE_BINARY)
-    args, rest = parser.parse_known_args()
-    TRACE_BINARY = args.trace_binary
-    unittest.main(argv=[sys.argv[0]] + rest)
+    trace_io.main()

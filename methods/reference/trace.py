@@ -1,7 +1,35 @@
-"""Reading the round-level traces our C++ writes (methods/testing/federation_trace.h) in the
-differential tests against the reference ports: client data, our GCN's tensors under the port's
-PyG names, and the largest difference between two states."""
+"""The round-level traces our C++ writes (//methods/testing:trace, federation_trace.h) in the
+differential tests against the reference ports: running the trace binary, client data, our GCN's
+tensors under the ports' PyG names, the largest difference between two states, and the tests'
+main (which takes the built binary's path from bazel as --trace_binary)."""
+import argparse
+import os
+import subprocess
+import sys
+import unittest
+
+import numpy as np
 import torch
+
+# The trace binary, relative to the runfiles root (bazel runs the tests from there).
+TRACE_BINARY = 'methods/testing/trace'
+
+
+def run_trace(spec, path, flags=()):
+    """Runs the trace binary on the FederationSpec text `spec`, writes `path` and returns its arrays."""
+    subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}', *flags], check=True)
+    with np.load(path) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+def main():
+    """unittest.main for a differential test; --trace_binary overrides TRACE_BINARY."""
+    global TRACE_BINARY
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--trace_binary', default=TRACE_BINARY)
+    args, rest = parser.parse_known_args()
+    TRACE_BINARY = args.trace_binary
+    unittest.main(module='__main__', argv=[sys.argv[0]] + rest)
 
 # Our GCN ("gcn:layers=2") parameter names -> the ports' (PyG) state_dict keys. Our
 # GCNConv weight is [in, out] (x W), PyG's lin.weight is [out, in] (x W^T).

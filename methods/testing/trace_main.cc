@@ -1,7 +1,10 @@
 // The round-level trace (federation_trace.h) of any registered method whose randomness is in what
-// the trace holds (initial states, augmented views) or switched off (dropout 0): the differential
-// tests against the reference ports read it. A method that draws augmented views names its stream
-// and rates, in the order it draws them each local epoch (the test sets the same rates):
+// the trace holds (initial states, augmented views, the draws below) or switched off (dropout 0):
+// the differential tests against the reference ports read it. A method that draws augmented views
+// names its stream and rates, in the order it draws them each local epoch (the test sets the same
+// rates). FedTAD's server draws and FED-PUB's proxy graph are added by method name:
+//   fedtad: generator/<tensor> (the initial generator), round<r>/noise [I, B, noise_dim];
+//   fedpub: proxy/{x,edge_index} (the graph the clients rebuild from the broadcast's seed).
 //
 //   trace --spec='dataset: "csbm:num_nodes=300" clients: 3 method: "fedprox" rounds: 2' --out=t.npz
 //   trace --spec='... method: "fgssl" ...' --view_stream=fgssl/views --views=weak:0.3:0.3,strong:0.8:0.5
@@ -14,6 +17,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "fl/federation_setup.h"
+#include "fl/method_params.h"
+#include "graph/random.h"
+#include "methods/fedpub/proxy_graph.h"
+#include "methods/fedtad/distillation.h"
+#include "methods/fedtad/fedtad.pb.h"
 #include "methods/testing/federation_trace.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -26,6 +35,37 @@ ABSL_FLAG(std::vector<std::string>, views, {},
 
 namespace fgl::methods::testing {
 namespace {
+
+// FedTAD's server draws for aggregate 0 (FedAvg has one), from the distiller's own functions.
+absl::Status AddFedTadDraws(FederationTrace& trace) {
+  const fl::FederationOptions& o = trace.options;
+  const int64_t num_features = trace.shards.front().num_features, num_classes = trace.shards.front().num_classes;
+  FGL_ASSIGN_OR_RETURN(fl::MethodConfig config, fl::ServerMethodConfig(o, num_features, num_classes));
+  FGL_ASSIGN_OR_RETURN(const fedtad::FedTadParams p, fl::MethodParams<fedtad::FedTadParams>(config));
+  fedtad::ConditionalGenerator generator =
+      fedtad::InitialGenerator(p.noise_dim(), num_classes, num_features, config.seed);
+  for (const auto& item : generator->named_parameters(true)) trace.Add("generator/" + item.key(), item.value());
+  for (int r = 1; r <= o.spec.rounds(); ++r) {
+    graph::Rng stream = fedtad::NoiseStream(fedtad::DistillSeed(fl::ServerRound(o, r).seed, 0));
+    std::vector<torch::Tensor> z;
+    for (int it = 0; it < p.iterations(); ++it) z.push_back(fedtad::DrawNoise(stream, p.num_pseudo(), p.noise_dim()));
+    if (!z.empty()) trace.Add(absl::StrCat("round", r, "/noise"), torch::stack(z));
+  }
+  return absl::OkStatus();
+}
+
+// FED-PUB's proxy graph, rebuilt from the seed in round 1's broadcast as the clients rebuild it.
+absl::Status AddFedPubProxy(FederationTrace& trace) {
+  auto seed = trace.scalars.find("round1/broadcast/scalar/proxy_seed");
+  if (seed == trace.scalars.end()) return absl::InvalidArgumentError("the trace has no round-1 proxy_seed");
+  FGL_ASSIGN_OR_RETURN(fedpub::ProxyGraph proxy, fedpub::MakeProxyGraph(trace.shards.front().num_features,
+                                                                        static_cast<uint64_t>(seed->second)));
+  const graph::CsrGraph& g = proxy.graph;
+  trace.Add("proxy/edge_index",
+            torch::stack({torch::repeat_interleave(torch::arange(g.num_nodes()), g.row_ptr().diff()), g.col()}));
+  trace.Add("proxy/x", proxy.features);
+  return absl::OkStatus();
+}
 
 absl::Status Trace() {
   if (absl::GetFlag(FLAGS_out).empty()) return absl::InvalidArgumentError("--out is required");
@@ -45,6 +85,8 @@ absl::Status Trace() {
   }
   FGL_ASSIGN_OR_RETURN(FederationTrace trace, TraceFederation(absl::GetFlag(FLAGS_spec), absl::GetFlag(FLAGS_seed)));
   if (!views.empty()) AddViewDraws(absl::GetFlag(FLAGS_view_stream), views, &trace);
+  if (trace.options.spec.method() == "fedtad") FGL_RETURN_IF_ERROR(AddFedTadDraws(trace));
+  if (trace.options.spec.method() == "fedpub") FGL_RETURN_IF_ERROR(AddFedPubProxy(trace));
   FGL_RETURN_IF_ERROR(trace.Write(absl::GetFlag(FLAGS_out)));
   std::cout << "trace: " << trace.members.size() << " arrays, " << trace.result.rounds.size()
             << " rounds, final test " << trace.result.test_acc << " -> " << absl::GetFlag(FLAGS_out) << "\n";

@@ -8,18 +8,16 @@ starts from those states, applies those views, and runs the same rounds; every u
 every private model, every client's N_k and P_k, and every aggregated copilot must agree within 1e-5. Dropout is 0 so
 that nothing else is random. Clients are all GCNs (the reference has one architecture so far).
 """
-import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
 from methods.fedgkc.reference import fedgkc_reference as ref  # noqa: E402
+from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.trace import Subgraph, gcn_state, max_difference  # noqa: E402
 
 TOLERANCE = 1e-5
@@ -28,20 +26,16 @@ CLIENTS = 3
 EPOCHS = 3
 # 350 nodes: clients of different sizes, so that Eq. 10's data-volume part matters.
 DATASET = 'csbm:num_nodes=350,num_classes=4,num_features=16,homophily=0.85'
-TRACE_BINARY = 'methods/testing/trace'
 # FedGkcClient::LocalStep's views per local epoch (the defaults of FedGkcParams' rates).
 VIEWS = ['--view_stream=fedgkc/views', '--views=weak:0.1:0.1,strong:0.5:0.5']
 
 
 def run_trace(params, out_dir, name, views):
-    path = os.path.join(out_dir, f'{name}.npz')
     spec = (f'dataset: "{DATASET}" clients: {CLIENTS} method: "fedgkc" rounds: {ROUNDS} local_epochs: {EPOCHS} '
             'model: "gcn:layers=2,hidden=64,dropout=0" lr: 0.01 weight_decay: 0.0005 '
             'method_params { [type.googleapis.com/fgl.methods.fedgkc.FedGkcParams] { '
             f'copilot_model: "gcn:layers=2,hidden=64,dropout=0" {params} }} }}')
-    subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}'] + (VIEWS if views else []), check=True)
-    with np.load(path) as npz:
-        return {k: npz[k] for k in npz.files}
+    return trace_io.run_trace(spec, os.path.join(out_dir, f'{name}.npz'), VIEWS if views else ())
 
 
 def views_of(trace, r):
@@ -84,7 +78,7 @@ class DifferentialTest(unittest.TestCase):
                 d = max_difference(gcn_state(trace, p), got['copilots'][k])
                 print(f'{name} round {r} client {k}: copilot max |ours - reference| = {d:.2e}, '
                       f'N {trace[p + "/scalar/data_volume"]:.0f} / {got["N"][k]}, '
-                      f'P {trace.get(p + "/scalar/knowledge", np.nan):.6f} / {got["P"][k]:.6f}')
+                      f'P {trace.get(p + "/scalar/knowledge", float("nan")):.6f} / {got["P"][k]:.6f}')
                 self.assertLessEqual(d, TOLERANCE, f'{name} round {r}: client {k}\'s copilot')
                 # The private model never leaves the client: read from the state after the round.
                 d = max_difference(gcn_state(trace, f'state{r}/client{k}'), got['privates'][k])
@@ -109,8 +103,4 @@ class DifferentialTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--trace_binary', default=TRACE_BINARY)
-    args, rest = parser.parse_known_args()
-    TRACE_BINARY = args.trace_binary
-    unittest.main(argv=[sys.argv[0]] + rest)
+    trace_io.main()

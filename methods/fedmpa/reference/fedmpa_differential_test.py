@@ -6,40 +6,34 @@ after every round. The reference starts from our initial MLP, runs the FedMLP ro
 upload and the server's average must agree) and the local stage (each client's APPNP weights after
 early stopping must agree), within 1e-5, with dropout 0.
 """
-import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
 from methods.fedmpa.reference import fedmpa_reference as ref  # noqa: E402
+from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.trace import Subgraph, max_difference  # noqa: E402
 
 TOLERANCE = 1e-5
 CLIENTS = 3
 FEDMLP_ROUNDS = 2
 DATASET = 'csbm:num_nodes=350,num_classes=4,num_features=16,homophily=0.85'
-TRACE_BINARY = 'methods/testing/trace'
 # Our MLP (nn::Mlp: LinearLayer weights [in, out]) -> the reference's layers.j ([out, in]).
 NAMES = {'body.0': 'layers.0', 'body.1': 'layers.1', 'head': 'layers.2'}
 
 
 def run_trace(method, params, out_dir):
-    path = os.path.join(out_dir, f'{method}.npz')
     rounds = 1 if method == 'locmpa' else FEDMLP_ROUNDS + 1
     spec = (f'dataset: "{DATASET}" clients: {CLIENTS} method: "{method}" rounds: {rounds} local_epochs: 1 '
             'lr: 0.01 weight_decay: 0 '
             'model: "appnp:layers=3,hidden=64,dropout=0,input_dropout=0,init=glorot,k=10,alpha=0.1,prop_dropout=0" '
             'method_params { [type.googleapis.com/fgl.methods.fedmpa.FedMpaParams] { '
             f'federated_rounds: {FEDMLP_ROUNDS} max_epochs: 12 patience: 4 {params} }} }}')
-    subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}'], check=True)
-    with np.load(path) as npz:
-        return {k: npz[k] for k in npz.files}
+    return trace_io.run_trace(spec, os.path.join(out_dir, f'{method}.npz'))
 
 
 def mlp_state(trace, prefix):
@@ -96,8 +90,4 @@ class FedMpaDifferentialTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--trace_binary', default=TRACE_BINARY)
-    args, rest = parser.parse_known_args()
-    TRACE_BINARY = args.trace_binary
-    unittest.main(argv=[sys.argv[0]] + rest)
+    trace_io.main()

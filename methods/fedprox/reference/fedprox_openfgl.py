@@ -11,7 +11,8 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
-from methods.reference.openfgl import BaseClient, BaseServer, OpenFglFederation  # noqa: E402
+from methods.fedavg.reference.fedavg_openfgl import FedAvgClient, FedAvgServer  # noqa: E402
+from methods.reference.openfgl import OpenFglFederation  # noqa: E402
 
 # xkLi-Allen/OpenFGL@5483768 openfgl/flcore/fedprox/fedprox_config.py:1-3
 DEFAULT_CONFIG = {
@@ -20,7 +21,7 @@ DEFAULT_CONFIG = {
 
 
 # xkLi-Allen/OpenFGL@5483768 openfgl/flcore/fedprox/client.py:8-85
-class FedProxClient(BaseClient):
+class FedProxClient(FedAvgClient):
     config = DEFAULT_CONFIG
 
     def get_custom_loss_fn(self):
@@ -45,35 +46,12 @@ class FedProxClient(BaseClient):
         self.task.loss_fn = self.get_custom_loss_fn()
         self.task.train()
 
-    def send_message(self):
-        # client.py:72-85
-        self.message_pool[f"client_{self.client_id}"] = {
-            "num_samples": self.task.num_samples,
-            "weight": list(self.task.model.parameters())
-        }
+    # client.py:72-85 send_message: FedAvg's, verbatim (inherited).
 
 
 # xkLi-Allen/OpenFGL@5483768 openfgl/flcore/fedprox/server.py:6-63 (identical to FedAvg's)
-class FedProxServer(BaseServer):
-
-    def execute(self):
-        # server.py:40-49
-        with torch.no_grad():
-            num_tot_samples = sum([self.message_pool[f"client_{client_id}"]["num_samples"] for client_id in self.message_pool[f"sampled_clients"]])
-            for it, client_id in enumerate(self.message_pool["sampled_clients"]):
-                weight = self.message_pool[f"client_{client_id}"]["num_samples"] / num_tot_samples
-
-                for (local_param, global_param) in zip(self.message_pool[f"client_{client_id}"]["weight"], self.task.model.parameters()):
-                    if it == 0:
-                        global_param.data.copy_(weight * local_param)
-                    else:
-                        global_param.data += weight * local_param
-
-    def send_message(self):
-        # server.py:53-63
-        self.message_pool["server"] = {
-            "weight": list(self.task.model.parameters())
-        }
+# FedAvg's server, verbatim (upstream repeats it).
+FedProxServer = FedAvgServer
 
 
 class FedProxOpenFgl(OpenFglFederation):

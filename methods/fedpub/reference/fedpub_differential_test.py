@@ -1,7 +1,7 @@
 """Our FED-PUB against the port of the authors' code (JinheonBaek/FED-PUB, fedpub_reference.py),
 round by round.
 
-//methods/fedpub:fedpub_trace runs our C++ federation and writes every message, each client's state
+//methods/testing:trace runs our C++ federation and writes every message, each client's state
 before round 1 and the proxy graph the clients rebuild from the broadcast's seed. The port starts
 from those states and that proxy graph and runs the same rounds with dropout 0; every client's
 masked model after local training, its functional embedding and the personalised model the server
@@ -12,40 +12,34 @@ embedding is conv2's output before its ReLU); l1 = loc_l2 = 0 (their sparsity an
 carry no gradient: they are read through `model.state_dict()`, which detaches them; ours do); no
 weight decay (with Adam's eps of 1e-8, entries with gradients near 0 turn rounding into 1e-5).
 """
-import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
 from methods.fedpub.reference import fedpub_reference as ref  # noqa: E402
 from methods.reference import pyg  # noqa: E402
+from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.trace import Subgraph, max_difference  # noqa: E402
 
 TOLERANCE = 1e-5
 ROUNDS = 3
 CLIENTS = 3
 DATASET = 'csbm:num_nodes=350,num_classes=4,num_features=16,homophily=0.85'
-TRACE_BINARY = 'methods/fedpub/fedpub_trace'
 # Ours ("gcn:layers=3,jk=last,masked=true": two masked GCNConvs and a masked linear head, weights and
 # masks [in, out]) -> upstream's MaskedGCN (conv1, conv2, clsif; [out, in]).
 NAMES = {'body.0': 'conv1', 'body.1': 'conv2', 'head': 'clsif'}
 
 
 def run_trace(out_dir):
-    path = os.path.join(out_dir, 'fedpub.npz')
     spec = (f'dataset: "{DATASET}" clients: {CLIENTS} method: "fedpub" rounds: {ROUNDS} local_epochs: 1 '
             'lr: 0.01 weight_decay: 0 model: "gcn:layers=3,hidden=64,jk=last,masked=true,dropout=0" '
             'method_params { [type.googleapis.com/fgl.methods.fedpub.FedPubParams] { l1: 0 loc_l2: 0 '
             'embedding_before_activation: true } }')
-    subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}'], check=True)
-    with np.load(path) as npz:
-        return {k: npz[k] for k in npz.files}
+    return trace_io.run_trace(spec, os.path.join(out_dir, 'fedpub.npz'))
 
 
 def state(trace, prefix):
@@ -89,8 +83,4 @@ class FedPubDifferentialTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--trace_binary', default=TRACE_BINARY)
-    args, rest = parser.parse_known_args()
-    TRACE_BINARY = args.trace_binary
-    unittest.main(argv=[sys.argv[0]] + rest)
+    trace_io.main()

@@ -1,6 +1,6 @@
 """Our FedAvg and FedTAD against the port of the authors' code (zyl24/FedTAD), round by round.
 
-//methods/fedtad:fedtad_trace runs our C++ federation and writes every exchanged message, each
+//methods/testing:trace runs our C++ federation and writes every exchanged message, each
 client's data, FedTAD's initial generator and every noise draw. The port (fedtad_reference.py)
 starts from our initial global model and generator, reads our noise, and runs the same rounds;
 every client's reply (its model after local training) and every broadcast (the aggregated, for
@@ -10,26 +10,23 @@ The one deliberate difference, the topology embedding inside the class reliabili
 the paper's Eq. 3; the code's cal_topo_emb is a bug: methods/fedtad/README.md), is checked by running
 the authors' reliability loop with the paper's embedding; the rounds then read our uploaded phi.
 """
-import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
 from methods.fedtad.reference import fedtad_reference as ref  # noqa: E402
 from methods.reference import pyg  # noqa: E402
+from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.trace import Subgraph, gcn_state, max_difference  # noqa: E402
 
 TOLERANCE = 1e-5
 ROUNDS = 3
 CLIENTS = 3
 DATASET = 'csbm:num_nodes=300,num_classes=4,num_features=16,homophily=0.85'
-TRACE_BINARY = 'methods/fedtad/fedtad_trace'
 
 # Our ConditionalGenerator's parameter names -> the port's FedTAD_ConGenerator keys.
 GENERATOR_NAMES = {
@@ -42,14 +39,11 @@ GENERATOR_NAMES = {
 
 
 def run_trace(method, out_dir, name=None, params=''):
-    path = os.path.join(out_dir, f'{name or method}.npz')
     spec = (f'dataset: "{DATASET}" clients: {CLIENTS} method: "{method}" rounds: {ROUNDS} local_epochs: 3 '
             'model: "gcn:layers=2,hidden=64,dropout=0" lr: 0.01 weight_decay: 0.0005')
     if params:
         spec += f' method_params {{ [type.googleapis.com/fgl.methods.fedtad.FedTadParams] {{ {params} }} }}'
-    subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}'], check=True)
-    with np.load(path) as npz:
-        return {k: npz[k] for k in npz.files}
+    return trace_io.run_trace(spec, os.path.join(out_dir, f'{name or method}.npz'))
 
 
 def return_probabilities(edge_index, num_nodes, steps=5):
@@ -142,8 +136,4 @@ class DifferentialTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--trace_binary', default=TRACE_BINARY)
-    args, rest = parser.parse_known_args()
-    TRACE_BINARY = args.trace_binary
-    unittest.main(argv=[sys.argv[0]] + rest)
+    trace_io.main()

@@ -44,7 +44,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
-from methods.reference.openfgl import BaseClient, BaseServer, OpenFglFederation  # noqa: E402
+from methods.fedavg.reference.fedavg_openfgl import FedAvgClient, FedAvgServer  # noqa: E402
+from methods.reference.openfgl import OpenFglFederation  # noqa: E402
 from methods.reference.pyg import dropout_adj, to_dense_adj  # noqa: E402
 
 DEFAULT_CONFIG = {
@@ -439,7 +440,7 @@ def simi_kd(global_nodes, local_nodes, edge_index, temp):
 # ---------------------------------------------------------------------------------------------
 
 # xkLi-Allen/OpenFGL@5483768 openfgl/flcore/fgssl/client.py:13-146
-class FGSSLClient(BaseClient):
+class FGSSLClient(FedAvgClient):
     config = DEFAULT_CONFIG
     compute_unused = True
 
@@ -545,35 +546,12 @@ class FGSSLClient(BaseClient):
         self.task.loss_fn = self.get_custom_loss_fn()
         self.task.train()
 
-    def send_message(self):
-        # client.py:139-146
-        self.message_pool[f"client_{self.client_id}"] = {
-            "num_samples": self.task.num_samples,
-            "weight": list(self.task.model.parameters())
-        }
+    # client.py:139-146 send_message: FedAvg's, verbatim (inherited).
 
 
 # xkLi-Allen/OpenFGL@5483768 openfgl/flcore/fgssl/server.py:4-56 (FedAvg)
-class FGSSLServer(BaseServer):
-
-    def execute(self):
-        # server.py:32-47
-        with torch.no_grad():
-            num_tot_samples = sum([self.message_pool[f"client_{client_id}"]["num_samples"] for client_id in self.message_pool[f"sampled_clients"]])
-            for it, client_id in enumerate(self.message_pool["sampled_clients"]):
-                weight = self.message_pool[f"client_{client_id}"]["num_samples"] / num_tot_samples
-
-                for (local_param, global_param) in zip(self.message_pool[f"client_{client_id}"]["weight"], self.task.model.parameters()):
-                    if it == 0:
-                        global_param.data.copy_(weight * local_param)
-                    else:
-                        global_param.data += weight * local_param
-
-    def send_message(self):
-        # server.py:49-56
-        self.message_pool["server"] = {
-            "weight": list(self.task.model.parameters())
-        }
+# FedAvg's server, verbatim (upstream repeats it).
+FGSSLServer = FedAvgServer
 
 
 class FgsslOpenFgl(OpenFglFederation):

@@ -15,7 +15,8 @@ import torch
 import torch.nn as nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
-from methods.reference.openfgl import BaseClient, BaseServer, OpenFglFederation  # noqa: E402
+from methods.fedavg.reference.fedavg_openfgl import FedAvgClient, FedAvgServer  # noqa: E402
+from methods.reference.openfgl import OpenFglFederation  # noqa: E402
 
 # xkLi-Allen/OpenFGL@5483768 openfgl/flcore/moon/moon_config.py:1-4
 DEFAULT_CONFIG = {
@@ -25,7 +26,7 @@ DEFAULT_CONFIG = {
 
 
 # xkLi-Allen/OpenFGL@5483768 openfgl/flcore/moon/client.py:8-94
-class MoonClient(BaseClient):
+class MoonClient(FedAvgClient):
     config = DEFAULT_CONFIG
 
     def __init__(self, *args, **kwargs):
@@ -70,35 +71,12 @@ class MoonClient(BaseClient):
 
         self.prev_local_embedding = self.task.evaluate(mute=True)["embedding"].detach()
 
-    def send_message(self):
-        # client.py:86-94
-        self.message_pool[f"client_{self.client_id}"] = {
-            "num_samples": self.task.num_samples,
-            "weight": list(self.task.model.parameters())
-        }
+    # client.py:86-94 send_message: FedAvg's, verbatim (inherited).
 
 
 # xkLi-Allen/OpenFGL@5483768 openfgl/flcore/moon/server.py:6-58 (identical to FedAvg's)
-class MoonServer(BaseServer):
-
-    def execute(self):
-        # server.py:38-47
-        with torch.no_grad():
-            num_tot_samples = sum([self.message_pool[f"client_{client_id}"]["num_samples"] for client_id in self.message_pool[f"sampled_clients"]])
-            for it, client_id in enumerate(self.message_pool["sampled_clients"]):
-                weight = self.message_pool[f"client_{client_id}"]["num_samples"] / num_tot_samples
-
-                for (local_param, global_param) in zip(self.message_pool[f"client_{client_id}"]["weight"], self.task.model.parameters()):
-                    if it == 0:
-                        global_param.data.copy_(weight * local_param)
-                    else:
-                        global_param.data += weight * local_param
-
-    def send_message(self):
-        # server.py:56-58
-        self.message_pool["server"] = {
-            "weight": list(self.task.model.parameters())
-        }
+# FedAvg's server, verbatim (upstream repeats it).
+MoonServer = FedAvgServer
 
 
 class MoonOpenFgl(OpenFglFederation):
