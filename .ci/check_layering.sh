@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Arrows point one way: experiments -> methods -> fl -> nn -> graph -> third_party. Fails when a
-# lower package depends on (bazel query) or includes (#include) a higher one.
+# lower package depends on (bazel query) or includes (#include) a higher one, or when a method
+# includes another method (check_method_includes.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 layers=(graph nn fl methods experiments)
@@ -20,5 +21,7 @@ for ((i = 0; i < ${#layers[@]} - 1; ++i)); do
     echo "layering: $lower/ includes a header from a higher layer (above)"; status=1
   fi
 done
+# Beside the layers: one package per method, no method including another.
+bash .ci/check_method_includes.sh || status=1
 [[ $status -eq 0 ]] && echo "layering: ok (${layers[*]})"
 exit $status

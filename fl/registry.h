@@ -20,7 +20,7 @@ using ServerFactory =
     std::function<absl::StatusOr<std::unique_ptr<ServerAlgorithm>>(const MethodConfig& config)>;
 
 // A method whose users are rows of batched tensors rather than ClientAlgorithm objects (nFedGNN:
-// thousands of one-node users) runs its whole federation itself; see methods/nfedgnn/README.md.
+// thousands of one-node users) runs its whole federation itself; see fl/node_level.
 using FederationRunner = std::function<absl::StatusOr<FederationResult>(
     const FederationOptions& resolved, const std::function<void(const RoundRecord&)>& on_round)>;
 

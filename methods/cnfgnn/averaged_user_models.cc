@@ -5,15 +5,15 @@
 namespace fgl::methods::cnfgnn {
 namespace {
 
-using nfedgnn::AdamStep;
+using fl::node_level::AdamStep;
 
-class AveragedUserModels final : public nfedgnn::UserModels {
+class AveragedUserModels final : public fl::node_level::UserModels {
  public:
-  AveragedUserModels(const nfedgnn::UserFeatures& features, const nfedgnn::UserModelOptions& options)
+  AveragedUserModels(const fl::node_level::UserFeatures& features, const fl::node_level::UserModelOptions& options)
       : features_(features), options_(options) {
-    nfedgnn::UserModelOptions shared = options;
+    fl::node_level::UserModelOptions shared = options;
     shared.shared_init = true;  // every user starts from the same θ̄_0 [P, §B.5]
-    average_ = nfedgnn::InitialUserWeights(features, shared);  // [d, H]
+    average_ = fl::node_level::InitialUserWeights(features, shared);  // [d, H]
     m_entry_ = torch::zeros({features.col.size(0), options.latent_width});
     v_entry_ = torch::zeros_like(m_entry_);
     m_background_ = torch::zeros_like(average_);
@@ -28,7 +28,7 @@ class AveragedUserModels final : public nfedgnn::UserModels {
   }
 
   torch::Tensor Latents(const torch::Tensor& values) const override {
-    return nfedgnn::SparseLatents(features_, values, average_.index_select(0, features_.col), bias_average_);
+    return fl::node_level::SparseLatents(features_, values, average_.index_select(0, features_.col), bias_average_);
   }
 
   void Step(const torch::Tensor& values, const torch::Tensor& grad) override {
@@ -68,8 +68,8 @@ class AveragedUserModels final : public nfedgnn::UserModels {
   }
 
  private:
-  const nfedgnn::UserFeatures& features_;
-  nfedgnn::UserModelOptions options_;
+  const fl::node_level::UserFeatures& features_;
+  fl::node_level::UserModelOptions options_;
   torch::Tensor average_;                      // θ̄ [d, H]
   torch::Tensor m_entry_, v_entry_;            // per (user, non-zero feature) [nnz, H]
   torch::Tensor m_background_, v_background_;  // per feature, for every user without it [d, H]
@@ -80,8 +80,8 @@ class AveragedUserModels final : public nfedgnn::UserModels {
 
 }  // namespace
 
-std::unique_ptr<nfedgnn::UserModels> MakeAveragedUserModels(const nfedgnn::UserFeatures& features,
-                                                            const nfedgnn::UserModelOptions& options) {
+std::unique_ptr<fl::node_level::UserModels> MakeAveragedUserModels(const fl::node_level::UserFeatures& features,
+                                                            const fl::node_level::UserModelOptions& options) {
   return std::make_unique<AveragedUserModels>(features, options);
 }
 

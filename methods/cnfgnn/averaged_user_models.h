@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "methods/nfedgnn/user_models.h"
+#include "fl/node_level/user_models.h"
 
 namespace fgl::methods::cnfgnn {
 
@@ -15,8 +15,8 @@ namespace fgl::methods::cnfgnn {
 // them; per-(user, row) states exist only where x_i[r] != 0. Memory is (nnz(X) + d)·H per tensor
 // instead of n·d·H, and the average equals the dense per-user algorithm's up to float rounding
 // (averaged_user_models_test).
-std::unique_ptr<nfedgnn::UserModels> MakeAveragedUserModels(const nfedgnn::UserFeatures& features,
-                                                            const nfedgnn::UserModelOptions& options);
+std::unique_ptr<fl::node_level::UserModels> MakeAveragedUserModels(const fl::node_level::UserFeatures& features,
+                                                            const fl::node_level::UserModelOptions& options);
 
 }  // namespace fgl::methods::cnfgnn
 

@@ -1,14 +1,14 @@
 #include "fl/simulator.h"
 #include "gtest/gtest.h"
 #include "methods/cnfgnn/averaged_user_models.h"
-#include "methods/nfedgnn/nfedgnn.pb.h"
+#include "fl/node_level/params.pb.h"
 #include "third_party/absl_ext/status_matchers.h"
 
 namespace fgl::methods::cnfgnn {
 namespace {
 
-using nfedgnn::UserFeatures;
-using nfedgnn::UserModelOptions;
+using fl::node_level::UserFeatures;
+using fl::node_level::UserModelOptions;
 
 // The compressed users (one background Adam state per feature) against the algorithm as written:
 // every user holds a dense W_i and b_i with its own Adam, steps, and all take the server's average.
@@ -21,11 +21,11 @@ TEST(AveragedUserModels, EqualTheDenseAlgorithm) {
   o.latent_width = h;
   o.adam = {0.05, 5e-4};
   o.seed = 11;
-  std::unique_ptr<nfedgnn::UserModels> compressed = MakeAveragedUserModels(f, o);
+  std::unique_ptr<fl::node_level::UserModels> compressed = MakeAveragedUserModels(f, o);
 
   UserModelOptions shared = o;
   shared.shared_init = true;
-  torch::Tensor w = nfedgnn::InitialUserWeights(f, shared).unsqueeze(0).repeat({n, 1, 1}).requires_grad_(true);
+  torch::Tensor w = fl::node_level::InitialUserWeights(f, shared).unsqueeze(0).repeat({n, 1, 1}).requires_grad_(true);
   torch::Tensor b = torch::zeros({n, h}, torch::requires_grad());
   // Adam is elementwise: one optimiser over [n, d, h] is n users' own optimisers.
   torch::optim::Adam adam({w, b}, torch::optim::AdamOptions(0.05).weight_decay(5e-4));
@@ -65,14 +65,14 @@ TEST(CnfgnnRun, UploadsLatentsAndModels) {
   ASSERT_OK_AND_ASSIGN(fl::FederationResult gat, fl::RunFederation(o));
   EXPECT_EQ(gat.bytes_up, 60 * (128 * 9 + 128) * 4 * 2);  // n · (128d + 128 latent), no user bias
 
-  nfedgnn::NfedgnnParams p;
+  fl::node_level::NfedgnnParams p;
   p.set_laplacian_weight(1);
   o.spec.add_method_params()->PackFrom(p);
   EXPECT_THAT(fl::RunFederation(o).status(),
               fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("no Laplacian")));
   // Every CNFGNN user starts from the averaged map: asking for independent draws is refused.
   p.Clear();
-  p.set_user_init(nfedgnn::NfedgnnParams::INDEPENDENT);
+  p.set_user_init(fl::node_level::NfedgnnParams::INDEPENDENT);
   o.spec.clear_method_params();
   o.spec.add_method_params()->PackFrom(p);
   EXPECT_THAT(fl::RunFederation(o).status(),

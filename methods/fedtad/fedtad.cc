@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "fl/forwarding_algorithm.h"
 #include "fl/registry.h"
 #include "graph/datasets.h"
 #include "graph/random.h"
@@ -52,22 +53,22 @@ absl::Status Validate(const FedTadParams& p) {
   return absl::OkStatus();
 }
 
-
-// The base client plus the one-off reliability upload.
-class FedTadClient final : public fl::ClientAlgorithm {
+// The base client plus the one-off reliability upload; every other call is the base's.
+class FedTadClient final : public fl::ForwardingClient {
  public:
   FedTadClient(std::unique_ptr<fl::ClientAlgorithm> base, std::shared_ptr<const fl::ClientData> data,
                const fl::MethodConfig& config)
-      : base_(std::move(base)), data_(std::move(data)), config_(config) {}
+      : ForwardingClient(std::move(base)), data_(std::move(data)), config_(config) {}
 
   absl::StatusOr<std::optional<fl::proto::Message>> Prepare() override {
-    FGL_ASSIGN_OR_RETURN(std::optional<fl::proto::Message> base, base_->Prepare());
-    fl::proto::Message m = base.has_value() ? *std::move(base) : fl::proto::Message();
-    if (!base.has_value()) {
+    FGL_ASSIGN_OR_RETURN(std::optional<fl::proto::Message> prepared, base().Prepare());
+    const bool base_prepared = prepared.has_value();
+    fl::proto::Message m = base_prepared ? *std::move(prepared) : fl::proto::Message();
+    if (!base_prepared) {
       m.mutable_header()->set_type("fedtad.reliability");
       m.mutable_header()->set_sender(data_->id);
     }
-    (*m.mutable_scalars())[kBasePrepared] = base.has_value() ? 1 : 0;
+    (*m.mutable_scalars())[kBasePrepared] = base_prepared ? 1 : 0;
     FGL_ASSIGN_OR_RETURN(const FedTadParams p, fl::MethodParams<FedTadParams>(config_));
     const ReliabilityKind kind = p.reliability() == FedTadParams::EQUAL        ? ReliabilityKind::kEqual
                                  : p.reliability() == FedTadParams::NODE_COUNT ? ReliabilityKind::kNodeCount
@@ -83,28 +84,18 @@ class FedTadClient final : public fl::ClientAlgorithm {
     fl::AddTensors({{kReliability, phi}}, &m);
     return m;
   }
-  absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server,
-                                           const fl::RoundInfo& round) override {
-    return base_->Train(from_server, round);
-  }
-  absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
-    return base_->Predict(global);
-  }
-  absl::StatusOr<fl::proto::Message> SaveState() const override { return base_->SaveState(); }
-  absl::Status RestoreState(const fl::proto::Message& state) override { return base_->RestoreState(state); }
 
  private:
-  std::unique_ptr<fl::ClientAlgorithm> base_;
   std::shared_ptr<const fl::ClientData> data_;
   fl::MethodConfig config_;
 };
 
 // The base server; after each of its rounds, distillation into each of its aggregates.
-class FedTadServer final : public fl::ServerAlgorithm {
+class FedTadServer final : public fl::ForwardingServer {
  public:
   FedTadServer(std::unique_ptr<fl::ServerAlgorithm> base, std::unique_ptr<DataFreeDistiller> distiller,
                int64_t num_classes)
-      : base_(std::move(base)), distiller_(std::move(distiller)), num_classes_(num_classes) {}
+      : ForwardingServer(std::move(base)), distiller_(std::move(distiller)), num_classes_(num_classes) {}
 
   absl::Status AcceptPreparation(const fl::proto::Message& message) override {
     const int sender = message.header().sender();
@@ -126,21 +117,13 @@ class FedTadServer final : public fl::ServerAlgorithm {
       for (int i = inner.tensors_size() - 1; i >= 0; --i) {
         if (inner.tensors(i).name() == kReliability) inner.mutable_tensors()->DeleteSubrange(i, 1);
       }
-      return base_->AcceptPreparation(inner);
+      return base().AcceptPreparation(inner);
     }
     return absl::OkStatus();
   }
-  absl::Status FinishPreparation() override { return base_->FinishPreparation(); }
-  absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
-    return base_->Broadcast(round);
-  }
-  bool PersonalisedBroadcast() const override { return base_->PersonalisedBroadcast(); }
-  absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
-    return base_->BroadcastTo(client, round);
-  }
 
   absl::Status Accumulate(const fl::proto::Message& reply) override {
-    FGL_RETURN_IF_ERROR(base_->Accumulate(reply));
+    FGL_RETURN_IF_ERROR(base().Accumulate(reply));
     // The base method checked the reply; its tensors are this client's local model.
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(reply));
     local_models_[reply.header().sender()] = std::move(tensors);
@@ -148,10 +131,10 @@ class FedTadServer final : public fl::ServerAlgorithm {
   }
 
   absl::Status FinishRound(const fl::RoundInfo& round) override {
-    FGL_RETURN_IF_ERROR(base_->FinishRound(round));
+    FGL_RETURN_IF_ERROR(base().FinishRound(round));
     std::map<int, std::map<std::string, torch::Tensor>> locals = std::exchange(local_models_, {});
     if (locals.empty()) return absl::OkStatus();
-    const std::vector<fl::ServerAggregate> aggregates = base_->Aggregates();
+    const std::vector<fl::ServerAggregate> aggregates = base().Aggregates();
     if (aggregates.empty()) {
       return absl::FailedPreconditionError("fedtad: the base method exposes no aggregated model to distil into");
     }
@@ -188,7 +171,7 @@ class FedTadServer final : public fl::ServerAlgorithm {
   }
 
   absl::StatusOr<fl::proto::Message> SaveState() const override {
-    FGL_ASSIGN_OR_RETURN(fl::proto::Message m, base_->SaveState());
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message m, base().SaveState());
     distiller_->SaveState(&m);
     fl::NamedTensors phi;
     for (const auto& [id, t] : reliability_) phi.emplace_back(absl::StrCat("fedtad.reliability.", id), t);
@@ -196,15 +179,15 @@ class FedTadServer final : public fl::ServerAlgorithm {
     return m;
   }
   absl::Status RestoreState(const fl::proto::Message& state) override {
-    fl::proto::Message base = state;
-    base.mutable_tensors()->Clear();
+    fl::proto::Message base_state = state;
+    base_state.mutable_tensors()->Clear();
     for (const auto& t : state.tensors()) {
-      if (t.name().rfind("fedtad.", 0) != 0) *base.add_tensors() = t;
+      if (t.name().rfind("fedtad.", 0) != 0) *base_state.add_tensors() = t;
     }
-    for (auto it = base.mutable_scalars()->begin(); it != base.mutable_scalars()->end();) {
-      it = it->first.rfind("fedtad.", 0) == 0 ? base.mutable_scalars()->erase(it) : std::next(it);
+    for (auto it = base_state.mutable_scalars()->begin(); it != base_state.mutable_scalars()->end();) {
+      it = it->first.rfind("fedtad.", 0) == 0 ? base_state.mutable_scalars()->erase(it) : std::next(it);
     }
-    FGL_RETURN_IF_ERROR(base_->RestoreState(base));
+    FGL_RETURN_IF_ERROR(base().RestoreState(base_state));
     FGL_RETURN_IF_ERROR(distiller_->RestoreState(state));
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
     reliability_.clear();
@@ -219,10 +202,8 @@ class FedTadServer final : public fl::ServerAlgorithm {
     }
     return absl::OkStatus();
   }
-  std::vector<fl::ServerAggregate> Aggregates() override { return base_->Aggregates(); }
 
  private:
-  std::unique_ptr<fl::ServerAlgorithm> base_;
   std::unique_ptr<DataFreeDistiller> distiller_;
   int64_t num_classes_;
   std::map<int, torch::Tensor> reliability_;

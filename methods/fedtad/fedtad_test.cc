@@ -1,5 +1,6 @@
 // FedTAD: reliability on a hand-made graph, generator and pseudo-graph shapes, distillation that
 // moves the student towards its teachers, and the plug-in's contract with its base method.
+#include <cmath>
 #include <cstdlib>
 
 #include <google/protobuf/text_format.h>
@@ -297,6 +298,19 @@ TEST(PluginTest, ZeroIterationsLeaveTheBaseMethodUntouched) {
   EXPECT_TRUE(differs);
   o.spec.set_method("fedprox+nosuchplugin");
   EXPECT_THAT(fl::RunFederation(o), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nosuchplugin")));
+}
+
+// The plug-in forwards every call its base serves: with a global test graph, "fedavg+fedtad" is
+// scored there each round like FedAvg is (PredictGraph), and its clients' reports pass through.
+TEST(PluginTest, PluggedMethodScoresTheGlobalTestGraph) {
+  for (const char* method : {"fedavg", "fedavg+fedtad"}) {
+    fl::FederationOptions o = Small(method);
+    o.spec.mutable_eval()->set_global_test("whole_graph");
+    ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
+    ASSERT_EQ(r.rounds.size(), 6u) << method;
+    for (const fl::RoundRecord& round : r.rounds) EXPECT_TRUE(std::isfinite(round.global_test_acc)) << method;
+    EXPECT_GT(r.global_test_acc, 40.0) << method;  // 4 classes: well above chance
+  }
 }
 
 // The runtime hands the whole dataset to the server only when the run asks for it; the plug-in's

@@ -3,13 +3,26 @@
 #include "fl/simulator.h"
 #include "graph/csbm.h"
 #include "gtest/gtest.h"
-#include "methods/nfedgnn/nfedgnn.pb.h"
-#include "methods/nfedgnn/split_server.h"
-#include "methods/nfedgnn/user_models.h"
+#include "fl/node_level/params.pb.h"
+#include "fl/node_level/split_server.h"
+#include "fl/node_level/user_models.h"
 #include "nn/conv/gat_conv.h"
 #include "third_party/absl_ext/status_matchers.h"
 
 namespace fgl::methods::nfedgnn {
+
+using ::fgl::fl::node_level::AdamOptions;
+using ::fgl::fl::node_level::InitialUserWeights;
+using ::fgl::fl::node_level::LaplacianRegularizer;
+using ::fgl::fl::node_level::MakePrivateUserModels;
+using ::fgl::fl::node_level::NfedgnnParams;
+using ::fgl::fl::node_level::ParseSplitModel;
+using ::fgl::fl::node_level::SplitModelSpec;
+using ::fgl::fl::node_level::SplitServer;
+using ::fgl::fl::node_level::UserFeatures;
+using ::fgl::fl::node_level::UserModelOptions;
+using ::fgl::fl::node_level::UserModels;
+
 namespace {
 
 // A small graph whose features are half zeros, so the sparse per-user storage matters.

@@ -7,14 +7,25 @@
 #include "graph/datasets.h"
 #include "graph/random.h"
 #include "graph/split.h"
-#include "methods/nfedgnn/nfedgnn.pb.h"
-#include "methods/nfedgnn/server_side.h"
-#include "methods/nfedgnn/user_models.h"
+#include "fl/node_level/params.pb.h"
+#include "fl/node_level/server_side.h"
+#include "fl/node_level/user_models.h"
 #include "nn/graph_view.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::nfedgnn {
+
+using ::fgl::fl::node_level::MakePrivateUserModels;
+using ::fgl::fl::node_level::NfedgnnParams;
+using ::fgl::fl::node_level::ParseSplitModel;
+using ::fgl::fl::node_level::ServerSide;
+using ::fgl::fl::node_level::SplitModelSpec;
+using ::fgl::fl::node_level::UserFeatures;
+using ::fgl::fl::node_level::UserModelOptions;
+using ::fgl::fl::node_level::UserModels;
+using ::fgl::fl::node_level::UserOptionsFor;
+
 namespace {
 
 constexpr char kLatent[] = "nfedgnn.latent";

@@ -1,5 +1,5 @@
 // nFedGNN with one user per fl client, for serve/join across processes: the same arithmetic as
-// the batched runner (node_level_federation.h), exchanged as real messages. The batched runner
+// the batched runner (fl/node_level/federation.h), exchanged as real messages. The batched runner
 // runs the tables; this deployment shows that the split holds on the wire.
 #ifndef FGL_METHODS_NFEDGNN_PER_USER_H_
 #define FGL_METHODS_NFEDGNN_PER_USER_H_

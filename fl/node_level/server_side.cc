@@ -1,10 +1,10 @@
-#include "methods/nfedgnn/server_side.h"
+#include "fl/node_level/server_side.h"
 
 #include "graph/random.h"
 #include "nn/adam.h"
 #include "third_party/absl_ext/status_macros.h"
 
-namespace fgl::methods::nfedgnn {
+namespace fgl::fl::node_level {
 
 absl::StatusOr<std::unique_ptr<ServerSide>> ServerSide::Create(const SplitModelSpec& model, const graph::Dataset& data,
                                                                const graph::NodeSplit& split, double lr,
@@ -63,4 +63,4 @@ UserModelOptions UserOptionsFor(const SplitModelSpec& model, const NfedgnnParams
   return o;
 }
 
-}  // namespace fgl::methods::nfedgnn
+}  // namespace fgl::fl::node_level

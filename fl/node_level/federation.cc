@@ -1,4 +1,4 @@
-#include "methods/nfedgnn/node_level_federation.h"
+#include "fl/node_level/federation.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,13 +16,13 @@
 #include "graph/datasets.h"
 #include "graph/random.h"
 #include "graph/split.h"
-#include "methods/nfedgnn/nfedgnn.pb.h"
-#include "methods/nfedgnn/server_side.h"
+#include "fl/node_level/params.pb.h"
+#include "fl/node_level/server_side.h"
 #include "nn/graph_view.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
-namespace fgl::methods::nfedgnn {
+namespace fgl::fl::node_level {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -197,4 +197,4 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   return result;
 }
 
-}  // namespace fgl::methods::nfedgnn
+}  // namespace fgl::fl::node_level

@@ -2,17 +2,17 @@
 // their latents, the server runs the rest of the model, takes one Adam step and sends each user
 // ∂L/∂x̄_i, and every user takes one Adam step on its own map. The users are rows of batched
 // tensors (user_models.h), so a round over 2,708 users costs about one centralised step.
-#ifndef FGL_METHODS_NFEDGNN_NODE_LEVEL_FEDERATION_H_
-#define FGL_METHODS_NFEDGNN_NODE_LEVEL_FEDERATION_H_
+#ifndef FGL_FL_NODE_LEVEL_FEDERATION_H_
+#define FGL_FL_NODE_LEVEL_FEDERATION_H_
 
 #include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
 #include "fl/federation.h"
-#include "methods/nfedgnn/user_models.h"
+#include "fl/node_level/user_models.h"
 
-namespace fgl::methods::nfedgnn {
+namespace fgl::fl::node_level {
 
 // Makes the users' side: nFedGNN's private maps or CNFGNN's averaged ones.
 using UserModelsFactory =
@@ -26,6 +26,6 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
     const fl::FederationOptions& options, const std::function<void(const fl::RoundRecord&)>& on_round,
     const UserModelsFactory& make_users, bool laplacian_allowed);
 
-}  // namespace fgl::methods::nfedgnn
+}  // namespace fgl::fl::node_level
 
-#endif  // FGL_METHODS_NFEDGNN_NODE_LEVEL_FEDERATION_H_
+#endif  // FGL_FL_NODE_LEVEL_FEDERATION_H_

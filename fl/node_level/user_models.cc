@@ -1,10 +1,10 @@
-#include "methods/nfedgnn/user_models.h"
+#include "fl/node_level/user_models.h"
 
 #include <cmath>
 
 #include "glog/logging.h"
 
-namespace fgl::methods::nfedgnn {
+namespace fgl::fl::node_level {
 
 UserFeatures UserFeatures::FromDense(const torch::Tensor& x) {
   CHECK_EQ(x.dim(), 2);
@@ -133,4 +133,4 @@ std::unique_ptr<UserModels> MakePrivateUserModels(const UserFeatures& features, 
   return std::make_unique<PrivateUserModels>(features, options);
 }
 
-}  // namespace fgl::methods::nfedgnn
+}  // namespace fgl::fl::node_level

@@ -1,8 +1,8 @@
 // nFedGNN's users, batched: user i holds only its feature vector x_i and its first-layer map
 // (x̄_i = x_i W_i + b_i for GCN, x_i W_i for GAT's 8 heads); thousands of users are rows of a few
 // tensors, not thousands of objects, and every user steps with its own Adam state.
-#ifndef FGL_METHODS_NFEDGNN_USER_MODELS_H_
-#define FGL_METHODS_NFEDGNN_USER_MODELS_H_
+#ifndef FGL_FL_NODE_LEVEL_USER_MODELS_H_
+#define FGL_FL_NODE_LEVEL_USER_MODELS_H_
 
 #include <torch/torch.h>
 
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace fgl::methods::nfedgnn {
+namespace fgl::fl::node_level {
 
 // Every user's feature vector as its non-zero entries (CSR over users). A feature that is zero
 // for user i never reaches an output through W_i, so only these rows of W_i are stored: memory
@@ -79,6 +79,6 @@ std::unique_ptr<UserModels> MakePrivateUserModels(const UserFeatures& features, 
 // shared): the initial weights of the entries, [nnz, H] (shared: [d, H]).
 torch::Tensor InitialUserWeights(const UserFeatures& features, const UserModelOptions& options);
 
-}  // namespace fgl::methods::nfedgnn
+}  // namespace fgl::fl::node_level
 
-#endif  // FGL_METHODS_NFEDGNN_USER_MODELS_H_
+#endif  // FGL_FL_NODE_LEVEL_USER_MODELS_H_

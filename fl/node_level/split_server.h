@@ -2,8 +2,8 @@
 // map, over the whole topology that only the server knows. GCN: Â·ReLU(Â X̄) after dropout,
 // then GCNConv to the classes. GAT: per-head attention over the users' projections, ELU, then a
 // one-head GATConv to the classes.
-#ifndef FGL_METHODS_NFEDGNN_SPLIT_SERVER_H_
-#define FGL_METHODS_NFEDGNN_SPLIT_SERVER_H_
+#ifndef FGL_FL_NODE_LEVEL_SPLIT_SERVER_H_
+#define FGL_FL_NODE_LEVEL_SPLIT_SERVER_H_
 
 #include <torch/torch.h>
 
@@ -15,7 +15,7 @@
 #include "nn/conv/gcn_conv.h"
 #include "nn/graph_view.h"
 
-namespace fgl::methods::nfedgnn {
+namespace fgl::fl::node_level {
 
 // What the model spec says about the split: the users' side and the server's.
 struct SplitModelSpec {
@@ -50,6 +50,6 @@ TORCH_MODULE(SplitServer);
 // of ||x̄_i − x̄_j||².
 torch::Tensor LaplacianRegularizer(const torch::Tensor& latents, const nn::GraphView& graph);
 
-}  // namespace fgl::methods::nfedgnn
+}  // namespace fgl::fl::node_level
 
-#endif  // FGL_METHODS_NFEDGNN_SPLIT_SERVER_H_
+#endif  // FGL_FL_NODE_LEVEL_SPLIT_SERVER_H_

@@ -1,4 +1,4 @@
-#include "methods/nfedgnn/split_server.h"
+#include "fl/node_level/split_server.h"
 
 #include "absl/strings/str_cat.h"
 #include "graph/option_string.h"
@@ -6,7 +6,7 @@
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
-namespace fgl::methods::nfedgnn {
+namespace fgl::fl::node_level {
 
 absl::StatusOr<SplitModelSpec> ParseSplitModel(const std::string& model_spec) {
   FGL_ASSIGN_OR_RETURN(graph::OptionString o, graph::OptionString::Parse(model_spec));
@@ -75,4 +75,4 @@ torch::Tensor LaplacianRegularizer(const torch::Tensor& latents, const nn::Graph
   return diff.pow(2).sum() / static_cast<double>(p.nnz());
 }
 
-}  // namespace fgl::methods::nfedgnn
+}  // namespace fgl::fl::node_level

@@ -1,7 +1,7 @@
 // The server's half of every nFedGNN round, shared by the batched runner and the per-user
 // deployment: the split model with its Adam, the topology, the training users' labels and λ.
-#ifndef FGL_METHODS_NFEDGNN_SERVER_SIDE_H_
-#define FGL_METHODS_NFEDGNN_SERVER_SIDE_H_
+#ifndef FGL_FL_NODE_LEVEL_SERVER_SIDE_H_
+#define FGL_FL_NODE_LEVEL_SERVER_SIDE_H_
 
 #include <torch/torch.h>
 
@@ -10,12 +10,12 @@
 #include "absl/status/statusor.h"
 #include "fl/tensor_codec.h"
 #include "graph/dataset.h"
-#include "methods/nfedgnn/nfedgnn.pb.h"
-#include "methods/nfedgnn/split_server.h"
-#include "methods/nfedgnn/user_models.h"
+#include "fl/node_level/params.pb.h"
+#include "fl/node_level/split_server.h"
+#include "fl/node_level/user_models.h"
 #include "nn/graph_view.h"
 
-namespace fgl::methods::nfedgnn {
+namespace fgl::fl::node_level {
 
 class ServerSide {
  public:
@@ -50,6 +50,6 @@ class ServerSide {
 UserModelOptions UserOptionsFor(const SplitModelSpec& model, const NfedgnnParams& params, double lr,
                                 double weight_decay, uint64_t seed);
 
-}  // namespace fgl::methods::nfedgnn
+}  // namespace fgl::fl::node_level
 
-#endif  // FGL_METHODS_NFEDGNN_SERVER_SIDE_H_
+#endif  // FGL_FL_NODE_LEVEL_SERVER_SIDE_H_
