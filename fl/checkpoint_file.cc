@@ -1,16 +1,23 @@
 #include "fl/checkpoint_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/delimited_message_util.h"
 #include "graph/io/file.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -19,9 +26,39 @@ namespace fgl::fl {
 namespace {
 
 // Starts a delimited checkpoint. The single-message layout began with the tag of `version`
-// (byte 0x08), so the two cannot be confused.
-constexpr char kMagic[] = "FGLCKPT3";
+// (byte 0x08), so the two cannot be confused. Layout 4 ends with a trailer: kTrailerMagic, the
+// CRC-32 of every byte between the magic and the trailer, and their count (little-endian), so a
+// flipped bit or a cut file is caught before anything is restored. Layout 3 (no trailer,
+// 2026-11-28 to 2026-12-07) is still read.
+constexpr char kMagic[] = "FGLCKPT4";
+constexpr char kMagicV3[] = "FGLCKPT3";
 constexpr int kMagicSize = sizeof(kMagic) - 1;
+constexpr char kTrailerMagic[] = "FGLCRC32";
+constexpr int kTrailerSize = 8 + 4 + 8;
+
+void PutLittleEndian(uint64_t value, int bytes, char* out) {
+  for (int i = 0; i < bytes; ++i) out[i] = static_cast<char>((value >> (8 * i)) & 0xff);
+}
+uint64_t GetLittleEndian(const char* in, int bytes) {
+  uint64_t value = 0;
+  for (int i = 0; i < bytes; ++i) value |= static_cast<uint64_t>(static_cast<unsigned char>(in[i])) << (8 * i);
+  return value;
+}
+
+// CRC-32 of `count` bytes of `fd` from `offset`; nullopt when they cannot all be read.
+std::optional<uint32_t> Crc32OfRange(int fd, off_t offset, uint64_t count) {
+  std::vector<char> buffer(1 << 20);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (count > 0) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(count, buffer.size()));
+    const ssize_t got = ::pread(fd, buffer.data(), want, offset);
+    if (got <= 0) return std::nullopt;
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(buffer.data()), static_cast<uInt>(got));
+    offset += got;
+    count -= static_cast<uint64_t>(got);
+  }
+  return static_cast<uint32_t>(crc);
+}
 
 }  // namespace
 
@@ -58,6 +95,21 @@ absl::Status CheckpointWriter::AddClientState(const proto::Message& state) {
 absl::Status CheckpointWriter::Commit() {
   out_.close();  // a full disk may only show when the last bytes are flushed
   if (!out_) return absl::UnavailableError(absl::StrCat("cannot write ", tmp_));
+  // The trailer: the payload's checksum, read back from the file as the disk holds it.
+  const int fd = ::open(tmp_.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("cannot reopen ", tmp_, ": ", std::strerror(errno)));
+  struct stat st;
+  const bool sized = ::fstat(fd, &st) == 0 && st.st_size >= kMagicSize;
+  const uint64_t payload = sized ? static_cast<uint64_t>(st.st_size) - kMagicSize : 0;
+  const std::optional<uint32_t> crc = sized ? Crc32OfRange(fd, kMagicSize, payload) : std::nullopt;
+  char trailer[kTrailerSize];
+  std::memcpy(trailer, kTrailerMagic, 8);
+  PutLittleEndian(crc.value_or(0), 4, trailer + 8);
+  PutLittleEndian(payload, 8, trailer + 12);
+  const bool ok = crc.has_value() && ::pwrite(fd, trailer, kTrailerSize, st.st_size) == kTrailerSize && ::fsync(fd) == 0;
+  const int saved_errno = errno;
+  ::close(fd);
+  if (!ok) return absl::UnavailableError(absl::StrCat("cannot write ", tmp_, ": ", std::strerror(saved_errno)));
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     return absl::UnavailableError(absl::StrCat("cannot rename ", tmp_, " to ", path_));
   }
@@ -65,9 +117,16 @@ absl::Status CheckpointWriter::Commit() {
   return absl::OkStatus();
 }
 
-struct CheckpointReader::Stream {  // owns the descriptor
-  explicit Stream(int fd) : file(fd) { file.SetCloseOnDelete(true); }
-  google::protobuf::io::FileInputStream file;
+struct CheckpointReader::Stream {  // owns the descriptor; reads at most `limit` bytes (-1: all)
+  Stream(int fd, int64_t limit) : raw(fd) {
+    raw.SetCloseOnDelete(true);
+    if (limit >= 0) limited.emplace(&raw, limit);
+  }
+  google::protobuf::io::ZeroCopyInputStream* input() {
+    return limited.has_value() ? static_cast<google::protobuf::io::ZeroCopyInputStream*>(&*limited) : &raw;
+  }
+  google::protobuf::io::FileInputStream raw;
+  std::optional<google::protobuf::io::LimitingInputStream> limited;
 };
 
 CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {}
@@ -76,21 +135,42 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const s
   std::unique_ptr<CheckpointReader> r(new CheckpointReader(path));
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-  r->stream_ = std::make_unique<Stream>(fd);
   char magic[kMagicSize] = {};
-  {
-    google::protobuf::io::CodedInputStream in(&r->stream_->file);  // gives back what it does not use
-    if (!in.ReadRaw(magic, kMagicSize)) std::memset(magic, 0, kMagicSize);
-  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || ::pread(fd, magic, kMagicSize, 0) != kMagicSize) std::memset(magic, 0, kMagicSize);
+  int64_t limit = -1;
   if (std::memcmp(magic, kMagic, kMagicSize) == 0) {
+    // Layout 4: the trailer's checksum must match before anything is parsed.
+    char trailer[kTrailerSize] = {};
+    const bool has_trailer = st.st_size >= kMagicSize + kTrailerSize &&
+                             ::pread(fd, trailer, kTrailerSize, st.st_size - kTrailerSize) == kTrailerSize &&
+                             std::memcmp(trailer, kTrailerMagic, 8) == 0;
+    const uint64_t payload = has_trailer ? GetLittleEndian(trailer + 12, 8) : 0;
+    if (!has_trailer || payload != static_cast<uint64_t>(st.st_size) - kMagicSize - kTrailerSize) {
+      ::close(fd);
+      return absl::DataLossError(absl::StrCat(path, ": truncated or damaged checkpoint (no valid trailer)"));
+    }
+    const std::optional<uint32_t> crc = Crc32OfRange(fd, kMagicSize, payload);
+    if (!crc.has_value() || *crc != GetLittleEndian(trailer + 8, 4)) {
+      ::close(fd);
+      return absl::DataLossError(absl::StrCat(path, ": checksum mismatch: the checkpoint was altered after it was written"));
+    }
+    limit = static_cast<int64_t>(payload);
+  }
+  if (std::memcmp(magic, kMagic, kMagicSize) == 0 || std::memcmp(magic, kMagicV3, kMagicSize) == 0) {
+    if (::lseek(fd, kMagicSize, SEEK_SET) != kMagicSize) {
+      ::close(fd);
+      return absl::DataLossError(absl::StrCat(path, ": cannot read the checkpoint"));
+    }
+    r->stream_ = std::make_unique<Stream>(fd, limit);
     bool clean_eof = false;
-    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&r->header_, &r->stream_->file, &clean_eof)) {
+    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&r->header_, r->stream_->input(), &clean_eof)) {
       return absl::DataLossError(absl::StrCat(path, ": corrupt checkpoint (header)"));
     }
     return r;
   }
+  ::close(fd);
   // The single-message layout (before 2026-11-28): client states inside the header.
-  r->stream_.reset();
   FGL_ASSIGN_OR_RETURN(std::string bytes, graph::io::ReadFileBytes(path));
   if (!r->header_.ParseFromString(bytes)) return absl::DataLossError(absl::StrCat(path, ": corrupt checkpoint"));
   for (proto::Message& m : *r->header_.mutable_clients()) r->inline_states_.push_back(std::move(m));
@@ -108,7 +188,7 @@ absl::StatusOr<bool> CheckpointReader::ReadNext(proto::Message* m) {
     return true;
   }
   bool clean_eof = false;
-  if (google::protobuf::util::ParseDelimitedFromZeroCopyStream(m, &stream_->file, &clean_eof)) return true;
+  if (google::protobuf::util::ParseDelimitedFromZeroCopyStream(m, stream_->input(), &clean_eof)) return true;
   if (clean_eof) return false;
   return absl::DataLossError(absl::StrCat(path_, ": client state ", read_, " is corrupt or truncated"));
 }
@@ -133,6 +213,19 @@ bool CheckpointReader::AtEnd() {
   if (!got.ok()) return false;  // something is there, if unreadable
   if (*got) peeked_ = std::move(m);
   return !*got;
+}
+
+absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenCheckpointToResume(const std::string& path) {
+  if (!graph::io::FileExists(path)) return std::unique_ptr<CheckpointReader>();
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader = CheckpointReader::Open(path);
+  if (reader.ok() || !absl::IsDataLoss(reader.status())) return reader;
+  const std::string aside = path + ".damaged";
+  if (std::rename(path.c_str(), aside.c_str()) != 0) {
+    return absl::DataLossError(absl::StrCat(reader.status().message(), "; and it cannot be moved aside to ", aside, ": ",
+                                            std::strerror(errno)));
+  }
+  LOG(WARNING) << reader.status().message() << ": moved aside to " << aside << "; the run starts from round 1";
+  return std::unique_ptr<CheckpointReader>();
 }
 
 absl::StatusOr<bool> WriteCheckpointBestEffort(const std::string& path, const proto::Checkpoint& header, int round,

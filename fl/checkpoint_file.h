@@ -1,5 +1,5 @@
 // A checkpoint on disk: a header (proto::Checkpoint without client states) followed by each
-// client's state as its own length-delimited message. No single message nears protobuf's 2 GB
+// client's state as its own length-delimited message, then a CRC-32 trailer checked on opening. No single message nears protobuf's 2 GB
 // limit (FedSage+'s 5 Physics clients hold 2.18 GB), and only one client's state is serialised
 // at a time. Files of the earlier single-message layout are still read.
 #ifndef FGL_FL_CHECKPOINT_FILE_H_
@@ -45,7 +45,8 @@ class CheckpointWriter {
 // Reads a checkpoint's header, then its client states in the order they were added.
 class CheckpointReader {
  public:
-  // DataLoss naming `path` when it is neither layout or its header does not parse.
+  // DataLoss naming `path` when it is no known layout, fails its checksum, or its header does not
+  // parse.
   static absl::StatusOr<std::unique_ptr<CheckpointReader>> Open(const std::string& path);
   ~CheckpointReader();
   CheckpointReader(const CheckpointReader&) = delete;
@@ -69,6 +70,10 @@ class CheckpointReader {
   std::optional<proto::Message> peeked_;
   int read_ = 0;
 };
+
+// The checkpoint to resume from: null when there is none, or when the file is damaged (DataLoss):
+// then it is renamed to PATH.damaged, logged, and the run starts afresh rather than being blocked.
+absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenCheckpointToResume(const std::string& path);
 
 // Writes a checkpoint taken after `round`: `header`, then whatever `add_client_states` adds. A
 // file that cannot be written (a full disk) is logged and its temporary file removed: the run goes

@@ -1,10 +1,11 @@
-// Checkpoint files: client states round-trip one message each, the single-message layout is still
-// read, and damaged files are refused with the path named.
+// Checkpoint files: client states round-trip one message each, older layouts are still read, and
+// damaged files (any flipped bit, a cut) are refused with the path named, or set aside on resume.
 #include "fl/checkpoint_file.h"
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -80,13 +81,64 @@ TEST(CheckpointFileTest, DamagedFilesAreRefusedNamingThePath) {
 
   ASSERT_OK(WriteThree(path, 2).status());
   const auto size = std::filesystem::file_size(path);
-  std::filesystem::resize_file(path, size - 3);  // the last state cut short
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> r, CheckpointReader::Open(path));
-  ASSERT_OK(r->NextClientState().status());
-  ASSERT_OK(r->NextClientState().status());
-  EXPECT_THAT(r->NextClientState(), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("client state 2")));
+  std::filesystem::resize_file(path, size - 3);  // cut short
+  EXPECT_THAT(CheckpointReader::Open(path), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("truncated or damaged")));
 
   EXPECT_THAT(CheckpointReader::Open(TempPath("absent.pb")), StatusIs(absl::StatusCode::kNotFound, HasSubstr("absent.pb")));
+}
+
+// Every single-bit flip anywhere in the file is caught when it is opened, before anything is
+// restored (a flipped tensor byte parses fine and would resume a different model).
+TEST(CheckpointFileTest, EveryBitFlipIsCaughtByTheChecksum) {
+  const std::string path = TempPath("flipped.pb");
+  ASSERT_OK(WriteThree(path, 2).status());
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(bytes.size(), 40u);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (int bit = 0; bit < 8; bit += 3) {
+      std::string flipped = bytes;
+      flipped[i] = static_cast<char>(flipped[i] ^ (1 << bit));
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << flipped;
+      EXPECT_FALSE(CheckpointReader::Open(path).ok()) << "byte " << i << " bit " << bit;
+    }
+  }
+}
+
+// A damaged checkpoint does not block resuming: it is set aside and the run starts afresh.
+TEST(CheckpointFileTest, ADamagedCheckpointIsSetAsideWhenResuming) {
+  const std::string path = TempPath("resume.pb");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> none, OpenCheckpointToResume(path));
+  EXPECT_EQ(none, nullptr);
+  ASSERT_OK(WriteThree(path, 5).status());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> whole, OpenCheckpointToResume(path));
+  ASSERT_NE(whole, nullptr);
+  EXPECT_EQ(whole->header().round(), 5);
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> damaged, OpenCheckpointToResume(path));
+  EXPECT_EQ(damaged, nullptr);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_TRUE(std::filesystem::exists(path + ".damaged"));
+}
+
+// Files of layout 3 (no trailer) still open.
+TEST(CheckpointFileTest, ReadsLayoutThree) {
+  const std::string path = TempPath("v3.pb");
+  ASSERT_OK(WriteThree(path, 6).status());
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::string v3 = "FGLCKPT3" + bytes.substr(8, bytes.size() - 8 - 20);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << v3;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> r, CheckpointReader::Open(path));
+  EXPECT_EQ(r->header().round(), 6);
+  for (int k = 0; k < 3; ++k) ASSERT_OK(r->NextClientState().status());
+  EXPECT_TRUE(r->AtEnd());
 }
 
 TEST(CheckpointFileTest, AFailedWriteKeepsThePreviousCheckpoint) {

@@ -111,6 +111,21 @@ class TappedChannel final : public ClientChannel {
   Tap tap_;
 };
 
+// The run's final global model (a serialised message) holds only finite values: a model that
+// diverged is not a result.
+absl::Status CheckFiniteModel(const std::string& serialized) {
+  proto::Message m;
+  if (!m.ParseFromString(serialized)) return absl::InternalError("the final global model does not parse");
+  FGL_ASSIGN_OR_RETURN(auto tensors, DecodeTensors(m));
+  for (const auto& [name, t] : tensors) {
+    if (t.is_floating_point() && !AllFinite(t)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the final global model is not finite ('", name, "' holds NaN or infinity): the run diverged"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The run; `stage` names what it is doing, for an exception's error.
 absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorithm& server, ClientChannel& channel,
                                        const DriverHooks& hooks, std::string* stage) {
@@ -127,12 +142,16 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
   std::vector<int64_t> sizes(n, 0);  // learnt from the evaluations
   std::optional<PendingEval> pending;
   int first_round = 1;
+  std::string no_update_cause;  // the first round in which no client's update was taken, and why
   double checkpoint_s = 0;  // spent writing checkpoints: not the rounds' time
   Clock::time_point last_checkpoint = train_start;
 
   const std::string ckpt_path = o.checkpoint_dir.empty() ? "" : o.checkpoint_dir + "/checkpoint.pb";
-  if (o.resume && !ckpt_path.empty() && graph::io::FileExists(ckpt_path)) {
-    FGL_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> file, CheckpointReader::Open(ckpt_path));
+  std::unique_ptr<CheckpointReader> file;
+  if (o.resume && !ckpt_path.empty()) {
+    FGL_ASSIGN_OR_RETURN(file, OpenCheckpointToResume(ckpt_path));
+  }
+  if (file) {
     const proto::Checkpoint& ckpt = file->header();
     if (ckpt.version() != kCheckpointVersion || ckpt.run_fingerprint() != o.Fingerprint()) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -297,6 +316,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     if (exchanges < 1) return absl::InternalError(absl::StrCat("the server asks for ", exchanges, " exchanges per round"));
     // A client takes part in the round when every exchange took its reply.
     std::vector<int> accepted(n, 0);
+    std::string first_rejection;  // why the round's first left-out client was left out
     for (int e = 0; e < exchanges; ++e) {
       const RoundInfo exchange_info = ServerRound(o, r, e);
       std::vector<char> is_sampled(n, 0);
@@ -345,6 +365,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
         }
         const absl::Status st = AccumulateReply(server, reply, cr, counted);
         accepted[k] += st.ok();
+        if (!st.ok() && first_rejection.empty()) first_rejection = absl::StrCat("client ", k, ": ", st.ToString());
         if (st.ok()) {
           for (const auto& [name, value] : a.reports) cr.reports[name] = value;
         }
@@ -363,6 +384,11 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     for (int k : sampled) {
       rec.clients[k].participated = accepted[k] == exchanges;
       ++(rec.clients[k].participated ? rec.participants : rec.failed_clients);
+    }
+    if (rec.participants == 0 && rec.failed_clients > 0) {
+      LOG(WARNING) << "round " << r << ": no update accepted from any of the " << rec.failed_clients
+                   << " sampled clients; the server's model is unchanged (first: " << first_rejection << ")";
+      if (no_update_cause.empty()) no_update_cause = absl::StrCat("round ", r, ", ", first_rejection);
     }
     SharedMessage global;
     std::vector<SharedMessage> personal;
@@ -415,6 +441,18 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     FGL_RETURN_IF_ERROR(finish_evaluation());
   }
   channel.Finish();
+  // A run in which no client's update was ever taken trained nothing: it must not read as a result.
+  const bool never_updated =
+      !result.rounds.empty() && std::all_of(result.rounds.begin(), result.rounds.end(), [](const RoundRecord& rec) {
+        return rec.participants == 0 && rec.failed_clients > 0;
+      });
+  if (never_updated) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no client's update was accepted in any of the ", result.rounds.size(),
+                     " rounds, so the model was never trained (first left out: ",
+                     no_update_cause.empty() ? std::string("before a resume") : no_update_cause, ")"));
+  }
+  if (!result.final_global.empty()) FGL_RETURN_IF_ERROR(CheckFiniteModel(result.final_global));
   result.train_s = result.resumed_s + Seconds(train_start) - checkpoint_s;
   result.client_sizes = sizes;
   SelectReportedRound(eval, result);

@@ -318,5 +318,16 @@ TEST(SimulatorTest, NanClientIsLeftOutAndStrictMakesItFatal) {
   EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not finite")));
 }
 
+// A run whose every client is left out in every round (lr 1e300 overflows float) trained
+// nothing: it ends with that cause instead of reporting the untrained model's accuracy.
+TEST(SimulatorTest, RunWithNoAcceptedUpdateIsAnError) {
+  FederationOptions o = Small("fedavg");
+  o.spec.set_rounds(2);
+  o.spec.set_lr(1e300);
+  const absl::StatusOr<FederationResult> r = RunFederation(o);
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no client's update was accepted")));
+  EXPECT_THAT(r.status().message(), HasSubstr("round 1, client 0: INTERNAL: round 1: client 0 training: value cannot"));
+}
+
 }  // namespace
 }  // namespace fgl::fl

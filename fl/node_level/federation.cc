@@ -110,8 +110,11 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   int first_round = 1;
   double checkpoint_s = 0;  // spent writing checkpoints: not the rounds' time
   Clock::time_point last_checkpoint = start;
-  if (o.resume && !ckpt_path.empty() && graph::io::FileExists(ckpt_path)) {
-    FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::CheckpointReader> file, fl::CheckpointReader::Open(ckpt_path));
+  std::unique_ptr<fl::CheckpointReader> file;
+  if (o.resume && !ckpt_path.empty()) {
+    FGL_ASSIGN_OR_RETURN(file, fl::OpenCheckpointToResume(ckpt_path));
+  }
+  if (file) {
     const fl::proto::Checkpoint& ckpt = file->header();
     if (ckpt.version() != kCheckpointVersion || ckpt.run_fingerprint() != o.Fingerprint()) {
       return absl::FailedPreconditionError(absl::StrCat(ckpt_path, ": checkpoint of a different run (version ",
