@@ -8,6 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "experiments/csv_report.h"
+#include "experiments/protocol_card.h"
+#include "experiments/report_cells.h"
+#include "experiments/svg_figures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

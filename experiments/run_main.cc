@@ -150,9 +150,6 @@ absl::StatusOr<proto::Experiment> LoadResolved(const std::vector<std::string>& f
   for (const std::string& a : sets) FGL_RETURN_IF_ERROR(ApplySet(a, &e));
   if (!absl::GetFlag(FLAGS_data_dir).empty()) e.set_data_dir(absl::GetFlag(FLAGS_data_dir));
   FGL_ASSIGN_OR_RETURN(proto::Experiment resolved, Resolve(e, spec_path.empty() ? "flags" : spec_path));
-  if (GetMethodStatus(resolved.method()) != MethodStatus::kImplemented) {
-    return absl::UnimplementedError(absl::StrCat("method '", resolved.method(), "' is not implemented yet"));
-  }
   return resolved;
 }
 

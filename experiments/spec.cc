@@ -13,7 +13,6 @@
 #include "absl/strings/str_split.h"
 #include "fl/federation_spec.h"
 #include "fl/registry.h"
-#include "nn/models/gnn_model.h"
 #include "graph/io/file.h"
 #include "graph/random.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -36,18 +35,6 @@ class Collector final : public google::protobuf::io::ErrorCollector {
   std::string file_;
   std::vector<std::string> errors_;
 };
-
-// The baselines of the five papers that are not implemented yet: table rows may name them.
-const std::set<std::string>& PlannedMethods() {
-  static const auto* planned = new std::set<std::string>{
-      "fedtad_r_eq",
-      "fedgh", "fedmd",
-      "fedper", "ditto", "fedrep", "fedbn", "apfl", "fedamp", "pfedme", "fedgta_plus",
-      "fedtad_plugin", "fedstar", "fedlit", "feddep", "fedegonl", "fedamp_gnn", "fedsage_plus_fedtad",
-      "gcfl_plus_fedtad", "fedpub_fedtad", "fedgta_fedtad",
-  };
-  return *planned;
-}
 
 absl::Status PrefixError(const absl::Status& s, const std::string& where) {
   if (s.ok()) return s;
@@ -121,23 +108,8 @@ absl::Status ApplySet(const std::string& assignment, proto::Experiment* experime
   return absl::OkStatus();
 }
 
-bool ModelImplemented(const std::string& model_specs) {
-  for (absl::string_view spec : absl::StrSplit(model_specs, ';', absl::SkipEmpty())) {
-    auto m = nn::MakeModel(std::string(spec), 4, 2);
-    if (!m.ok() && m.status().code() == absl::StatusCode::kNotFound) return false;
-  }
-  return true;
-}
-
 MethodStatus GetMethodStatus(const std::string& method) {
   if (method == "centralized" || fl::FindMethod(method).ok()) return MethodStatus::kImplemented;
-  if (PlannedMethods().count(method)) return MethodStatus::kPlanned;
-  // A plug-in after a method that is not built yet (e.g. "gcfl_plus+fedtad") is planned too.
-  if (const size_t plus = method.rfind('+'); plus != std::string::npos &&
-      GetMethodStatus(method.substr(0, plus)) == MethodStatus::kPlanned &&
-      fl::FindMethod("fedavg" + method.substr(plus)).ok()) {
-    return MethodStatus::kPlanned;
-  }
   return MethodStatus::kUnknown;
 }
 
@@ -196,7 +168,6 @@ absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& in, const std
     return absl::InvalidArgumentError(absl::StrCat(where, ": seeds = [", absl::StrJoin(e.seeds(), ", "),
                                                    "]: a seed is listed twice"));
   }
-  if (GetMethodStatus(e.method()) != MethodStatus::kImplemented) return e;
   if (e.method() == "centralized") {
     if (!SetParamFields(e).empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": centralized takes no params"));
     return e;

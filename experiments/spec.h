@@ -32,14 +32,9 @@ absl::Status ApplySet(const std::string& assignment, proto::Experiment* experime
 // name `where`, the field and the value.
 absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& experiment, const std::string& where);
 
-// Method status: implemented (registered), planned (a baseline of the papers not built yet),
-// or unknown (an error).
-enum class MethodStatus { kImplemented, kPlanned, kUnknown };
+// Method status: implemented (registered, or "centralized") or unknown (an error).
+enum class MethodStatus { kImplemented, kUnknown };
 MethodStatus GetMethodStatus(const std::string& method);
-
-// False when a model spec names an architecture nn does not have yet (e.g. FedEgo's ego-graph
-// SAGE): such cells are reported as not implemented rather than run with another model.
-bool ModelImplemented(const std::string& model_specs);
 
 // A resolved experiment as the run's FederationSpec (typed parameters packed into method_params),
 // and as simulator options for one training seed.

@@ -1,6 +1,5 @@
 #include "experiments/spec_options.h"
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "experiments/spec.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -15,10 +14,6 @@ absl::StatusOr<fl::FederationOptions> OptionsFromSpec(const std::string& spec_pa
     FGL_RETURN_IF_ERROR(ApplySet(std::string(a), &spec));
   }
   FGL_ASSIGN_OR_RETURN(proto::Experiment resolved, Resolve(spec, spec_path));
-  if (GetMethodStatus(resolved.method()) != MethodStatus::kImplemented) {
-    return absl::UnimplementedError(absl::StrCat(spec_path, ": method '", resolved.method(),
-                                                 "' is not implemented"));
-  }
   if (seed == 0) seed = resolved.seeds(0);
   return ToFederationOptions(resolved, seed);  // resolved: every field present
 }

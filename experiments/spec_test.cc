@@ -58,12 +58,11 @@ TEST(SpecTest, RejectsUnknownFieldsAndMethodsWithFileAndLine) {
   e.set_method("fedavgg");
   EXPECT_THAT(Resolve(e, "x.textproto"), StatusIs(absl::StatusCode::kInvalidArgument,
                                                   HasSubstr("x.textproto: unknown method 'fedavgg'")));
-  e.set_method("fedgh");  // a planned baseline: accepted, marked not implemented
-  EXPECT_OK(Resolve(e, "x").status());
-  EXPECT_EQ(GetMethodStatus("fedgh"), MethodStatus::kPlanned);
-  // A plug-in composes with built methods, and with planned ones as planned.
+  EXPECT_EQ(GetMethodStatus("fedavgg"), MethodStatus::kUnknown);
+  EXPECT_EQ(GetMethodStatus("centralized"), MethodStatus::kImplemented);
+  // A plug-in composes with built methods; an unknown method or plug-in is unknown.
   EXPECT_EQ(GetMethodStatus("fedprox+fedtad"), MethodStatus::kImplemented);
-  EXPECT_EQ(GetMethodStatus("fedgh+fedtad"), MethodStatus::kPlanned);
+  EXPECT_EQ(GetMethodStatus("fedgh+fedtad"), MethodStatus::kUnknown);
   EXPECT_EQ(GetMethodStatus("fedprox+nosuchplugin"), MethodStatus::kUnknown);
   e.set_method("fedavg");
   e.mutable_fedtad()->set_iterations(2);  // plug-in options only with the plug-in

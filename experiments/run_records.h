@@ -1,0 +1,57 @@
+// Run records (experiments/results/<key>.json): reading and writing them, a finished run's record
+// from its output, the method versions they carry, and a record's numbers added to its cell.
+#ifndef FGL_EXPERIMENTS_RUN_RECORDS_H_
+#define FGL_EXPERIMENTS_RUN_RECORDS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/message.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "experiments/proto/experiment.pb.h"
+#include "experiments/proto/record.pb.h"
+#include "experiments/proto/table.pb.h"
+#include "experiments/report_cells.h"
+#include "fl/proto/federation.pb.h"
+
+namespace fgl::experiments {
+
+// The contents of a file; "" when it is missing or unreadable.
+std::string Slurp(const std::string& path);
+
+// A protobuf JSON file (a run's result.json, a run record); false when missing or unreadable, and
+// the run is then redone.
+bool ReadJson(const std::string& path, google::protobuf::Message* message);
+
+// The seed_<s> directory a one-seed run wrote under `out_dir`, or "".
+std::string SeedDirectory(const std::string& out_dir);
+
+// The method's result version as the code has it now ("fedprox@1", "fedavg@1+fedtad@1"), and as a
+// record written before versions were recorded reads (every part at version 1).
+std::string CurrentVersion(const std::string& method);
+std::string RecordVersion(const proto::RunRecord& record, const std::string& method);
+
+// A run's final per-client reports by name (RunResult.final_client_reports).
+std::map<std::string, std::vector<double>> FinalReports(const fl::proto::RunResult& result);
+
+// One finished run's numbers into its cell: the value the table shows, the traffic, the time.
+void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResult& r);
+
+// Forgets the runs AddRun gave a cell, which then reads as `state` (not run, stale, no data); a
+// cell left "not run" keeps how many seeds it had (AddRun gives one value per run).
+void ClearRuns(CellResult& r, CellResult::State state);
+
+// A run's record from its result.json and rounds.jsonl.
+absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto::Experiment& resolved, uint64_t seed,
+                                           fl::proto::RunResult result, const std::string& rounds_path);
+
+// One line of protobuf JSON at `path`, written atomically (a temporary file, then a rename).
+absl::Status WriteRecord(const std::string& path, const google::protobuf::Message& record);
+
+}  // namespace fgl::experiments
+
+#endif  // FGL_EXPERIMENTS_RUN_RECORDS_H_

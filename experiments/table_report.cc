@@ -1,0 +1,127 @@
+#include "experiments/table_report.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "experiments/csv_report.h"
+#include "experiments/proto/record.pb.h"
+#include "experiments/report.h"
+#include "experiments/svg_figures.h"
+
+namespace fgl::experiments {
+namespace {
+
+// Per column, every row's mean curve over its seeds (test accuracy; training loss where recorded):
+// <stem>_<column>.svg, <stem>_<column>_loss.svg and one <stem>_curves.csv. Returns the markdown
+// that shows them.
+std::string WriteColumnCurves(const proto::Table& table,
+                       const std::map<std::pair<std::string, std::string>, std::vector<proto::RunRecord>>& runs,
+                       const std::string& report_dir, const std::string& stem) {
+  std::string md = absl::StrCat("\n## Curves (mean over seeds; data: [", stem, "_curves.csv](", stem, "_curves.csv))\n");
+  std::ofstream csv(report_dir + "/" + stem + "_curves.csv");
+  csv << "row,column,seeds,round,test_acc_mean,loss_mean\n";
+  for (const proto::Column& c : table.columns()) {
+    // A global-test column (FedEgo Fig. 4 a/c) draws the shared global test graph's curve.
+    const bool global = (c.has_value() ? c.value() : table.value()) == proto::Table::GLOBAL_TEST_ACCURACY;
+    auto curve = [global](const proto::RunRecord& rec) -> const google::protobuf::RepeatedField<double>& {
+      return global ? rec.global_test_curve() : rec.test_curve();
+    };
+    std::vector<Series> accuracy, loss;
+    for (const proto::Row& row : table.rows()) {
+      auto it = runs.find({row.key(), c.key()});
+      if (it == runs.end() || it->second.empty()) continue;
+      const std::vector<proto::RunRecord>& recs = it->second;
+      size_t rounds = curve(recs[0]).size();
+      bool has_loss = true;
+      for (const proto::RunRecord& rec : recs) {
+        rounds = std::min<size_t>(rounds, curve(rec).size());
+        has_loss &= rec.loss_curve_size() == rec.test_curve_size();
+      }
+      Series a{row.label().empty() ? row.key() : row.label(), {}}, l{a.label, {}};
+      for (size_t i = 0; i < rounds; ++i) {
+        double acc = 0, lo = 0;
+        for (const proto::RunRecord& rec : recs) {
+          acc += curve(rec)[i] / recs.size();
+          if (has_loss) lo += rec.loss_curve(i) / recs.size();
+        }
+        a.points.emplace_back(i + 1, acc);
+        if (has_loss) l.points.emplace_back(i + 1, lo);
+        csv << row.key() << "," << c.key() << "," << recs.size() << "," << i + 1 << ","
+            << absl::StrFormat("%.4f", acc) << "," << (has_loss ? absl::StrFormat("%.6g", lo) : "") << "\n";
+      }
+      accuracy.push_back(std::move(a));
+      if (has_loss) loss.push_back(std::move(l));
+    }
+    if (accuracy.empty()) continue;
+    const std::string label = c.label().empty() ? c.key() : c.label();
+    const std::string name = absl::StrCat(stem, "_", c.key());
+    std::ofstream(absl::StrCat(report_dir, "/", name, ".svg"))
+        << AccuracySvg(absl::StrCat(label, global ? ": global test" : ": test", " accuracy (mean over seeds)"), accuracy);
+    absl::StrAppend(&md, "\n### ", label, "\n\n![", label, global ? " global" : "", " test accuracy](", name, ".svg)\n");
+    if (!loss.empty()) {
+      std::ofstream(absl::StrCat(report_dir, "/", name, "_loss.svg"))
+          << CurveSvg(absl::StrCat(label, ": training loss (mean over seeds)"), loss, /*percent=*/false);
+      absl::StrAppend(&md, "![", label, " training loss](", name, "_loss.svg)\n");
+    }
+  }
+  return md;
+}
+
+}  // namespace
+
+bool WriteTableReport(const proto::Table& table, const TablePlan& plan, const std::string& report_dir,
+                      const std::string& stem) {
+  const std::map<std::pair<std::string, std::string>, CellResult>& results = plan.results;
+  const auto& first_runs = plan.first_runs;
+  // The plot: every row's first-seed curve on the first column with a finished cell.
+  std::vector<Series> series;
+  std::string plot_column;
+  for (const proto::Column& c : table.columns()) {
+    for (const proto::Row& row : table.rows()) {
+      auto it = first_runs.find({row.key(), c.key()});
+      if (it == first_runs.end()) continue;
+      plot_column = c.label().empty() ? c.key() : c.label();
+      Series s;
+      s.label = row.label().empty() ? row.key() : row.label();
+      for (int i = 0; i < it->second.test_curve_size(); ++i) s.points.emplace_back(i + 1, it->second.test_curve(i));
+      series.push_back(std::move(s));
+    }
+    if (!series.empty()) break;
+  }
+  const std::string curves_md = table.curves_per_column() ? WriteColumnCurves(table, plan.all_runs, report_dir, stem) : "";
+  std::string svg_name;
+  if (!series.empty()) {
+    svg_name = stem + ".svg";
+    std::ofstream(report_dir + "/" + svg_name)
+        << AccuracySvg(absl::StrCat(table.title(), " — test accuracy per round, ", plot_column,
+                                    " (first seed)"), series);
+  }
+  Provenance prov;
+  prov.spec_hashes = plan.spec_hashes;
+  prov.seeds = absl::StrJoin(plan.seeds_used, ", ");
+  prov.commits = absl::StrJoin(plan.commits, ", ");
+  prov.machines = absl::StrJoin(plan.machines, "; ");
+  std::string grid_md;
+  if (const std::string grid = table.grid_heatmap() ? GridHeatmapSvg(table, results) : ""; !grid.empty()) {
+    std::ofstream(report_dir + "/" + stem + "_grid.svg") << grid;
+    grid_md = absl::StrCat("\n![", table.title(), ": the cells as a grid](", stem, "_grid.svg)\n");
+  }
+  std::string fidelity_name;
+  if (const std::string fidelity = table.value() == proto::Table::TEST_ACCURACY ? FidelitySvg(table, results) : "";
+      !fidelity.empty()) {
+    fidelity_name = stem + "_fidelity.svg";
+    std::ofstream(report_dir + "/" + fidelity_name) << fidelity;
+  }
+  std::ofstream(report_dir + "/" + stem + ".md")
+      << MarkdownReport(table, results, prov, svg_name, fidelity_name, plan.spread) << grid_md << curves_md;
+  std::ofstream(report_dir + "/" + stem + ".csv") << CsvReport(table, results);
+  return !svg_name.empty();
+}
+
+}  // namespace fgl::experiments
