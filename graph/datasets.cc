@@ -3,11 +3,13 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/csbm.h"
+#include "graph/io/dataset_checksums.h"
 #include "graph/io/file.h"
 #include "graph/io/geom_gcn.h"
 #include "graph/io/gnn_benchmark.h"
@@ -165,7 +167,11 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& spec, const std::string& 
   FGL_ASSIGN_OR_RETURN(const Entry* e, Find(o.name()));
   FGL_ASSIGN_OR_RETURN(bool lcc, o.Bool("lcc", false));
   FGL_ASSIGN_OR_RETURN(bool row_normalize, o.Bool("row_normalize", false));
+  // Every listed file the loader reads under the data root is checked against its sum.
+  std::optional<io::DatasetChecksumScope> verify;
+  if (!data_dir.empty()) verify.emplace(data_dir);
   FGL_ASSIGN_OR_RETURN(Dataset d, LoadRaw(o.name(), *e, data_dir, o, seed));
+  verify.reset();
   FGL_RETURN_IF_ERROR(o.CheckAllUsed());
   d.name = o.name();
   if (lcc) {

@@ -1,5 +1,7 @@
 // Every dataset present under $FGL_DATA_DIR against its published statistics
 // (../shared/data/README.md), and Louvain balance on the four FedTAD graphs. Skips without data.
+#include <iterator>
+#include <fstream>
 #include "graph/datasets.h"
 
 #include <cstdlib>
@@ -100,6 +102,29 @@ TEST(DatasetsTest, PubMedWithoutAllxSaysWhichFileIsMissing) {
   EXPECT_FALSE(DatasetPresent("pubmed", root));
   EXPECT_THAT(LoadDataset("pubmed", root),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("ind.pubmed.allx")));
+}
+
+// The outside probe's reproduction: single-bit flips in Planetoid files used to load (5,280
+// edges instead of 5,278). Now every flip is refused, naming the file; the flag lets a user's own
+// file under a listed name through.
+TEST(DatasetsTest, EveryBitFlipOfAPlanetoidFileIsRefused) {
+  if (!DatasetPresent("cora", DataDir())) GTEST_SKIP() << "cora not present";
+  for (const char* file : {"ind.cora.graph", "ind.cora.y", "ind.cora.test.index"}) {
+    const std::string scratch = ::testing::TempDir() + "/datasets_test_flip_" + file;
+    std::filesystem::remove_all(scratch);
+    ASSERT_OK_AND_ASSIGN(std::string root, testing::DataRootWithout(DataDir(), "cora", file, scratch));
+    std::ifstream in(DataDir() + "/cora/" + file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (size_t at : {size_t{0}, bytes.size() / 3, bytes.size() - 1}) {
+      std::string flipped = bytes;
+      flipped[at] = static_cast<char>(flipped[at] ^ 0x04);
+      std::ofstream(root + "/cora/" + file, std::ios::binary | std::ios::trunc) << flipped;
+      EXPECT_THAT(LoadDataset("cora", root), StatusIs(absl::StatusCode::kDataLoss, HasSubstr(file)))
+          << file << " byte " << at;
+    }
+    std::ofstream(root + "/cora/" + file, std::ios::binary | std::ios::trunc) << bytes;
+    EXPECT_OK(LoadDataset("cora", root).status()) << file;
+  }
 }
 
 TEST(DatasetsTest, LouvainCoversOnceWithinDeltaOnFedTadGraphs) {

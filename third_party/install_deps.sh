@@ -16,6 +16,7 @@ PACKAGES=(
   libigraph-dev
   libmetis-dev
   zlib1g-dev libzip-dev
+  libssl-dev  # SHA-256 of dataset files on load (graph/io:dataset_checksums)
   nlohmann-json3-dev
   libgrpc++-dev protobuf-compiler-grpc
   openssl iproute2 jq  # the transport's TLS and network-namespace tests

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "graph/io/dataset_checksums.h"
 
 namespace fgl::graph::io {
 
@@ -46,6 +47,8 @@ absl::StatusOr<std::string> ReadFileBytes(const std::string& path, const std::st
   if (in.gcount() != static_cast<std::streamsize>(bytes.size())) {
     return absl::DataLossError(absl::StrCat(path, ": short read"));
   }
+  const int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  if (absl::Status verified = VerifyDatasetFile(path, bytes, st.st_size, mtime_ns); !verified.ok()) return verified;
   return bytes;
 }
 

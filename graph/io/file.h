@@ -10,7 +10,8 @@
 namespace fgl::graph::io {
 
 // The file's bytes. NotFound names `path` and, when `dataset` is non-empty, says to run
-// third_party/download_datasets.sh for it. Refuses files over `max_bytes` (ResourceExhausted).
+// third_party/download_datasets.sh for it. Refuses files over `max_bytes` (ResourceExhausted), and
+// a listed dataset file under an active DatasetChecksumScope whose sum differs (DataLoss).
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path, const std::string& dataset = "",
                                           size_t max_bytes = size_t{4} << 30);
 
