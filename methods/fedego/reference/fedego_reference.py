@@ -29,6 +29,17 @@ Deliberate differences from upstream (nothing else is changed):
   * The numpy permutation that getMask(upload=True) draws without using it is not drawn.
   * Prints, tensorboard, timing and the cost counters are dropped; values are returned instead.
     sklearn's micro-F1 is computed as accuracy (identical for single-label classes).
+
+Hooks that are not upstream, off by default (the differential test against our C++ uses them;
+methods/fedego/reference/README.md):
+  * `trees` draws: explicit ego-trees (one 43-node tree per centre, ids of the graph) in place of
+    a NeighborLoader batch's `neighbors` (TreeLoader), their batches in the given order. Every
+    child must be an in-neighbour of its parent in the graph (ValueError otherwise). A tree that
+    is the expansion of a NeighborLoader sample (tree_of_batch) computes the same as that sample.
+  * `server_edge_offset=True`: the server shifts each upload's edge ids by the nodes before it in
+    the concatenation (upstream does not: utils.py:86-89).
+  * `loss_epsilon=None`: the clients' and the server's loss is the paper's cross-entropy (Eq. 2),
+    -sum y log_softmax, instead of upstream's -sum y log(softmax + 1e-7).
 """
 import copy
 import os
@@ -41,7 +52,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
-from methods.reference.pyg import Data, NeighborLoader, SAGEConv  # noqa: E402
+from methods.reference.pyg import Data, NeighborLoader, SAGEConv, to_csc  # noqa: E402
 
 NUM_NEIGHBORS = [6] * 2  # Client.py:93, Server.py:46, Client.py:446 (hard-coded)
 EGO_NODES = 43  # Client.py:176 (1 + 6 + 36, hard-coded)
@@ -120,10 +131,13 @@ class Classification(nn.Module):
         return logists
 
 
-def _loss(out, y_one_hot):
+def _loss(out, y_one_hot, epsilon=0.0000001):
     # Client.py:108-113 and Server.py:62-67: softmax of the log_softmax output, + 1e-7 inside the log.
+    # epsilon=None (not upstream): Eq. 2's cross-entropy, -sum y * log_softmax(out).
+    if epsilon is None:
+        return -torch.mean(torch.sum(y_one_hot * torch.log_softmax(out, dim=1), dim=1), dim=0)
     x = F.softmax(out, dim=1)
-    loss = y_one_hot * torch.log(x + 0.0000001)
+    loss = y_one_hot * torch.log(x + epsilon)
     loss = -torch.mean(torch.sum(loss, dim=1), dim=0)
     return loss
 
@@ -132,13 +146,87 @@ def _neighbor_draws(draws, key):
     return None if draws is None else draws.get(key)
 
 
+def _tree_parent(p):
+    """The parent position of position p >= 1 of a 43-node ego-tree (children of v: 6v+1..6v+6)."""
+    return (p - 1) // NUM_NEIGHBORS[0]
+
+
+class TreeLoader:
+    """Not upstream: batches of explicit ego-trees instead of NeighborLoader's deduplicated
+    samples. trees: one LongTensor [b, 43] per batch, row i = centre i's tree (position 0 the
+    centre, children of position v at 6v+1..6v+6) as node ids of `data`; every child must be an
+    in-neighbour of its parent (ValueError). Each batch is a Data as NeighborLoader yields: the b
+    centres first (local ids 0..b-1), then each tree's positions 1..42 as nodes of their own
+    (local id b + 42 i + p - 1), edges child -> parent per tree, parent and child ascending, x, y
+    the rows of `data`, `sampled` the tree tensor. SAGE on it is the tree computation; a node at
+    several positions appears once per position."""
+
+    def __init__(self, data, trees):
+        self.data = data
+        self.trees = [torch.as_tensor(t, dtype=torch.long) for t in trees]
+        n = data.x.size(0)
+        colptr, row, _ = to_csc(data.edge_index, n)
+        self.colptr, self.row = colptr.tolist(), row.tolist()
+
+    def __len__(self):
+        return len(self.trees)
+
+    def __iter__(self):
+        size = EGO_NODES
+        for t in self.trees:
+            if t.dim() != 2 or t.size(1) != size:
+                raise ValueError(f'trees must be [b, {size}], got {tuple(t.shape)}')
+            b = t.size(0)
+            ids = t.tolist()
+            for i in range(b):
+                for p in range(1, size):
+                    w = ids[i][_tree_parent(p)]
+                    if ids[i][p] not in self.row[self.colptr[w]:self.colptr[w + 1]]:
+                        raise ValueError(f'tree {i}: node {ids[i][p]} at position {p} is not an in-neighbour of {w}')
+
+            def local(i, p):
+                return i if p == 0 else b + i * (size - 1) + p - 1
+            rows, cols = [], []
+            for i in range(b):
+                for p in range(1, size):
+                    rows.append(local(i, p))
+                    cols.append(local(i, _tree_parent(p)))
+            node = torch.cat([t[:, 0], t[:, 1:].reshape(-1)])
+            yield Data(x=self.data.x[node], y=self.data.y[node],
+                       edge_index=torch.tensor([rows, cols], dtype=torch.long), batch_size=b, n_id=node,
+                       sampled=t.clone())
+
+
+def tree_of_batch(batch):
+    """The explicit ego-trees [b, 43] (ids of the loader's graph) of a NeighborLoader batch, as
+    updateShareBatch aligns them: position 1+j = the centre's j-th draw, 7+6j+k = the k-th draw
+    of that neighbour (a node's ONE list, shared wherever it appears). ValueError if a node on
+    the way has no list (no in-neighbour)."""
+    lists = defaultdict(list)
+    src, dst = batch.edge_index[0].tolist(), batch.edge_index[1].tolist()
+    for u, v in zip(src, dst):
+        lists[v].append(u)
+    out = []
+    for c in range(batch.batch_size):
+        tree = [c]
+        for p in range(1, EGO_NODES):
+            parent = tree[_tree_parent(p)]
+            children = lists[parent]
+            if len(children) != NUM_NEIGHBORS[0]:
+                raise ValueError(f'node {int(batch.n_id[parent])} has {len(children)} drawn neighbours')
+            tree.append(children[(p - 1) % NUM_NEIGHBORS[0]])
+        out.append(batch.n_id[torch.tensor(tree)])
+    return torch.stack(out)
+
+
 # FedEgo/FedEgo@534c1de Client.py:11-46 (mode 'fedego', sageMode 'GraphSAGE')
 class Client(nn.Module):
     """state_dict: lowLayer.linear.{weight,bias}, gnnLayer.sage{1,2}.lin_l.{weight,bias},
     gnnLayer.sage{1,2}.lin_r.weight, classification.weight."""
 
-    def __init__(self, data, in_feats, h_feats, num_classes, lr, dropout, mixup, linear):
+    def __init__(self, data, in_feats, h_feats, num_classes, lr, dropout, mixup, linear, loss_epsilon=1e-7):
         super(Client, self).__init__()
+        self.loss_epsilon = loss_epsilon  # not upstream when not 1e-7 (_loss)
         self.data = data
         self.h_feats = h_feats
         self.num_classes = num_classes
@@ -197,7 +285,7 @@ class Client(nn.Module):
     # Client.py:108-113
     def getLoss(self, out, y):
         y_one_hot = F.one_hot(y, num_classes=self.num_classes).float()
-        return _loss(out, y_one_hot)
+        return _loss(out, y_one_hot, self.loss_epsilon)
 
     # Client.py:123-146
     @torch.no_grad()
@@ -291,11 +379,19 @@ class Client(nn.Module):
 
     # Client.py:251-276
     @torch.no_grad()
-    def getShareBatch(self, batch_size, sampled=None, generator=None):
+    def getShareBatch(self, batch_size, sampled=None, generator=None, trees=None):
+        """trees (not upstream): the chunks' explicit ego-trees (TreeLoader); their centres must be
+        the pool in ascending order, cut into chunks of batch_size."""
         self.eval()
         self.getLowEmbed()
-        self.getMask(upload=True)
-        train_loader = self.getLoader(batch_size, mode="share", sampled=sampled, generator=generator)
+        chunks = self.getMask(upload=True)
+        if trees is None:
+            train_loader = self.getLoader(batch_size, mode="share", sampled=sampled, generator=generator)
+        else:
+            train_loader = TreeLoader(self.lowEmbed, trees)
+            got = [torch.as_tensor(t)[:, 0] for t in trees]
+            if not torch.equal(torch.cat(got), chunks) or any(g.numel() != batch_size for g in got[:-1]):
+                raise ValueError('upload trees: the centres must be the pool, ascending, in chunks of batch_size')
         used = []
         for batch in train_loader:
             self.updateShareBatch(batch)
@@ -310,13 +406,25 @@ class Client(nn.Module):
 
     # Client.py:278-307, 357 (mode 'fedego')
     def supervisedTrain(self, batch_size, draws=None, generator=None):
+        """draws['trees'] (not upstream): the batches' explicit ego-trees, in the given order
+        (TreeLoader); their centres are the epoch's training nodes."""
         self.train()
-        with torch.no_grad():
-            train_nodes = self.getMask(train_nodes=_neighbor_draws(draws, 'train_nodes'), generator=generator)
-        train_loader = self.getLoader(batch_size, mode="train", sampled=_neighbor_draws(draws, 'neighbors'),
-                                      generator=generator)
+        trees = _neighbor_draws(draws, 'trees')
+        if trees is not None:
+            centres = torch.cat([torch.as_tensor(t, dtype=torch.long)[:, 0] for t in trees])
+            if any(torch.as_tensor(t).size(0) > batch_size for t in trees):
+                raise ValueError(f'trees: batches of at most {batch_size}')
+            with torch.no_grad():
+                train_nodes = self.getMask(train_nodes=centres)
+            train_loader = TreeLoader(self.data, trees)
+        else:
+            with torch.no_grad():
+                train_nodes = self.getMask(train_nodes=_neighbor_draws(draws, 'train_nodes'), generator=generator)
+            train_loader = self.getLoader(batch_size, mode="train", sampled=_neighbor_draws(draws, 'neighbors'),
+                                          generator=generator)
         total_examples = total_loss = 0
         used = []
+        self.batch_losses = []  # not upstream: each batch's loss, for the differential test
         for batch in train_loader:
             used.append(batch.sampled)
             self.optimizer.zero_grad()
@@ -337,7 +445,9 @@ class Client(nn.Module):
 
             total_examples += b_size
             total_loss += float(loss) * b_size
-        return total_loss / total_examples, {'train_nodes': train_nodes, 'neighbors': used}
+            self.batch_losses.append(float(loss))
+        return total_loss / total_examples, {'train_nodes': train_nodes,
+                                             'trees' if trees is not None else 'neighbors': used}
 
     def _predict(self, loader):
         # Client.py:414-437 / 456-474: eval forward, argmax, loss per batch
@@ -390,8 +500,9 @@ class Server(nn.Module):
     """The global personalisation layers Phi_g. state_dict: gnnLayer.sage{1,2}.lin_l.{weight,bias},
     gnnLayer.sage{1,2}.lin_r.weight, classification.weight (the clients' deep keys)."""
 
-    def __init__(self, h_feats, num_classes, lr, dropout, linear):
+    def __init__(self, h_feats, num_classes, lr, dropout, linear, loss_epsilon=1e-7):
         super(Server, self).__init__()
+        self.loss_epsilon = loss_epsilon  # not upstream when not 1e-7 (_loss)
         self.h_feats = h_feats
         self.num_classes = num_classes
         self.gnnLayer = GNNLayer(h_feats, h_feats, h_feats, linear, 2)
@@ -433,13 +544,24 @@ class Server(nn.Module):
 
     # Server.py:62-67
     def getLoss(self, out, y_one_hot):
-        return _loss(out, y_one_hot)
+        return _loss(out, y_one_hot, self.loss_epsilon)
 
     # Server.py:69-92, 132 (mode 'fedego'); ZeroDivisionError with < 5 mashed graphs, as upstream
     def supervisedTrain(self, batch_size, draws=None, generator=None):
+        """draws['trees'] (not upstream): the batches' explicit trees on the server graph, in the
+        given order (TreeLoader); their centres (share nodes) are the epoch's mashed graphs."""
         self.train()
-        train_graphs = self.getTrainMask(_neighbor_draws(draws, 'train_graphs'), generator)
-        train_loader = self.getLoader(batch_size, _neighbor_draws(draws, 'neighbors'), generator)
+        trees = _neighbor_draws(draws, 'trees')
+        if trees is not None:
+            graph_of = {int(v): j for j, v in enumerate(self.share_nodes.tolist())}
+            centres = torch.cat([torch.as_tensor(t, dtype=torch.long)[:, 0] for t in trees]).tolist()
+            if any(c not in graph_of for c in centres) or any(torch.as_tensor(t).size(0) > batch_size for t in trees):
+                raise ValueError(f'server trees: centres must be mashed-graph centres, batches of at most {batch_size}')
+            train_graphs = self.getTrainMask([graph_of[c] for c in centres])
+            train_loader = TreeLoader(self.data, trees)
+        else:
+            train_graphs = self.getTrainMask(_neighbor_draws(draws, 'train_graphs'), generator)
+            train_loader = self.getLoader(batch_size, _neighbor_draws(draws, 'neighbors'), generator)
         total_examples = total_loss = 0
         used = []
         for batch in train_loader:
@@ -454,7 +576,8 @@ class Server(nn.Module):
             self.optimizer.step()
             total_examples += b_size
             total_loss += float(loss) * b_size
-        return total_loss / total_examples, {'train_graphs': train_graphs, 'neighbors': used}
+        return total_loss / total_examples, {'train_graphs': train_graphs,
+                                             'trees' if trees is not None else 'neighbors': used}
 
     # Server.py:134-138: over ALL rows (all 43 positions of every mashed graph)
     @torch.no_grad()
@@ -526,7 +649,8 @@ class FedEgoReference:
 
     FedEgoReference(subgraphs, num_classes, initial_states, hidden=512, lr=3e-4, batch_size=32,
                     client_train_epoch=5, server_train_epoch=5, lamb_c=1.0, lamb_fixed=False,
-                    mixup=True, linear=False, early_stopping=100, dropout=0.5)
+                    mixup=True, linear=False, early_stopping=100, dropout=0.5,
+                    server_edge_offset=False, loss_epsilon=1e-7)
 
     Defaults are options.py's, with main.py's per-dataset overrides where every dataset agrees
     (h_feats 512). main.py also sets lr 5e-4 for FedEgo on wiki/corafull and lamb_c per
@@ -552,12 +676,25 @@ class FedEgoReference:
     for each epoch: the training nodes, then per batch its hop-0 then hop-1 neighbours (then the
     batch's two dropout masks, global RNG); then the upload chunks' neighbours; after all
     clients, per server epoch: the graphs, then per batch its neighbours (and dropout mask).
+
+    Not upstream (TreeLoader): in place of 'neighbors', an epoch (client or server) or the upload
+    may hold 'trees': one LongTensor [b, 43] of explicit ego-trees per batch, in training order
+    (a client epoch's or server epoch's centres are then its training nodes / mashed graphs and
+    'train_nodes' / 'train_graphs' are not read; the upload's centres must be the pool, ascending,
+    in chunks of batch_size). Server tree ids are of the concatenated graph (graph j's position p
+    is node 43 j + p). `server_edge_offset=True` shifts each upload's edge ids by the rows before
+    it in the concatenation (upstream does not, so its later graphs have no edges).
+    `loss_epsilon=None` replaces upstream's -log(softmax + 1e-7) (clients and server) by Eq. 2's
+    cross-entropy -log_softmax.
+    train_round also returns 'client_batch_losses' [N][batches of the last epoch].
     """
 
     def __init__(self, subgraphs, num_classes, initial_states, hidden=512, lr=3e-4, batch_size=32,
                  client_train_epoch=5, server_train_epoch=5, lamb_c=1.0, lamb_fixed=False,
-                 mixup=True, linear=False, early_stopping=100, dropout=0.5):
+                 mixup=True, linear=False, early_stopping=100, dropout=0.5, server_edge_offset=False,
+                 loss_epsilon=1e-7):
         self.num_classes = num_classes
+        self.server_edge_offset = server_edge_offset
         self.batch_size = batch_size
         self.client_train_epoch = client_train_epoch
         self.server_train_epoch = server_train_epoch
@@ -568,9 +705,9 @@ class FedEgoReference:
         in_feats = subgraphs[0].x.shape[1]
         # main.py:131-141; construction draws are discarded (the states are injected).
         with torch.random.fork_rng(devices=[]):
-            self.clients = [Client(g, in_feats, hidden, num_classes, lr, dropout, mixup, linear)
+            self.clients = [Client(g, in_feats, hidden, num_classes, lr, dropout, mixup, linear, loss_epsilon)
                             for g in subgraphs]
-            self.server = Server(hidden, num_classes, lr, dropout, linear)
+            self.server = Server(hidden, num_classes, lr, dropout, linear, loss_epsilon)
         for client, state in zip(self.clients, initial_states['clients']):
             client.load_state_dict(state)
         self.server.load_state_dict(initial_states['server'])
@@ -607,7 +744,7 @@ class FedEgoReference:
         theta = _copy(shallow_dict)
 
         # utils.py:43-56 (fedegoJob), one client after the other
-        used_clients, losses, uploads, trained = [], [], [], []
+        used_clients, losses, batch_losses, uploads, trained = [], [], [], [], []
         for cid in range(client_num):
             client, cdraws = clients[cid], _item(draws, 'clients', cid) or {}
             loss, used_epochs = [], []
@@ -616,15 +753,18 @@ class FedEgoReference:
                 value, used = client.supervisedTrain(self.batch_size, _item(cdraws, 'epochs', i), generator)
                 loss.append(value)
                 used_epochs.append(used)
+            udraws = cdraws.get('upload') or {}
             share_x, share_edge_index, share_y, share_mask, used_upload = client.getShareBatch(
-                self.batch_size, (cdraws.get('upload') or {}).get('neighbors'), generator)
+                self.batch_size, udraws.get('neighbors'), generator, udraws.get('trees'))
             losses.append(loss)
+            batch_losses.append(client.batch_losses)
             state = client.state_dict()
             trained.append(_copy(state))
             uploads.append({'x': share_x.clone(), 'y': share_y.clone(), 'edge_index': share_edge_index.clone(),
                             'mask': share_mask.clone(),
                             'theta': {k: state[k].detach().clone() for k in self.shallowKeys}})
-            used_clients.append({'epochs': used_epochs, 'upload': {'neighbors': used_upload}})
+            used_clients.append({'epochs': used_epochs,
+                                 'upload': {'trees' if 'trees' in udraws else 'neighbors': used_upload}})
 
         # utils.py:79-89 (fedegoWork): concatenated in queue order; edge ids NOT offset.
         order = list(draws.get('upload_order', range(client_num)))
@@ -635,6 +775,10 @@ class FedEgoReference:
             clients_share_y = torch.cat([uploads[c]['y'] for c in order], 0)
             clients_share_mask = torch.cat([uploads[c]['mask'] for c in order], 0)
             clients_share_edge_index = torch.cat([uploads[c]['edge_index'] for c in order], 1)
+            if self.server_edge_offset:  # not upstream: each upload's edges shifted to its rows
+                starts = torch.cumsum(torch.tensor([0] + [uploads[c]['x'].shape[0] for c in order[:-1]]), 0)
+                clients_share_edge_index = torch.cat(
+                    [uploads[c]['edge_index'] + int(starts[i]) for i, c in enumerate(order)], 1)
 
         # main.py:307-319
         sdraws = draws.get('server') or {}
@@ -665,6 +809,7 @@ class FedEgoReference:
             'theta': theta,
             'trained': trained,
             'client_losses': losses,
+            'client_batch_losses': batch_losses,
             'uploads': uploads,
             'upload_order': order,
             'server_data': {'x': clients_share_x.clone(), 'y': clients_share_y.clone(),

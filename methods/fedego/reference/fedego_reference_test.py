@@ -314,6 +314,66 @@ class FedEgoReferenceTest(unittest.TestCase):
         self.assertEqual(len(wd), 2)
         self.assertTrue(all(w > 0 for w in wd))
 
+    def test_explicit_trees_of_the_samples_reproduce_a_round(self):
+        # The hooks the differential test uses (not upstream): TreeLoader on the expansion of
+        # every NeighborLoader sample of a round (tree_of_batch) computes the same round, and the
+        # server's shifted edge ids give every mashed graph its own tree.
+        subgraphs, states = tiny_setup()
+        a = build(subgraphs, states, server_edge_offset=True)
+        ra = a.train_round(generator=torch.Generator().manual_seed(5))
+        sd = ra['server_data']
+        starts = [0, ra['uploads'][0]['x'].shape[0]]
+        for u, start in zip(ra['uploads'], starts):
+            e = sd['edge_index'][:, start // 43 * 42:(start // 43 + u['x'].shape[0] // 43) * 42]
+            self.assertTrue(torch.equal(e, u['edge_index'] + start))
+
+        def trees(data, input_nodes, sampled):
+            loader = pyg.NeighborLoader(data, [6, 6], 2, input_nodes=input_nodes, sampled=sampled)
+            return [ref.tree_of_batch(b) for b in loader]
+        draws = {'upload_order': ra['upload_order'], 'clients': [], 'server': {'epochs': []}}
+        for g, used in zip(subgraphs, ra['draws']['clients']):
+            draws['clients'].append({
+                'epochs': [{'trees': trees(g, e['train_nodes'], e['neighbors'])} for e in used['epochs']],
+                'upload': {'trees': trees(g, g.train_idx, used['upload']['neighbors'])}})
+        server_graph = pyg.Data(x=sd['x'], edge_index=sd['edge_index'], y=sd['y'])
+        centres = sd['mask'].nonzero().view(-1)
+        for e in ra['draws']['server']['epochs']:
+            draws['server']['epochs'].append({'trees': trees(server_graph, centres[e['train_graphs']], e['neighbors'])})
+        # A tree: position 1 + j is the centre's j-th draw, every child an in-neighbour.
+        t = draws['clients'][0]['epochs'][0]['trees'][0]
+        self.assertEqual(tuple(t.shape), (2, 43))
+        self.assertEqual(t[:, 1:7].tolist(), ra['draws']['clients'][0]['epochs'][0]['neighbors'][0][0][:, :].tolist())
+        b = build(subgraphs, states, server_edge_offset=True)
+        rb = b.train_round(draws)
+        fa, fb = flatten({k: ra[k] for k in ('trained', 'uploads', 'server', 'global_p', 'local', 'client_losses')}), \
+            flatten({k: rb[k] for k in ('trained', 'uploads', 'server', 'global_p', 'local', 'client_losses')})
+        self.assertEqual(list(fa), list(fb))
+        for k in fa:
+            x, y = torch.as_tensor(fa[k]), torch.as_tensor(fb[k])
+            if x.dtype == torch.bool or x.dtype == torch.long:
+                self.assertTrue(torch.equal(x, y), k)
+            else:
+                self.assertLessEqual(float((x - y).abs().max()), 1e-5, k)
+        self.assertTrue(all(torch.equal(x, y) for x, y in zip(rb['draws']['clients'][0]['epochs'][0]['trees'],
+                                                               draws['clients'][0]['epochs'][0]['trees'])))
+        # A tree whose child is not a neighbour of its parent is refused.
+        bad = {'clients': [{'epochs': [{'trees': [t.clone().index_fill_(1, torch.tensor([42]), 11)]}]}]}
+        with self.assertRaises(ValueError):
+            build(subgraphs, states).train_round(bad)
+        # Upstream's unshifted edges: a tree of a later upload's graph is not a tree of the server graph.
+        c = build(subgraphs, states)
+        with self.assertRaises(ValueError):
+            c.train_round({'upload_order': [0, 1], 'clients': draws['clients'],
+                           'server': {'epochs': [{'trees': [43 * 8 + torch.arange(43)[None]]}]}})
+
+    def test_cross_entropy_instead_of_the_codes_epsilon(self):
+        out = torch.log_softmax(torch.tensor([[3.0, 1.0, 4.0], [0.0, 30.0, 0.0]]), 1)
+        y = torch.tensor([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+        self.assertAlmostEqual(float(ref._loss(out, y, None)), float(-(y * out).sum(1).mean()), places=5)
+        # The code caps a confidently wrong node's loss near -log(1e-7) (and its gradient).
+        self.assertAlmostEqual(float(ref._loss(out[1:], y[1:])), -math.log(math.exp(-30) + 1e-7), places=3)
+        self.assertAlmostEqual(float(ref._loss(out[1:], y[1:], None)), 30.0, places=3)
+
     def test_injected_draws_are_validated(self):
         subgraphs, states = tiny_setup()
         a = build(subgraphs, states)
