@@ -2,8 +2,11 @@
 
 #include "nn/conv/init.h"
 
+#include <fstream>
 #include <functional>
+#include <sstream>
 
+#include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "graph/option_string.h"
@@ -17,7 +20,28 @@
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
+// Every binary that builds models takes it.
+ABSL_FLAG(double, max_model_memory_gb, 0,
+          "Refuse a model whose parameters with their gradients and Adam state, or whose activations on a graph, "
+          "would exceed this many GB; 0: 80% of the machine's memory.");
+
 namespace fgl::nn {
+
+double ModelMemoryLimitBytes() {
+  const double flag_gb = absl::GetFlag(FLAGS_max_model_memory_gb);
+  if (flag_gb > 0) return flag_gb * 1e9;
+  static const double machine = [] {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    double kb = 0;
+    while (meminfo >> key) {
+      if (key == "MemTotal:" && meminfo >> kb) return kb * 1024;
+      meminfo.ignore(1 << 10, '\n');
+    }
+    return 64e9;  // unknown: a large machine's memory
+  }();
+  return 0.8 * machine;
+}
 
 std::vector<std::pair<std::string, torch::Tensor>> GnnModel::named_group_parameters(
     const std::string& group) const {
@@ -85,6 +109,13 @@ class StackedGnn final : public GnnModel {
   }
 
   ModelOutput forward(const NodeFeatures& x, const GraphView& graph) override {
+    // Every layer keeps its pre-activation, activation and dropout output per node for backward: a
+    // model too deep or wide for this graph is refused before it allocates (a run killed by the
+    // kernel says nothing).
+    const double activation_bytes = static_cast<double>(x.num_nodes()) * ActivationFloatsPerNode() * 4;
+    TORCH_CHECK(activation_bytes <= ModelMemoryLimitBytes(), "model '", spec_, "' would hold about ",
+                activation_bytes / 1e9, " GB of activations on ", x.num_nodes(), " nodes, over the limit of ",
+                ModelMemoryLimitBytes() / 1e9, " GB (--max_model_memory_gb)");
     NodeFeatures h = x.Dropout(o_.input_dropout, is_training());
     torch::Tensor t, embedding, z;
     std::vector<torch::Tensor> hiddens;
@@ -146,6 +177,11 @@ class StackedGnn final : public GnnModel {
       }
     }
     return out;
+  }
+
+  double ActivationFloatsPerNode() const {
+    const double width = static_cast<double>(o_.hidden) * (o_.kind == ConvKind::kGat ? o_.heads : 1);
+    return 3.0 * width * static_cast<double>(o_.layers) + static_cast<double>(classes_);
   }
 
   StackOptions o_;
@@ -288,6 +324,20 @@ absl::Status CheckRange(bool ok, const std::string& spec, const std::string& wha
 
 }  // namespace
 
+namespace {
+
+// A model's parameters live four times over while it trains (weights, gradients, Adam's two moments).
+absl::Status CheckParameterMemory(const std::string& spec, double parameters) {
+  const double bytes = parameters * 4 * 4;
+  if (bytes <= ModelMemoryLimitBytes()) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "model '", spec, "' has about ", parameters, " parameters: ", bytes / 1e9,
+      " GB with gradients and Adam state, over the limit of ", ModelMemoryLimitBytes() / 1e9,
+      " GB (--max_model_memory_gb)"));
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int64_t in_features,
                                                      int64_t num_classes) {
   FGL_ASSIGN_OR_RETURN(graph::OptionString o, graph::OptionString::Parse(spec));
@@ -363,6 +413,10 @@ absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int
     // Spelled out only when not the default, so existing specs (and their records) keep their keys.
     if (s.row_norm) absl::StrAppend(&normal, ",norm=row");
     if (s.out_relu) absl::StrAppend(&normal, ",out_act=relu");
+    const double width = static_cast<double>(s.hidden) * (s.kind == ConvKind::kGat ? s.heads : 1);
+    FGL_RETURN_IF_ERROR(CheckParameterMemory(
+        spec, static_cast<double>(in_features) * width + static_cast<double>(s.layers - 1) * width * width +
+                  width * static_cast<double>(num_classes) * s.out_heads));
     model = std::make_shared<StackedGnn>(s, in_features, num_classes, normal);
   } else if (name == "mlp" || name == "appnp") {
     FGL_ASSIGN_OR_RETURN(int64_t layers, o.Int("layers", 2));
@@ -380,6 +434,9 @@ absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int
     std::string normal = absl::StrCat(name, ":layers=", layers, ",hidden=", hidden,
                                       ",dropout=", dropout, ",input_dropout=", input_dropout,
                                       init == "glorot" ? ",init=glorot" : "", out_act == "relu" ? ",out_act=relu" : "");
+    FGL_RETURN_IF_ERROR(CheckParameterMemory(
+        spec, static_cast<double>(in_features) * hidden + static_cast<double>(layers - 1) * hidden * hidden +
+                  static_cast<double>(hidden) * num_classes));
     auto mlp = std::make_shared<Mlp>(layers, hidden, dropout, input_dropout, init == "glorot", out_act == "relu",
                                      in_features, num_classes, normal);
     if (name == "mlp") {

@@ -69,6 +69,12 @@ class GnnModel : public torch::nn::Module {
 absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const std::string& spec, int64_t in_features,
                                                      int64_t num_classes);
 
+// The memory a model may take (--max_model_memory_gb, default 80% of the machine's): MakeModel
+// refuses a GNN or MLP whose parameters with gradients and Adam state exceed it
+// (ResourceExhausted, naming the spec), and a stacked GNN's forward on a graph whose activations
+// would (an exception naming the spec and the node count).
+double ModelMemoryLimitBytes();
+
 // Checks x and graph against the model: widths, node counts, finite features.
 absl::Status CheckModelInput(const GnnModel& model, const NodeFeatures& x, const GraphView& graph);
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <set>
 
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "graph/csbm.h"
@@ -11,6 +13,8 @@
 #include "nn/threads.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
+
+ABSL_DECLARE_FLAG(double, max_model_memory_gb);
 
 namespace fgl::nn {
 namespace {
@@ -253,6 +257,27 @@ TEST_F(GnnModelTest, BadSpecsAndInputsAreErrors) {
   nan[3][4] = std::nanf("");
   EXPECT_THAT(CheckModelInput(*m, nan, *view_),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1 NaN/Inf")));
+}
+
+// The probe's runaway models: hidden=1e9 is refused when built, layers=100000 (small parameters,
+// huge activations) when it meets a graph, each naming the spec, under a limit set by the flag.
+TEST_F(GnnModelTest, ModelsOverTheMemoryLimitAreRefusedNamingTheSpec) {
+  EXPECT_GT(ModelMemoryLimitBytes(), 1e8);  // 80% of the machine's memory
+  EXPECT_THAT(MakeModel("gcn:hidden=1000000000", 12, 4),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("gcn:hidden=1000000000")));
+  absl::SetFlag(&FLAGS_max_model_memory_gb, 0.001);  // 1 MB
+  EXPECT_THAT(MakeModel("gcn:hidden=256", 12, 4), StatusIs(absl::StatusCode::kResourceExhausted,
+                                                           HasSubstr("over the limit of 0.001 GB")));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<GnnModel> deep, MakeModel("gcn:layers=300,hidden=8", 12, 4));
+  try {
+    deep->forward(data_.features, *view_);
+    ADD_FAILURE() << "a forward pass over the activation limit ran";
+  } catch (const c10::Error& e) {
+    EXPECT_THAT(e.what_without_backtrace(), HasSubstr("model 'gcn:layers=300"));
+    EXPECT_THAT(e.what_without_backtrace(), HasSubstr("on 200 nodes"));
+  }
+  absl::SetFlag(&FLAGS_max_model_memory_gb, 0);
+  EXPECT_EQ(deep->forward(data_.features, *view_).logits.size(0), 200);
 }
 
 }  // namespace
