@@ -40,7 +40,34 @@ double Accuracy(const torch::Tensor& logits, const torch::Tensor& labels, const 
   return 100.0 * static_cast<double>(hit.sum().item<int64_t>()) / static_cast<double>(n);
 }
 
+// The server's parameters and Adam state, and the users' tensors and step count: a checkpoint's.
+fl::proto::Message ServerState(ServerSide& server, const fl::NamedTensors& params) {
+  fl::proto::Message m;
+  fl::AddTensors(params, &m);
+  fl::SaveAdamState(server.optimizer(), params, "adam.", &m);
+  return m;
+}
+
+fl::proto::Message UsersState(UserModels& users) {
+  fl::proto::Message m;
+  fl::AddTensors(users.State(), &m);
+  (*m.mutable_scalars())["step"] = static_cast<double>(users.step());
+  return m;
+}
+
+thread_local const RoundTracer* current_tracer = nullptr;
+
 }  // namespace
+
+RoundTracerScope::RoundTracerScope(RoundTracer tracer) : tracer_(std::move(tracer)), previous_(current_tracer) {
+  current_tracer = &tracer_;
+}
+
+RoundTracerScope::~RoundTracerScope() { current_tracer = previous_; }
+
+uint64_t RoundDropoutSeed(uint64_t run_seed, int round) {
+  return graph::Rng::Derive(run_seed, absl::StrCat("nfedgnn/round", round));
+}
 
 absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
     const fl::FederationOptions& o, const std::function<void(const fl::RoundRecord&)>& on_round,
@@ -143,16 +170,35 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
     first_round = ckpt.round() + 1;
     result.resumed_s = std::max(0.0, ckpt.rounds_s());
   }
+  const RoundTracer* tracer = current_tracer;  // tests only
+  RoundTrace trace;
+  if (tracer != nullptr) {
+    trace.round = first_round - 1;
+    trace.data = &data;
+    trace.split = &split;
+    trace.features = &features;
+    trace.server = ServerState(*server, server_params);
+    trace.users = UsersState(*users);
+    (*tracer)(trace);
+  }
   for (int t = first_round; t <= o.spec.rounds(); ++t) {
     const Clock::time_point round_start = Clock::now();
-    nn::DropoutSeedScope dropout_seed(graph::Rng::Derive(o.seed, absl::StrCat("nfedgnn/round", t)));
+    nn::DropoutSeedScope dropout_seed(RoundDropoutSeed(o.seed, t));
     fl::RoundRecord rec;
     rec.round = t;
     // Users: latents up (dropout on their own input where the model has it).
     const torch::Tensor values = nn::Dropout(features.values, model.input_dropout, /*training=*/true);
+    const torch::Tensor latents = users->Latents(values);
     // Server: one step, and every user's ∂(L_CE + λ·L_reg)/∂x̄_i.
     torch::Tensor gradients;
-    rec.train_loss = server->Step(users->Latents(values), &gradients);
+    rec.train_loss = server->Step(latents, &gradients, tracer != nullptr ? &trace.step : nullptr);
+    if (tracer != nullptr) {
+      trace.round = t;
+      trace.values = values.clone();
+      trace.latents = latents.detach().clone();
+      trace.gradients = gradients.clone();
+      trace.loss = rec.train_loss;
+    }
     // Users: one Adam step each on the gradient that came down.
     users->Step(values, gradients);
     rec.participants = static_cast<int>(n);
@@ -165,6 +211,12 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
       const torch::Tensor eval_logits = server->EvalLogits(users->Latents(features.values));
       rec.val_acc = Accuracy(eval_logits, labels, split.val);
       rec.test_acc = Accuracy(eval_logits, labels, split.test);
+      if (tracer != nullptr) trace.eval_logits = eval_logits.clone();
+    }
+    if (tracer != nullptr) {
+      trace.server = ServerState(*server, server_params);
+      trace.users = UsersState(*users);
+      (*tracer)(trace);
     }
     if (!std::isfinite(rec.train_loss)) {
       return absl::InternalError(absl::StrCat(method, ": the training loss became ", rec.train_loss, " in round ", t));
@@ -182,11 +234,8 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
       ckpt.set_run_fingerprint(o.Fingerprint());
       ckpt.set_round(t);
       for (const fl::RoundRecord& done : result.rounds) *ckpt.add_records() = fl::RoundRecordToProto(done);
-      fl::AddTensors(server_params, ckpt.mutable_server());
-      fl::SaveAdamState(server->optimizer(), server_params, "adam.", ckpt.mutable_server());
-      fl::proto::Message users_state;
-      fl::AddTensors(users->State(), &users_state);
-      (*users_state.mutable_scalars())["step"] = static_cast<double>(users->step());
+      *ckpt.mutable_server() = ServerState(*server, server_params);
+      const fl::proto::Message users_state = UsersState(*users);
       FGL_RETURN_IF_ERROR(fl::WriteCheckpointBestEffort(ckpt_path, ckpt, t, [&](fl::CheckpointWriter& w) {
                             return w.AddClientState(users_state);
                           }).status());

@@ -24,14 +24,25 @@ absl::StatusOr<std::unique_ptr<ServerSide>> ServerSide::Create(const SplitModelS
   return s;
 }
 
-double ServerSide::Step(const torch::Tensor& latents, torch::Tensor* gradients) {
+double ServerSide::Step(const torch::Tensor& latents, torch::Tensor* gradients, StepDetails* details) {
   const torch::Tensor leaf = latents.detach().requires_grad_(true);
   model_->train();
   const torch::Tensor logits = model_->forward(leaf, graph_);
   auto reduction = torch::nn::functional::CrossEntropyFuncOptions();
   if (sum_ce_) reduction.reduction(torch::kSum);
-  torch::Tensor loss = torch::nn::functional::cross_entropy(logits.index_select(0, train_index_), train_labels_, reduction);
-  if (laplacian_weight_ != 0) loss = loss + laplacian_weight_ * LaplacianRegularizer(leaf, graph_);
+  const torch::Tensor ce =
+      torch::nn::functional::cross_entropy(logits.index_select(0, train_index_), train_labels_, reduction);
+  torch::Tensor loss = ce, reg;
+  if (laplacian_weight_ != 0) {
+    reg = LaplacianRegularizer(leaf, graph_);
+    loss = loss + laplacian_weight_ * reg;
+  }
+  if (details != nullptr) {
+    torch::NoGradGuard no_grad;
+    details->logits = logits.detach().clone();
+    details->ce = ce.item<double>();
+    details->reg = (reg.defined() ? reg : LaplacianRegularizer(leaf.detach(), graph_)).item<double>();
+  }
   optimizer_->zero_grad();
   loss.backward();
   optimizer_->step();

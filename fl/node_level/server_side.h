@@ -17,6 +17,14 @@
 
 namespace fgl::fl::node_level {
 
+// What a training step computed besides the loss and the gradients, for tests that hold the
+// runtime against a reference implementation (federation.h's RoundTracer).
+struct StepDetails {
+  torch::Tensor logits;  // [n, C] of the training-mode forward (pre-update model)
+  double ce = 0;         // the cross-entropy term
+  double reg = 0;        // L_reg of the latents (computed for the record when λ = 0)
+};
+
 class ServerSide {
  public:
   // The split model is initialised from Derive(run_seed, "nfedgnn/server_init"). InvalidArgument
@@ -27,8 +35,8 @@ class ServerSide {
                                                             uint64_t run_seed);
   // One training step on every user's latent [n, H] with the pre-update model (§B.10 #2, #3):
   // CE over the training users (mean or sum, NfedgnnParams.ce_reduction) + λ·L_reg, one backward pass, one Adam step. Returns the
-  // loss; `gradients` gets ∂L/∂x̄ [n, H].
-  double Step(const torch::Tensor& latents, torch::Tensor* gradients);
+  // loss; `gradients` gets ∂L/∂x̄ [n, H]; `details`, when given, the logits and both terms.
+  double Step(const torch::Tensor& latents, torch::Tensor* gradients, StepDetails* details = nullptr);
   // Logits [n, C] of the eval-mode model.
   torch::Tensor EvalLogits(const torch::Tensor& latents);
   // The model's parameters and its optimiser, for checkpoints.

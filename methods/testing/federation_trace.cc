@@ -9,12 +9,16 @@
 #include "absl/strings/str_cat.h"
 #include "fl/checkpoint_file.h"
 #include "fl/federation_driver.h"
+#include "fl/node_level/federation.h"
+#include "fl/node_level/split_server.h"
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
 #include "graph/augment.h"
 #include "graph/random.h"
 #include "google/protobuf/text_format.h"
+#include "nn/graph_view.h"
+#include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::testing {
@@ -28,6 +32,85 @@ NpzMember Member(const std::string& name, const torch::Tensor& t) {
   const torch::Tensor c = t.detach().cpu().contiguous();
   std::vector<T> values(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
   return {name + ".npy", NpyFromValues<T>(c.sizes().vec(), values)};
+}
+
+// A graph's entries as [2, E] (row, column) in CSR order.
+torch::Tensor CsrEdges(const graph::CsrGraph& g) {
+  return torch::stack({torch::repeat_interleave(torch::arange(g.num_nodes()), g.row_ptr().diff()), g.col()});
+}
+
+// The node-level runtime's run (`o` resolved), through its RoundTracer; header comment.
+absl::StatusOr<FederationTrace> TraceNodeLevel(const fl::FederationOptions& o) {
+  FederationTrace trace;
+  trace.options = o;
+  FGL_ASSIGN_OR_RETURN(const fl::node_level::SplitModelSpec model, fl::node_level::ParseSplitModel(o.spec.model()));
+  absl::Status failed;
+  torch::Tensor server_edges;
+  auto scalar = [&](const std::string& name, double v) {
+    trace.members.push_back({name + ".npy", graph::io::testing::NpyFromValues<double>({}, {v})});
+    trace.scalars[name] = v;
+  };
+  fl::node_level::RoundTracerScope scope([&](const fl::node_level::RoundTrace& t) {
+    if (!failed.ok()) return;
+    const bool initial = !t.values.defined();  // before the first round
+    const std::string state = initial ? "init" : absl::StrCat("state", t.round);
+    if (initial) {
+      const graph::Dataset& d = *t.data;
+      trace.Add("users/x", d.features);
+      trace.Add("users/edge_index", CsrEdges(d.graph));
+      trace.Add("users/y", d.labels);
+      trace.Add("users/train", t.split->train);
+      trace.Add("users/val", t.split->val);
+      trace.Add("users/test", t.split->test);
+      trace.Add("users/entry_user", t.features->user_of_entry);
+      trace.Add("users/entry_col", t.features->col);
+      absl::StatusOr<nn::GraphView> view = nn::GraphView::Create(d.graph);
+      if (!view.ok()) {
+        failed = view.status();
+        return;
+      }
+      const nn::CsrPattern& p = view->adjacency_with_self_loops();
+      server_edges = torch::stack({p.col(), p.row_index()});
+      trace.Add("server/edge_index", server_edges);
+    } else {
+      const std::string r = absl::StrCat("round", t.round, "/");
+      trace.Add(r + "values", t.values);
+      trace.Add(r + "latents", t.latents);
+      trace.Add(r + "logits", t.step.logits);
+      trace.Add(r + "gradients", t.gradients);
+      trace.Add(r + "eval_logits", t.eval_logits);
+      scalar(r + "scalar/loss", t.loss);
+      scalar(r + "scalar/ce", t.step.ce);
+      scalar(r + "scalar/reg", t.step.reg);
+      // The round's dropout masks, drawn again from its stream in the round's order (each
+      // nn::Dropout with a rate > 0 takes the stream's next seed).
+      nn::DropoutSeedScope stream(fl::node_level::RoundDropoutSeed(o.seed, t.round));
+      auto draw = [&](const std::string& name, std::vector<int64_t> shape, double p) {
+        if (p <= 0) return torch::Tensor();
+        torch::Tensor keep = nn::Dropout(torch::ones(shape), p, /*training=*/true).ne(0);
+        trace.Add(r + "dropout/" + name, keep);
+        return keep;
+      };
+      const int64_t n = t.data->num_nodes(), e = server_edges.size(1);
+      if (model.gat) {
+        const torch::Tensor input = draw("input", {t.values.size(0)}, model.input_dropout);
+        if (input.defined() && !torch::equal(input, t.values.ne(0))) {
+          failed = absl::InternalError(absl::StrCat("round ", t.round, ": the redrawn input dropout is not the run's"));
+          return;
+        }
+        draw("attn1", {e, model.heads}, model.attn_dropout);
+        draw("hidden", {n, model.latent_width()}, model.dropout);
+        draw("attn2", {e, 1}, model.attn_dropout);
+      } else {
+        draw("hidden", {n, model.hidden}, model.dropout);
+      }
+    }
+    failed = trace.AddMessage(state + "/server", t.server);
+    if (failed.ok()) failed = trace.AddMessage(state + "/users", t.users);
+  });
+  FGL_ASSIGN_OR_RETURN(trace.result, fl::RunFederation(o));
+  FGL_RETURN_IF_ERROR(failed);
+  return trace;
 }
 
 }  // namespace
@@ -92,13 +175,14 @@ absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, ui
   o.strict = true;
   FGL_ASSIGN_OR_RETURN(trace.options, fl::ResolveOptions(o));
   o = trace.options;
+  FGL_ASSIGN_OR_RETURN(fl::MethodFactories factories, fl::FindMethod(o.spec.method()));
+  if (factories.federation) return TraceNodeLevel(o);
 
   // Every client's data, as the federation builds it, and its state before round 1 (a client of
   // its own, built as the run builds its clients: methods seed their initialisation).
   std::vector<int> ids(o.spec.clients());
   for (int k = 0; k < o.spec.clients(); ++k) ids[k] = k;
   FGL_ASSIGN_OR_RETURN(trace.shards, fl::LoadClientShards(o, ids));
-  FGL_ASSIGN_OR_RETURN(fl::MethodFactories factories, fl::FindMethod(o.spec.method()));
   FGL_ASSIGN_OR_RETURN(fl::MethodConfig config, fl::ServerMethodConfig(o, trace.shards.front().num_features,
                                                                        trace.shards.front().num_classes));
   {  // the server's state before round 1, built as the run builds it (init/server/<tensor>)
@@ -109,9 +193,7 @@ absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, ui
   for (const fl::ClientShard& s : trace.shards) {
     const fl::ClientData& c = *s.data;
     const std::string p = absl::StrCat("client", c.id, "/");
-    const graph::CsrGraph& g = c.data.graph;
-    const torch::Tensor source = torch::repeat_interleave(torch::arange(g.num_nodes()), g.row_ptr().diff());
-    trace.Add(p + "edge_index", torch::stack({source, g.col()}));
+    trace.Add(p + "edge_index", CsrEdges(c.data.graph));
     trace.Add(p + "x", c.data.features);
     trace.Add(p + "y", c.data.labels);
     trace.Add(p + "train", c.split.train);

@@ -9,6 +9,18 @@
 // broadcast also round<r>/to_client<k>/<tensor> for k > 0); round<r>/client<k>/<tensor> (the reply)
 // and .../scalar/<name>; eval<r>/<tensor> (the server's model scored after round r);
 // state<r>/server/<tensor> and state<r>/client<k>/<tensor> (every state after round r).
+//
+// A batched node-level method (a `federation` runner: nFedGNN, CNFGNN; fl/node_level) has one user
+// per node and no per-client messages; its trace (fl::node_level::RoundTracer) holds instead:
+// users/{x,edge_index,y,train,val,test} (the whole graph; edge_index in CSR order),
+// users/entry_{user,col} (the users' non-zero features in the order of the runtime's per-entry
+// tensors), server/edge_index [2, E'] (source, target of the server's edges with self-loops: the
+// order of its attention tensors); init/{server,users}/<tensor> (the states before round 1);
+// round<r>/{values,latents,logits,gradients,eval_logits} and round<r>/scalar/{loss,ce,reg};
+// round<r>/dropout/<mask> (keep masks, redrawn from the round's stream in the order the round
+// draws them: GCN hidden [n, hidden]; GAT input [nnz], attn1 [E', heads], hidden [n, heads·hidden],
+// attn2 [E', 1]; a rate of 0 draws nothing); state<r>/{server,users}/<tensor> (after round r; the
+// server's Adam state as adam.exp_avg.<name>, adam.exp_avg_sq.<name>, scalar adam.step.<name>).
 #ifndef FGL_METHODS_TESTING_FEDERATION_TRACE_H_
 #define FGL_METHODS_TESTING_FEDERATION_TRACE_H_
 
@@ -51,7 +63,8 @@ struct ViewRates {
 void AddViewDraws(const std::string& stream, const std::vector<ViewRates>& per_epoch, FederationTrace* trace);
 
 // Runs the federation `spec_text` (an fl.proto.FederationSpec textproto) with training seed `seed`,
-// strictly (a failing client fails the run), and traces it.
+// strictly (a failing client fails the run), and traces it (a batched node-level method as above;
+// `shards` then stays empty).
 absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, uint64_t seed);
 
 }  // namespace fgl::methods::testing

@@ -2,8 +2,9 @@
 // the trace holds (initial states, augmented views, the draws below) or switched off (dropout 0):
 // the differential tests against the reference ports read it. A method that draws augmented views
 // names its stream and rates, in the order it draws them each local epoch (the test sets the same
-// rates). FedTAD's server draws, FED-PUB's proxy graph and FedEgo's ego-trees are added by method
-// name:
+// rates). A batched node-level method (nfedgnn, cnfgnn) is traced through its runtime's
+// RoundTracer, with its dropout masks (federation_trace.h). FedTAD's server draws, FED-PUB's proxy
+// graph and FedEgo's ego-trees are added by method name:
 //   fedtad: generator/<tensor> (the initial generator), round<r>/noise [I, B, noise_dim];
 //   fedpub: proxy/{x,edge_index} (the graph the clients rebuild from the broadcast's seed);
 //   fedego (dropout 0 only): round<r>/client<k>/fedego/epoch<e>/batch<b> [B, S] (a local batch's
@@ -14,6 +15,7 @@
 //
 //   trace --spec='dataset: "csbm:num_nodes=300" clients: 3 method: "fedprox" rounds: 2' --out=t.npz
 //   trace --spec='... method: "fgssl" ...' --view_stream=fgssl/views --views=weak:0.3:0.3,strong:0.8:0.5
+//   trace --spec='dataset: "csbm:num_nodes=40" partitioner: "node_level" clients: 40 method: "nfedgnn" ...'
 #include <algorithm>
 #include <iostream>
 #include <string>
