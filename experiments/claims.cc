@@ -61,7 +61,7 @@ std::string OnPaperNumbers(const proto::Table& t, const proto::Claim& claim,
 // verdict, the count of each comparison's verdict, and the least favourable comparison with it.
 // `on_means`: the claim's comparisons counted on the cell means (reported beside the verdict).
 std::string PairedVerdict(const proto::Table& t, const std::vector<Comparison>& all, const Tally& on_means,
-                          int awaiting, bool aggregate) {
+                          int awaiting, bool aggregate, ClaimJudgement& judged) {
   int counts[3] = {0, 0, 0};
   std::vector<PairedInterval> intervals;
   std::vector<Verdict> verdicts;
@@ -87,6 +87,10 @@ std::string PairedVerdict(const proto::Table& t, const std::vector<Comparison>& 
   const Comparison* least = &all[shown];
   const PairedInterval& least_interval = intervals[shown];
   const bool so_far = awaiting > 0 && (verdict != Verdict::kNotReproduced || aggregate);
+  judged.outcome = verdict == Verdict::kReproduced      ? ClaimJudgement::Outcome::kReproduced
+                   : verdict == Verdict::kNotReproduced ? ClaimJudgement::Outcome::kNotReproduced
+                                                        : ClaimJudgement::Outcome::kInconclusive;
+  judged.so_far = so_far;
   const int d = AccuracyDecimals(t);
   std::string out = absl::StrCat("**", VerdictName(verdict), so_far ? " so far" : "", "**: ", reproduced,
                                  " reproduced, ", not_reproduced, " not reproduced, ",
@@ -108,20 +112,36 @@ std::string PairedVerdict(const proto::Table& t, const std::vector<Comparison>& 
 
 }  // namespace
 
-std::string ClaimsSection(const proto::Table& t,
-                          const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
-  if (t.claims().empty()) return "";
-  std::string md =
-      "\n**Claims** (the paper's. A gain or ordering is judged per comparison on the seeds both cells recorded: "
-      "the mean difference and its 95% Student-t interval. *Reproduced*: the interval reaches the claimed margin "
-      "and excludes no gain; *not reproduced*: it lies below the margin; *inconclusive*: neither, or fewer than 2 "
-      "seeds. A claim is not reproduced when one of its comparisons is not, reproduced when all are. Other claims "
-      "are checked on our cell means. \"so far\" when cells the claim compares still await runs):\n\n";
+std::string OutcomeName(ClaimJudgement::Outcome outcome) {
+  switch (outcome) {
+    case ClaimJudgement::Outcome::kReproduced:
+      return "reproduced";
+    case ClaimJudgement::Outcome::kNotReproduced:
+      return "not reproduced";
+    case ClaimJudgement::Outcome::kInconclusive:
+      return "inconclusive";
+    case ClaimJudgement::Outcome::kHolds:
+      return "holds";
+    case ClaimJudgement::Outcome::kDoesNotHold:
+      return "does not hold";
+    case ClaimJudgement::Outcome::kNotCheckable:
+      return "not checkable";
+  }
+  return "";
+}
+
+std::vector<ClaimJudgement> JudgeClaims(const proto::Table& t,
+                                        const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  std::vector<ClaimJudgement> judged;
+  if (t.claims().empty()) return judged;
   const auto complete = Completed(cells);
   const auto paper_cells = PaperCells(t);
   for (const proto::Claim& claim : t.claims()) {
+    ClaimJudgement j;
+    j.text = claim.text();
     const std::vector<Comparison> all = Comparisons(t, claim, cells);
     const int awaiting = CellsAwaitingRuns(t, claim, cells, complete);
+    j.awaiting = awaiting;
     // A per-cell claim ("in every column") is refuted by one failing comparison; a mean over
     // columns may still change with the missing ones.
     const bool aggregate = claim.kind() == proto::Claim::MEAN_GAIN_AT_LEAST;
@@ -130,11 +150,12 @@ std::string ClaimsSection(const proto::Table& t,
     const Comparison* worst = tally.worst;
     std::string verdict;
     if (!all.empty() && all.front().paired) {
-      verdict = PairedVerdict(t, all, tally, awaiting, aggregate);
+      verdict = PairedVerdict(t, all, tally, awaiting, aggregate, j);
       if (awaiting > 0) {
         absl::StrAppend(&verdict, "; ", awaiting, awaiting == 1 ? " cell it compares still awaits" : " cells it compares still await", " runs");
       }
     } else if (all.empty()) {
+      j.outcome = ClaimJudgement::Outcome::kNotCheckable;
       verdict = awaiting > 0 ? absl::StrCat("not checkable yet: ", awaiting == 1 ? "the cell it compares awaits"
                                                                                 : absl::StrCat("the ", awaiting, " cells it compares await"),
                                             " runs")
@@ -142,6 +163,8 @@ std::string ClaimsSection(const proto::Table& t,
     } else {
       const bool all_hold = tally.all_hold(all);
       const bool so_far = awaiting > 0 && (all_hold || aggregate);
+      j.outcome = all_hold ? ClaimJudgement::Outcome::kHolds : ClaimJudgement::Outcome::kDoesNotHold;
+      j.so_far = so_far;
       verdict = absl::StrCat(all_hold ? "**holds" : "**does not hold", so_far ? " so far**" : "**", ": ", holds,
                              " of ", all.size(), " comparisons");
       if (holds < static_cast<int>(all.size()) && worst->tolerance >= 0) {
@@ -157,8 +180,22 @@ std::string ClaimsSection(const proto::Table& t,
       }
     }
     absl::StrAppend(&verdict, OnPaperNumbers(t, claim, paper_cells));
-    absl::StrAppend(&md, "- ", claim.text(), " — ", verdict, "\n");
+    j.verdict = std::move(verdict);
+    judged.push_back(std::move(j));
   }
+  return judged;
+}
+
+std::string ClaimsSection(const proto::Table& t,
+                          const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  if (t.claims().empty()) return "";
+  std::string md =
+      "\n**Claims** (the paper's. A gain or ordering is judged per comparison on the seeds both cells recorded: "
+      "the mean difference and its 95% Student-t interval. *Reproduced*: the interval reaches the claimed margin "
+      "and excludes no gain; *not reproduced*: it lies below the margin; *inconclusive*: neither, or fewer than 2 "
+      "seeds. A claim is not reproduced when one of its comparisons is not, reproduced when all are. Other claims "
+      "are checked on our cell means. \"so far\" when cells the claim compares still await runs):\n\n";
+  for (const ClaimJudgement& j : JudgeClaims(t, cells)) absl::StrAppend(&md, "- ", j.text, " — ", j.verdict, "\n");
   return md;
 }
 

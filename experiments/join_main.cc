@@ -4,6 +4,10 @@
 //
 // Loads and partitions the dataset under --data_dir (or $FGL_DATA_DIR), keeps only its own
 // subgraph, and trains when the server asks. Exit status 0 when the run finished.
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
@@ -28,7 +32,9 @@ ABSL_FLAG(std::string, client_ids, "",
           "Several clients in this process instead, e.g. \"0-9\" or \"0,2,5\" (one thread and "
           "connection each; tokens from --tokens_file).");
 ABSL_FLAG(int, parallel, 0, "With --client_ids: clients computing at a time (0: all).");
-ABSL_FLAG(std::string, tokens_file, "", "With --client_ids: \"client_id token\" lines.");
+ABSL_FLAG(std::string, tokens_file, "",
+          "\"client_id token\" lines, this process's clients' among them. Default, with no token "
+          "given and a loopback --server: the per-run tokens its server wrote on this host.");
 ABSL_FLAG(std::string, token, "", "This client's token.");
 ABSL_FLAG(std::string, token_file, "", "File holding this client's token (keeps it out of ps).");
 ABSL_FLAG(std::string, tls_ca, "", "PEM CA that signed the server's certificate (enables TLS).");
@@ -48,8 +54,10 @@ namespace {
 
 using fl::FederationOptions;
 using fl::transport::ClientOptions;
+using fl::transport::DefaultRunTokensPath;
 using fl::transport::IsLoopback;
 using fl::transport::LoadTokens;
+using fl::transport::PortOf;
 using fl::transport::RunClient;
 using fl::transport::RunClients;
 namespace proto = ::fgl::fl::proto;
@@ -79,6 +87,29 @@ absl::Status Main() {
         "--server=", opt.server, " is not a loopback address: use TLS (--tls_ca) or "
         "--allow_insecure_remote on a trusted network"));
   }
+  // Tokens: given (--token, --token_file, --tokens_file), else those a loopback server without a
+  // tokens file made for this run and left, readable by this user only, where we look here.
+  const bool token_given = !absl::GetFlag(FLAGS_token).empty() || !absl::GetFlag(FLAGS_token_file).empty();
+  std::string tokens_file = absl::GetFlag(FLAGS_tokens_file);
+  if (tokens_file.empty() && !token_given && IsLoopback(opt.server)) {
+    FGL_ASSIGN_OR_RETURN(const int port, PortOf(opt.server));
+    FGL_ASSIGN_OR_RETURN(tokens_file, DefaultRunTokensPath(port));
+    // The server may still be starting (clients may be launched first); wait as for a server.
+    const double wait_s = opt.reconnect_s > 0 ? std::min(opt.reconnect_s, 86400.0) : 0;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000));
+    while (!graph::io::FileExists(tokens_file) && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    if (!graph::io::FileExists(tokens_file)) {
+      return absl::NotFoundError(absl::StrCat(
+          "no token given, and no per-run tokens at ", tokens_file, " after ", opt.reconnect_s,
+          " s: start the server (without --tokens_file) on this host as this user, or give --token_file"));
+    }
+  }
+  std::map<int, std::string> tokens;
+  if (!tokens_file.empty()) {
+    FGL_ASSIGN_OR_RETURN(tokens, LoadTokens(tokens_file));
+  }
   if (const std::string ids = absl::GetFlag(FLAGS_client_ids); !ids.empty()) {
     std::vector<int> list;
     for (absl::string_view part : absl::StrSplit(ids, ',', absl::SkipEmpty())) {
@@ -90,13 +121,10 @@ absl::Status Main() {
       }
       for (int k = lo; k <= hi; ++k) list.push_back(k);
     }
-    std::map<int, std::string> tokens;
-    if (const std::string f = absl::GetFlag(FLAGS_tokens_file); !f.empty()) {
-      FGL_ASSIGN_OR_RETURN(tokens, LoadTokens(f));
-    }
     const int parallel = absl::GetFlag(FLAGS_parallel);
     return RunClients(run, opt, list, parallel > 0 ? parallel : static_cast<int>(list.size()), tokens);
   }
+  if (auto it = tokens.find(opt.client_id); !token_given && it != tokens.end()) opt.token = it->second;
   return RunClient(run, opt);
 }
 

@@ -13,10 +13,12 @@
 
 namespace fgl::experiments {
 
-std::string AgreementSection(const proto::Table& t,
-                             const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
-  if (t.agreement_min_points() <= 0) return "";
-  std::map<std::string, std::pair<int, int>> per_row;  // row -> (within, filled)
+namespace {
+
+// Row -> (within the agreement band, filled) over the cells the paper prints.
+std::map<std::string, std::pair<int, int>> AgreementByRow(
+    const proto::Table& t, const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  std::map<std::string, std::pair<int, int>> per_row;
   for (const proto::Cell& c : t.cells()) {
     double ours;
     if (!c.paper().present() || !OurMean(cells, c.row(), c.column(), &ours)) continue;
@@ -25,6 +27,25 @@ std::string AgreementSection(const proto::Table& t,
     within += std::abs(ours - c.paper().mean()) <= band + 1e-9;
     ++filled;
   }
+  return per_row;
+}
+
+}  // namespace
+
+AgreementCount CountAgreement(const proto::Table& t,
+                              const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  AgreementCount count;
+  for (const auto& [row, counts] : AgreementByRow(t, cells)) {
+    count.within += counts.first;
+    count.filled += counts.second;
+  }
+  return count;
+}
+
+std::string AgreementSection(const proto::Table& t,
+                             const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  if (t.agreement_min_points() <= 0) return "";
+  const std::map<std::string, std::pair<int, int>> per_row = AgreementByRow(t, cells);  // row -> (within, filled)
   int within = 0, filled = 0;
   std::vector<std::string> rows;
   for (const proto::Row& r : t.rows()) {
@@ -131,7 +152,7 @@ std::string GainSection(const proto::Table& t,
     ++rows;
     line.push_back(absl::StrFormat("within %s in %d/%d; ahead of %s in %d/%d; mean %+.*f (paper %+.*f)",
                                    t.fraction() ? "0.02" : "2", within, n,
-                                   plugin_suffix.empty() ? "FedAvg" : "the base", ahead, n, t.fraction() ? 4 : 2,
+                                   plugin_suffix.empty() ? base_name : "the base", ahead, n, t.fraction() ? 4 : 2,
                                    sum_ours / n, t.fraction() ? 4 : 2, sum_paper / n));
     absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
   }

@@ -12,6 +12,14 @@
 
 namespace fgl::experiments {
 
+// How many filled cells the paper prints a value for lie within max(the paper's std,
+// agreement_min_points) of its mean (the paper's std alone where the table sets no minimum).
+struct AgreementCount {
+  int within = 0, filled = 0;
+};
+AgreementCount CountAgreement(const proto::Table& t,
+                              const std::map<std::pair<std::string, std::string>, CellResult>& cells);
+
 // How many filled cells lie within max(the paper's std, agreement_min_points) of its mean.
 std::string AgreementSection(const proto::Table& t,
                              const std::map<std::pair<std::string, std::string>, CellResult>& cells);
@@ -21,7 +29,8 @@ std::string AveragesSection(const proto::Table& t,
                             const std::map<std::pair<std::string, std::string>, CellResult>& cells);
 
 // Each row's gain over its base row, ours beside the paper's: over FedAvg when the table has a
-// "fedavg" row; over the row without `plugin_suffix` for plug-in rows (Table 3's "X_fedtad").
+// "fedavg" row (named by its printed label, e.g. FedMpa's "FedGCN"); over the row without
+// `plugin_suffix` for plug-in rows (Table 3's "X_fedtad").
 std::string GainSection(const proto::Table& t,
                         const std::map<std::pair<std::string, std::string>, CellResult>& cells,
                         const std::map<std::pair<std::string, std::string>, proto::PublishedValue>& paper,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every report made from run records regenerates byte for byte from the committed records alone
-# (table runner with --cached_only: no runs). Reports from before records existed ("legacy", their
+# (table runner with --cached_only: no runs), and so does the front page, experiments/reports/README.md. Reports from before records existed ("legacy", their
 # runs lost with the machine that cached them) are listed, not checked, until their tables are
 # rerun.
 set -euo pipefail
@@ -37,4 +37,18 @@ for md in experiments/reports/*/*.md; do
   done
   checked=$((checked + 1))
 done
-echo "PASS: $checked reports regenerate byte for byte from experiments/results; $legacy legacy"
+# The front page (experiments/reports/README.md, //experiments:front_page) and its figures, from the
+# same records, tables and reports.
+mkdir -p "$T/front"
+experiments/front_page --tables_dir=experiments --results_dir=experiments/results \
+    --reports_dir=experiments/reports --out_dir="$T/front" --data_dir="$FGL_DATA_DIR" >"$T/log" 2>&1 \
+    || { cat "$T/log"; echo "FAIL: the front page generator failed"; exit 1; }
+for file in README.md front_page_cells.svg front_page_gains.svg; do
+  committed="experiments/reports/$file"
+  if [[ ! -f "$committed" || ! -f "$T/front/$file" ]] || ! cmp -s "$committed" "$T/front/$file"; then
+    if [[ -f "$committed" && -f "$T/front/$file" ]]; then diff "$committed" "$T/front/$file" | head -20 || true; fi
+    echo "FAIL: $committed differs from its regeneration (bazel run //experiments:front_page), or one is missing"
+    exit 1
+  fi
+done
+echo "PASS: $checked reports and the front page regenerate byte for byte from experiments/results; $legacy legacy"

@@ -20,7 +20,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -33,6 +32,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "experiments/peak_file.h"
+#include "experiments/rounds_log.h"
 #include "experiments/spec.h"
 #include "fl/federation_setup.h"
 #include "fl/proto/checkpoint.pb.h"
@@ -114,6 +114,8 @@ absl::StatusOr<std::vector<char*>> SplitFieldFlags(int argc, char** argv, std::v
       sets->push_back(absl::StrCat(name, negated ? "=false" : "=true"));
     } else {
       if (negated) return absl::InvalidArgumentError(absl::StrCat("--no", name, " takes no value"));
+      // An empty value would leave the field at its default (ApplySet refuses it too).
+      if (eq + 1 == arg.size()) return absl::InvalidArgumentError(absl::StrCat("--", name, "= has an empty value"));
       sets->push_back(absl::StrCat(name, "=", arg.substr(eq + 1)));
     }
   }
@@ -160,115 +162,36 @@ int64_t PeakResidentBytes() {
   return int64_t{usage.ru_maxrss} * 1024;
 }
 
-// `lines` as the whole of `path`, replaced at once (a temporary file, then a rename).
-absl::Status WriteLinesAtomically(const std::string& path, const std::vector<std::string>& lines) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    for (const std::string& line : lines) out << line << "\n";
-    out.close();
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
-}
-
-// The lines of `path` that are rounds 1, 2, ... in order (a torn or foreign line ends them).
-std::vector<std::string> LeadingRoundLines(const std::string& path) {
-  std::vector<std::string> lines;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    fl::proto::RoundRecord round;
-    if (!fl::FromJson(line, &round, path).ok() || round.round() != static_cast<int>(lines.size()) + 1) break;
-    lines.push_back(std::move(line));
-  }
-  return lines;
-}
-
-// One run: writes DIR/rounds.jsonl and DIR/result.json when `out` is set.
-//
-// With o.resume and a checkpoint the run continues an interrupted one, whose rounds.jsonl holds
-// its rounds up to when it stopped (some after its last checkpoint, which this run redoes). The
-// federation's callbacks restart at the checkpoint's round R, so rounds.jsonl keeps the earlier
-// process's lines 1..R-1 (with their per-client detail; from the checkpoint's records where such
-// a line is missing) and this process appends the rest.
+// One run: writes DIR/rounds.jsonl (rounds_log.h: a resumed run keeps the interrupted one's
+// earlier rounds), DIR/result.json and DIR/final_model.pb when `out` is set. A write that fails (a
+// full disk) fails the run, naming the file.
 absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, const std::string& out) {
   const nn::LargeTensorCacheStats cache_at_start = nn::GetLargeTensorCacheStats();
-  std::ofstream rounds_file;
   const bool terminal = isatty(2);
   const auto start = std::chrono::steady_clock::now();
-  const std::string rounds_path = out + "/rounds.jsonl";
   const bool resuming = o.resume && !o.checkpoint_dir.empty() && graph::io::FileExists(o.checkpoint_dir + "/checkpoint.pb");
-  std::vector<std::string> earlier;  // the interrupted process's lines
-  if (!out.empty()) {
-    FGL_RETURN_IF_ERROR(graph::io::MakeDirs(out));
-    if (resuming) {
-      earlier = LeadingRoundLines(rounds_path);
-    } else {
-      rounds_file.open(rounds_path, std::ios::trunc);
-      if (!rounds_file) return absl::UnavailableError(absl::StrCat("cannot write ", rounds_path));
-    }
-  }
+  if (!out.empty()) FGL_RETURN_IF_ERROR(graph::io::MakeDirs(out));
+  FGL_ASSIGN_OR_RETURN(std::unique_ptr<RoundsLog> rounds_log,
+                       RoundsLog::Open(out.empty() ? "" : out + "/rounds.jsonl", resuming));
   // Rewritten after every round, so a process killed after its last checkpoint still counts.
   const std::string peak_path = o.checkpoint_dir.empty() ? "" : PeakFilePath(o.checkpoint_dir);
   const int64_t earlier_peak = resuming ? ReadPeakFile(peak_path) : 0;
-  // Keeps the earlier lines before round `from` and opens rounds.jsonl to append after them.
-  int kept = -1;  // earlier lines kept; -1 until the splice
-  absl::Status rounds_error;
-  auto splice = [&](int from) {
-    kept = std::min(from - 1, static_cast<int>(earlier.size()));
-    if (out.empty()) return;
-    rounds_error = WriteLinesAtomically(rounds_path, {earlier.begin(), earlier.begin() + kept});
-    if (rounds_error.ok()) rounds_file.open(rounds_path, std::ios::app);
-    if (rounds_error.ok() && !rounds_file) rounds_error = absl::UnavailableError(absl::StrCat("cannot write ", rounds_path));
-  };
   const int rounds = o.spec.rounds();
-  int first_round = 0;  // of this process's callbacks
   absl::StatusOr<fl::FederationResult> r = fl::RunFederation(o, [&](const fl::RoundRecord& rec) {
-    if (first_round == 0) {
-      first_round = rec.round;
-      if (resuming) splice(rec.round);
-    }
-    if (rounds_file.is_open()) {
-      rounds_file << fl::ToJsonLine(fl::RoundRecordToProto(rec, /*with_clients=*/true)) << "\n" << std::flush;
-    }
+    rounds_log->Add(rec);
     if (!peak_path.empty()) WritePeakFile(peak_path, std::max(earlier_peak, PeakResidentBytes()));
     if (terminal) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const int done = rec.round - first_round + 1;
+      const int done = rec.round - rounds_log->first_round() + 1;
       std::cerr << absl::StrFormat("\rround %d/%d  val %.2f  test %.2f  ETA %.0fs   ", rec.round, rounds,
                                    rec.val_acc, rec.test_acc, elapsed / done * (rounds - rec.round))
                 << (rec.round == rounds ? "\n" : "") << std::flush;
     }
   });
   if (!r.ok()) return r.status();
-  FGL_RETURN_IF_ERROR(rounds_error);
+  FGL_RETURN_IF_ERROR(rounds_log->Finish(r->rounds));
   if (resuming) {
-    // Resumed after the last round (nothing left but its scoring, or nothing at all): every
-    // round is an earlier one.
-    if (kept < 0) splice(static_cast<int>(r->rounds.size()) + 1);
-    FGL_RETURN_IF_ERROR(rounds_error);
-    const int from = first_round > 0 ? first_round : static_cast<int>(r->rounds.size()) + 1;
-    if (!out.empty() && kept < from - 1) {
-      // The earlier lines stop short of the checkpoint: its records fill the gap (no per-client
-      // detail for those rounds).
-      rounds_file.close();
-      std::vector<std::string> lines(earlier.begin(), earlier.begin() + kept);
-      for (int i = kept; i < from - 1 && i < static_cast<int>(r->rounds.size()); ++i) {
-        lines.push_back(fl::ToJsonLine(fl::RoundRecordToProto(r->rounds[i], /*with_clients=*/false)));
-      }
-      std::ifstream appended(rounds_path);  // the kept lines, then this process's
-      int index = 0;
-      for (std::string line; std::getline(appended, line);) {
-        if (!line.empty() && index++ >= kept) lines.push_back(std::move(line));
-      }
-      LOG(WARNING) << rounds_path << " held rounds 1.." << kept << " of the " << from - 1
-                   << " before the checkpoint; the checkpoint's records fill in the rest";
-      FGL_RETURN_IF_ERROR(WriteLinesAtomically(rounds_path, lines));
-    }
+    const int from = rounds_log->first_round() > 0 ? rounds_log->first_round() : static_cast<int>(r->rounds.size()) + 1;
     LOG(INFO) << "resumed at round " << from << "; the earlier processes' rounds took " << r->resumed_s << " s";
   }
   const nn::LargeTensorCacheStats cache = nn::GetLargeTensorCacheStats();
@@ -277,10 +200,10 @@ absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, cons
             << " given back over the cap; " << (cache.cached_bytes >> 20) << " MB held at the end";
   fl::proto::RunResult result = fl::RunResultToProto(o, *r);
   if (!out.empty()) {
-    std::ofstream(out + "/result.json", std::ios::trunc) << fl::ToJsonLine(result) << "\n";
+    FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(out + "/result.json", fl::ToJsonLine(result) + "\n"));
     // The final global model as broadcast: a transport run (//fl:server) must match it bit for bit.
     if (!r->final_global.empty()) {
-      std::ofstream(out + "/final_model.pb", std::ios::binary | std::ios::trunc) << r->final_global;
+      FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(out + "/final_model.pb", r->final_global));
     }
   }
   return result;

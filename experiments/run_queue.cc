@@ -198,7 +198,7 @@ absl::StatusOr<QueueResult> RunPending(const proto::Table& table, const QueueOpt
       if (record.ok()) {
         record->set_peak_rss_bytes(std::max(int64_t{usage.ru_maxrss} * 1024, ReadPeakFile(PeakFilePath(j.checkpoint_dir))));
       }
-      if (absl::Status s = record.ok() ? WriteRecord(j.record_path, *record) : record.status(); !s.ok()) {
+      if (absl::Status s = record.ok() ? WriteRunRecord(j.record_path, *record) : record.status(); !s.ok()) {
         LOG(ERROR) << s;
         return s;
       }

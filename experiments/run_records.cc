@@ -1,8 +1,8 @@
 #include "experiments/run_records.h"
 
-#include <unistd.h>
-
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,13 +11,17 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "experiments/spec.h"
 #include "fl/proto/checkpoint.pb.h"
 #include "fl/proto_json.h"
 #include "fl/registry.h"
 #include "glog/logging.h"
+#include "graph/io/file.h"
+#include "graph/random.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::experiments {
@@ -146,17 +150,120 @@ absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto:
 }
 
 absl::Status WriteRecord(const std::string& path, const google::protobuf::Message& record) {
-  const std::string tmp = absl::StrCat(path, ".", getpid(), ".tmp");  // one per writing process
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << fl::ToJsonLine(record) << "\n";
-    out.close();
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
+  return graph::io::WriteFileAtomically(path, fl::ToJsonLine(record) + "\n");
+}
+
+namespace {
+
+// The member a record's line ends with: ,"checksum":"<16 hex digits>"}
+constexpr absl::string_view kChecksumPrefix = ",\"checksum\":\"";
+constexpr size_t kChecksumSuffixSize = kChecksumPrefix.size() + 16 + 2;
+
+std::string Checksum(absl::string_view line) {
+  return absl::StrFormat("%016x", graph::Fnv1a64(line.data(), line.size()));
+}
+
+absl::Status Refuse(const std::string& where, absl::string_view why) {
+  return absl::DataLossError(absl::StrCat(where, ": ", why));
+}
+
+// An accuracy in percent.
+absl::Status CheckPercent(const std::string& where, absl::string_view field, double value) {
+  if (std::isfinite(value) && value >= 0 && value <= 100) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", field, " = ", value, " is not an accuracy in [0, 100]"));
+}
+absl::Status CheckFinite(const std::string& where, absl::string_view field, double value) {
+  if (std::isfinite(value)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", field, " = ", value, " is not finite"));
+}
+absl::Status CheckTime(const std::string& where, absl::string_view field, double value) {
+  if (std::isfinite(value) && value >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", field, " = ", value, " is not a time (finite, >= 0)"));
+}
+absl::Status CheckCount(const std::string& where, absl::string_view field, int64_t value) {
+  if (value >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", field, " = ", value, " is negative"));
+}
+
+}  // namespace
+
+absl::Status CheckRunRecord(const proto::RunRecord& record, const std::string& where) {
+  const fl::proto::RunResult& r = record.result();
+  FGL_RETURN_IF_ERROR(CheckPercent(where, "result.test_acc", r.test_acc()));
+  FGL_RETURN_IF_ERROR(CheckPercent(where, "result.val_acc", r.val_acc()));
+  FGL_RETURN_IF_ERROR(CheckPercent(where, "result.client_mean_test_acc", r.client_mean_test_acc()));
+  if (r.has_global_test_acc()) FGL_RETURN_IF_ERROR(CheckPercent(where, "result.global_test_acc", r.global_test_acc()));
+  const std::pair<absl::string_view, const google::protobuf::RepeatedField<double>*> curves[] = {
+      {"val_curve", &record.val_curve()}, {"test_curve", &record.test_curve()},
+      {"global_test_curve", &record.global_test_curve()}};
+  for (const auto& [name, curve] : curves) {
+    for (int i = 0; i < curve->size(); ++i) {
+      FGL_RETURN_IF_ERROR(CheckPercent(where, absl::StrCat(name, "[", i, "]"), curve->Get(i)));
+    }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  for (int i = 0; i < record.loss_curve_size(); ++i) {
+    FGL_RETURN_IF_ERROR(CheckFinite(where, absl::StrCat("loss_curve[", i, "]"), record.loss_curve(i)));
   }
+  for (int i = 0; i < record.test_loss_curve_size(); ++i) {
+    FGL_RETURN_IF_ERROR(CheckFinite(where, absl::StrCat("test_loss_curve[", i, "]"), record.test_loss_curve(i)));
+  }
+  for (int i = 0; i < record.seconds_curve_size(); ++i) {
+    FGL_RETURN_IF_ERROR(CheckTime(where, absl::StrCat("seconds_curve[", i, "]"), record.seconds_curve(i)));
+  }
+  FGL_RETURN_IF_ERROR(CheckTime(where, "result.wall_s", r.wall_s()));
+  FGL_RETURN_IF_ERROR(CheckTime(where, "result.train_s", r.train_s()));
+  FGL_RETURN_IF_ERROR(CheckCount(where, "result.bytes_up", r.bytes_up()));
+  FGL_RETURN_IF_ERROR(CheckCount(where, "result.bytes_down", r.bytes_down()));
+  FGL_RETURN_IF_ERROR(CheckCount(where, "result.preparation_bytes_up", r.preparation_bytes_up()));
+  FGL_RETURN_IF_ERROR(CheckCount(where, "result.uploaded_tensor_bytes", r.uploaded_tensor_bytes()));
+  for (const auto& [group, bytes] : r.uploaded_tensor_bytes_by_group()) {
+    FGL_RETURN_IF_ERROR(CheckCount(where, absl::StrCat("result.uploaded_tensor_bytes_by_group[", group, "]"), bytes));
+  }
+  FGL_RETURN_IF_ERROR(CheckCount(where, "peak_rss_bytes", record.peak_rss_bytes()));
   return absl::OkStatus();
+}
+
+absl::StatusOr<proto::RunRecord> ReadRunRecord(const std::string& path) {
+  FGL_ASSIGN_OR_RETURN(std::string text, graph::io::ReadFileBytes(path, "", size_t{256} << 20));
+  const absl::string_view line = absl::StripTrailingAsciiWhitespace(text);
+  if (line.empty()) return Refuse(path, "empty run record");
+  // The checksum, where the record has one: a flipped digit would still parse.
+  if (line.size() > kChecksumSuffixSize &&
+      line.substr(line.size() - kChecksumSuffixSize, kChecksumPrefix.size()) == kChecksumPrefix && line.back() == '}') {
+    const absl::string_view stated = line.substr(line.size() - kChecksumSuffixSize + kChecksumPrefix.size(), 16);
+    const std::string payload = absl::StrCat(line.substr(0, line.size() - kChecksumSuffixSize), "}");
+    if (Checksum(payload) != stated) {
+      return Refuse(path, absl::StrCat("checksum ", stated, " does not match its contents (", Checksum(payload),
+                                       "): the record is damaged"));
+    }
+  } else if (absl::StrContains(line, "\"checksum\":")) {
+    return Refuse(path, "its checksum is not the record's last member: the record is damaged");
+  }
+  proto::RunRecord record;
+  if (absl::Status s = fl::FromJson(std::string(line), &record, path); !s.ok()) {
+    return Refuse(path, absl::StrCat("not a run record (", s.message(), ")"));
+  }
+  // Misplaced: a record counts for the run its file name says, and it must be that run's.
+  std::string stem = path.substr(path.find_last_of('/') + 1);
+  if (absl::EndsWith(stem, ".json")) stem.resize(stem.size() - 5);
+  if (record.key() != stem) return Refuse(path, absl::StrCat("holds the record of run '", record.key(), "', not of '", stem, "'"));
+  if (const std::string own = RecordKey(record.result_version(), record.spec(), record.seed()); own != record.key()) {
+    return Refuse(path, absl::StrCat("its key ", record.key(), " is not that of its own spec, seed and result version (",
+                                     own, ")"));
+  }
+  if (absl::Status s = CheckRunRecord(record, path); !s.ok()) return absl::DataLossError(s.message());
+  return record;
+}
+
+absl::Status WriteRunRecord(const std::string& path, const proto::RunRecord& record) {
+  FGL_RETURN_IF_ERROR(CheckRunRecord(record, path));
+  const std::string payload = fl::ToJsonLine(record);
+  if (payload.empty() || payload.back() != '}') {
+    return absl::InternalError(absl::StrCat(path, ": the record does not print as one JSON object"));
+  }
+  const std::string line =
+      absl::StrCat(payload.substr(0, payload.size() - 1), kChecksumPrefix, Checksum(payload), "\"}\n");
+  return graph::io::WriteFileAtomically(path, line);
 }
 
 }  // namespace fgl::experiments

@@ -23,9 +23,28 @@ namespace fgl::experiments {
 // The contents of a file; "" when it is missing or unreadable.
 std::string Slurp(const std::string& path);
 
-// A protobuf JSON file (a run's result.json, a run record); false when missing or unreadable, and
-// the run is then redone.
+// A protobuf JSON file (a run's result.json, a budget timing); false when missing or unreadable,
+// and the run is then redone. Run records are read with ReadRunRecord.
 bool ReadJson(const std::string& path, google::protobuf::Message* message);
+
+// The run record at `path` (<dir>/<key>.json). NotFound when there is no such file. DataLoss naming
+// the file when it is empty, cut or not a record; when its checksum does not match (records
+// written before checksums have none, and are read without); when it is misplaced (its key is not
+// its file name, or not the key of its own spec, seed and result version); or when it holds a
+// value no run can have (CheckRunRecord). Reports are made from records only, so a damaged one
+// must stop them rather than leave a seed out.
+absl::StatusOr<proto::RunRecord> ReadRunRecord(const std::string& path);
+
+// A record's numbers: accuracies and accuracy curves finite and in [0, 100], losses finite, times
+// finite and non-negative, byte counts and the peak memory non-negative. InvalidArgument naming
+// `where` and the field.
+absl::Status CheckRunRecord(const proto::RunRecord& record, const std::string& where);
+
+// Writes `record` (checked by CheckRunRecord first: a run whose record would be refused is an
+// error now, not a file that stops its table later) to `path` atomically, with its checksum: one
+// line of protobuf JSON whose last member is "checksum", the FNV-1a-64 (16 hex digits) of the line
+// as it reads without that member.
+absl::Status WriteRunRecord(const std::string& path, const proto::RunRecord& record);
 
 // The seed_<s> directory a one-seed run wrote under `out_dir`, or "".
 std::string SeedDirectory(const std::string& out_dir);
@@ -49,7 +68,7 @@ void ClearRuns(CellResult& r, CellResult::State state);
 absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto::Experiment& resolved, uint64_t seed,
                                            fl::proto::RunResult result, const std::string& rounds_path);
 
-// One line of protobuf JSON at `path`, written atomically (a temporary file, then a rename).
+// One line of protobuf JSON at `path`, written atomically (graph::io::WriteFileAtomically).
 absl::Status WriteRecord(const std::string& path, const google::protobuf::Message& record);
 
 }  // namespace fgl::experiments

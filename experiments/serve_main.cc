@@ -14,7 +14,9 @@
 #include "fl/federation_setup.h"
 #include "fl/proto_json.h"
 #include "fl/transport/server.h"
+#include "experiments/rounds_log.h"
 #include "experiments/spec_options.h"
+#include "experiments/transport_flags.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
 #include "nn/cpu_kernels.h"
@@ -32,7 +34,16 @@ ABSL_FLAG(int, min_clients_per_round, 1,
           "Connected clients each later round waits for (a dropped client may rejoin meanwhile).");
 ABSL_FLAG(double, join_timeout_s, 600, "Give up when min_clients have not joined by then.");
 ABSL_FLAG(double, round_deadline_s, 600, "Per exchange; a client that misses it is dropped.");
-ABSL_FLAG(std::string, tokens_file, "", "Lines \"client_id token\"; clients must present theirs.");
+ABSL_FLAG(std::string, tokens_file, "",
+          "Lines \"client_id token\"; clients must present theirs. Without it the server listens only "
+          "on loopback and makes per-run tokens, written to --run_tokens_file for join to read.");
+ABSL_FLAG(std::string, run_tokens_file, "",
+          "Where the per-run tokens go (mode 0600); default $XDG_RUNTIME_DIR/fgl/transport-PORT.tokens, "
+          "else ~/.cache/fgl/run_tokens/transport-PORT.tokens, where join looks by default.");
+ABSL_FLAG(double, first_message_timeout_s, 10,
+          "A session stream that sends nothing this long is closed (it holds a server thread).");
+ABSL_FLAG(int, max_unauthenticated_streams, 64,
+          "Session streams that may wait for their first message at once; more are refused.");
 ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate (enables TLS).");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_ca, "", "PEM CA; when set, clients must present certificates it signed.");
@@ -73,11 +84,18 @@ absl::Status Main() {
   opt.join_timeout_s = absl::GetFlag(FLAGS_join_timeout_s);
   opt.round_deadline_s = absl::GetFlag(FLAGS_round_deadline_s);
   opt.tokens_file = absl::GetFlag(FLAGS_tokens_file);
+  opt.run_tokens_file = absl::GetFlag(FLAGS_run_tokens_file);
+  opt.first_message_timeout_s = absl::GetFlag(FLAGS_first_message_timeout_s);
+  opt.max_unauthenticated_streams = absl::GetFlag(FLAGS_max_unauthenticated_streams);
   opt.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)};
   opt.chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
   opt.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   opt.resume = absl::GetFlag(FLAGS_resume);
   opt.testonly_kill_after_checkpoint = absl::GetFlag(FLAGS_testonly_kill_after_checkpoint);
+  FGL_RETURN_IF_ERROR(CheckSeconds("join_timeout_s", opt.join_timeout_s));
+  FGL_RETURN_IF_ERROR(CheckSeconds("round_deadline_s", opt.round_deadline_s));
+  FGL_RETURN_IF_ERROR(CheckClientCount("min_clients", opt.min_clients, run.spec.clients()));
+  FGL_RETURN_IF_ERROR(CheckClientCount("min_clients_per_round", opt.min_clients_per_round, run.spec.clients()));
   if (!opt.tls.enabled() && !IsLoopback(opt.listen) && !absl::GetFlag(FLAGS_allow_insecure_remote)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--listen=", opt.listen, " is not a loopback address: use TLS (--tls_cert/--tls_key) or "
@@ -85,18 +103,17 @@ absl::Status Main() {
   }
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<FederationServer> server, FederationServer::Start(run, opt));
   if (const std::string f = absl::GetFlag(FLAGS_port_file); !f.empty()) {
-    std::ofstream(f + ".tmp") << server->port() << "\n";
-    std::rename((f + ".tmp").c_str(), f.c_str());
+    FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(f, absl::StrCat(server->port(), "\n")));
   }
   const std::string out = absl::GetFlag(FLAGS_out);
-  std::ofstream rounds;
-  if (!out.empty()) {
-    FGL_RETURN_IF_ERROR(graph::io::MakeDirs(out));
-    rounds.open(out + "/rounds.jsonl", std::ios::trunc);
-  }
-  FGL_ASSIGN_OR_RETURN(FederationResult r, server->Run([&](const RoundRecord& rec) {
-    if (rounds.is_open()) rounds << ToJsonLine(RoundRecordToProto(rec, /*with_clients=*/true)) << "\n" << std::flush;
-  }));
+  if (!out.empty()) FGL_RETURN_IF_ERROR(graph::io::MakeDirs(out));
+  // Resumed into the same --out, rounds.jsonl keeps the rounds before the checkpoint, as the
+  // simulator's does (rounds_log.h); every write is checked.
+  const bool resuming = opt.resume && !opt.checkpoint_dir.empty() && graph::io::FileExists(opt.checkpoint_dir + "/checkpoint.pb");
+  FGL_ASSIGN_OR_RETURN(std::unique_ptr<RoundsLog> rounds,
+                       RoundsLog::Open(out.empty() ? "" : out + "/rounds.jsonl", resuming));
+  FGL_ASSIGN_OR_RETURN(FederationResult r, server->Run([&](const RoundRecord& rec) { rounds->Add(rec); }));
+  FGL_RETURN_IF_ERROR(rounds->Finish(r.rounds));
   const TransportStats t = server->stats();
   proto::RunResult result = RunResultToProto(run, r);
   proto::TransportStats& w = *result.mutable_transport();
@@ -111,9 +128,9 @@ absl::Status Main() {
   w.set_dropped(t.dropped);
   const std::string json = ToJsonLine(result);
   if (!out.empty()) {
-    std::ofstream(out + "/result.json", std::ios::trunc) << json << "\n";
+    FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(out + "/result.json", json + "\n"));
     if (!r.final_global.empty()) {
-      std::ofstream(out + "/final_model.pb", std::ios::binary | std::ios::trunc) << r.final_global;
+      FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(out + "/final_model.pb", r.final_global));
     }
   }
   std::cout << json << std::endl;

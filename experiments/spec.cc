@@ -3,6 +3,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <memory>
 #include <set>
 
 #include "absl/status/status.h"
@@ -11,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "fl/federation_spec.h"
 #include "fl/registry.h"
 #include "graph/io/file.h"
@@ -82,29 +84,71 @@ absl::StatusOr<const google::protobuf::FieldDescriptor*> ExperimentField(const s
 }
 
 absl::Status ApplySet(const std::string& assignment, proto::Experiment* experiment) {
+  using google::protobuf::FieldDescriptor;
+  auto refuse = [&assignment](auto&&... why) {
+    return absl::InvalidArgumentError(absl::StrCat("--set ", assignment, ": ", why...));
+  };
   const size_t eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--set ", assignment, ": expected key=value"));
+  if (eq == std::string::npos || eq == 0) return refuse("expected name=value");
+  const std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  absl::StatusOr<const FieldDescriptor*> found = ExperimentField(key);
+  if (!found.ok()) return refuse(found.status().message());
+  const FieldDescriptor* field = *found;
+  if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+    return refuse("'", key, "' holds several options: set one at a time (", key, ".NAME=VALUE)");
   }
-  std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
-  // "a.b=v" becomes "a { b: v }"; strings are quoted unless already quoted.
-  std::vector<std::string> path = absl::StrSplit(key, '.');
-  absl::StatusOr<const google::protobuf::FieldDescriptor*> found = ExperimentField(key);
-  if (!found.ok()) return absl::InvalidArgumentError(absl::StrCat("--set ", assignment, ": ", found.status().message()));
-  const google::protobuf::FieldDescriptor* field = *found;
-  if (field->type() == google::protobuf::FieldDescriptor::TYPE_STRING && (value.empty() || value[0] != '"')) {
-    value = absl::StrCat("\"", value, "\"");
+  // An empty value would leave the field as it was (the default): say so rather than run that.
+  if (value.empty()) return refuse("empty value");
+  // The value is one value of this one field, never text pasted into a textproto: "clients=3
+  // rounds: 1" must not also set rounds. Applied to a copy, so a refused value changes nothing.
+  proto::Experiment updated = *experiment;
+  google::protobuf::Message* target = &updated;
+  const std::vector<std::string> path = absl::StrSplit(key, '.');
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    const FieldDescriptor* part = target->GetDescriptor()->FindFieldByName(path[i]);
+    if (part->is_repeated()) return refuse("'", path[i], "' is a list of messages");
+    target = target->GetReflection()->MutableMessage(target, part);  // selects a oneof's member
   }
-  std::string text = absl::StrCat(path.back(), ": ", value);
-  for (size_t i = path.size() - 1; i > 0; --i) text = absl::StrCat(path[i - 1], " { ", text, " }");
-  // A --set replaces a list rather than appending to it (only top-level lists exist).
-  if (field->is_repeated() && path.size() == 1) experiment->GetReflection()->ClearField(experiment, field);
-  proto::Experiment patch;
-  Collector errors("--set " + assignment);
-  google::protobuf::TextFormat::Parser parser;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, &patch)) return absl::InvalidArgumentError(errors.Joined());
-  experiment->MergeFrom(patch);
+  // Parsed into an empty message of the field's own type, then copied over the field: the value
+  // replaces what was there, a list included ("seeds=7" or "seeds=[7, 8]"), even where it equals
+  // the default (which a merge would skip).
+  std::unique_ptr<google::protobuf::Message> parsed(target->New());
+  const google::protobuf::Reflection* reflection = parsed->GetReflection();
+  std::vector<std::string> items;
+  if (field->is_repeated() && value.front() == '[' && value.back() == ']') {
+    for (absl::string_view item : absl::StrSplit(value.substr(1, value.size() - 2), ',')) {
+      items.emplace_back(absl::StripAsciiWhitespace(item));
+    }
+  } else {
+    items.push_back(value);
+  }
+  for (const std::string& item : items) {
+    if (item.empty()) return refuse("empty value");
+    if (field->type() == FieldDescriptor::TYPE_STRING && item[0] != '"') {
+      // A bare string is the string itself (a quoted one is read as in a textproto).
+      if (field->is_repeated()) {
+        reflection->AddString(parsed.get(), field, item);
+      } else {
+        reflection->SetString(parsed.get(), field, item);
+      }
+      continue;
+    }
+    Collector errors("--set " + assignment);
+    google::protobuf::TextFormat::Parser parser;
+    parser.RecordErrorsTo(&errors);
+    if (!parser.ParseFieldValueFromString(item, field, parsed.get())) {
+      const std::string why = errors.Joined();
+      if (!why.empty()) return absl::InvalidArgumentError(why);
+      return refuse("'", item, "' is not one ", field->type_name(), " value for ", key);
+    }
+  }
+  if (field->type() == FieldDescriptor::TYPE_STRING && !field->is_repeated() &&
+      reflection->GetString(*parsed, field).empty()) {
+    return refuse("empty value");
+  }
+  target->GetReflection()->ClearField(target, field);
+  target->MergeFrom(*parsed);
+  *experiment = std::move(updated);
   return absl::OkStatus();
 }
 
@@ -301,7 +345,11 @@ std::string KeyedSpecText(const proto::Experiment& resolved) {
 }
 
 std::string ResultCacheKey(const proto::Experiment& resolved, uint64_t seed, const std::string& version) {
-  const std::string text = absl::StrCat(version, "|", KeyedSpecText(resolved), "|seed=", seed);
+  return RecordKey(version, KeyedSpecText(resolved), seed);
+}
+
+std::string RecordKey(const std::string& version, const std::string& keyed_spec_text, uint64_t seed) {
+  const std::string text = absl::StrCat(version, "|", keyed_spec_text, "|seed=", seed);
   return absl::StrFormat("%016x", graph::Fnv1a64(text.data(), text.size()));
 }
 

@@ -23,8 +23,11 @@ absl::StatusOr<proto::Table> LoadTable(const std::string& path);
 // is not a field ("no field 'knn'") or that has no fields.
 absl::StatusOr<const google::protobuf::FieldDescriptor*> ExperimentField(const std::string& path);
 
-// Applies "--set key=value" overrides (a field of Experiment by name, in textproto syntax:
-// "clients=5", "eval.dropout_at_eval=true", "fedprox.mu=0.01").
+// Applies one "--set name=value" override: one field of Experiment by its (dotted) name, set to one
+// value in textproto syntax ("clients=5", "eval.dropout_at_eval=true", "fedprox.mu=0.01",
+// "optimizer=ADAM"; a bare string is taken as is: "split=stratified:train=0.6,val=0.2"; a list as
+// "seeds=7" or "seeds=[7, 8]", replacing it). Anything else is an InvalidArgument: an empty value, a
+// group of options ("eval=..."), or more than one value ("clients=3 rounds: 1").
 absl::Status ApplySet(const std::string& assignment, proto::Experiment* experiment);
 
 // Fills the FederationSpec defaults (fl::ResolveFederationSpec) and seeds [2024, 1, 2], and checks
@@ -60,6 +63,10 @@ inline constexpr char kResultVersion[] = "results-v1";
 // The result-cache key of one run: a hash of `version`, the resolved experiment without its name,
 // seed list and data root, and `seed`. Any hyperparameter, the seed or the version changes it.
 std::string ResultCacheKey(const proto::Experiment& resolved, uint64_t seed, const std::string& version);
+
+// The same key from its parts as a run record holds them (result_version, spec, seed): a record
+// names the run whose key this is.
+std::string RecordKey(const std::string& version, const std::string& keyed_spec_text, uint64_t seed);
 
 }  // namespace fgl::experiments
 

@@ -162,6 +162,66 @@ TEST(SpecTest, SetOverridesAndCanonicalTextKeysTheCache) {
   EXPECT_EQ(ResultCacheKey(a, 1, "v1"), ResultCacheKey(a2, 1, "v1"));
 }
 
+// Issue #68 (10): --set takes one field and one value; its value is never pasted into a textproto.
+TEST(SpecTest, SetTakesOneFieldAndOneValue) {
+  proto::Experiment e;
+  e.set_dataset("cora");
+  e.set_method("fedavg");
+  e.set_rounds(7);
+  // Text after the value was parsed as further fields: "rounds: 1" also set rounds.
+  EXPECT_THAT(ApplySet("clients=3 rounds: 1", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clients")));
+  EXPECT_THAT(ApplySet("clients=3 rounds=1", &e), StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  EXPECT_THAT(ApplySet("fedprox.mu=0.1 } rounds: 1 fedprox {", &e), StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  EXPECT_THAT(ApplySet("dataset=\"cora\" rounds: 1", &e), StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  EXPECT_THAT(ApplySet("seeds=[1, 2] rounds: 1", &e), StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  EXPECT_EQ(e.rounds(), 7);
+  EXPECT_FALSE(e.has_clients());
+  EXPECT_TRUE(e.seeds().empty());  // a refused list leaves the list as it was
+  // An empty value ran the default (method "" merged as nothing): it is an error now.
+  EXPECT_THAT(ApplySet("method=", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty value")));
+  EXPECT_THAT(ApplySet("dataset=", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty value")));
+  EXPECT_THAT(ApplySet("dataset=\"\"", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty value")));
+  EXPECT_THAT(ApplySet("clients=", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty value")));
+  EXPECT_THAT(ApplySet("seeds=[]", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty value")));
+  EXPECT_EQ(e.method(), "fedavg");
+  EXPECT_EQ(e.dataset(), "cora");
+  // A group of options is set one field at a time.
+  EXPECT_THAT(ApplySet("eval={round: \"last\"}", &e),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("set one at a time (eval.NAME=VALUE)")));
+  EXPECT_THAT(ApplySet("=5", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("name=value")));
+  EXPECT_THAT(ApplySet("clients", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("name=value")));
+
+  // Every valid form still works: nested and doubly nested fields, enums, bools, quoted and bare
+  // strings (with '=' and ',' in them), lists, and values equal to the default.
+  ASSERT_OK(ApplySet("method=nfedgnn", &e));
+  ASSERT_OK(ApplySet("nfedgnn.laplacian_weight=10", &e));
+  EXPECT_EQ(e.nfedgnn().laplacian_weight(), 10);
+  ASSERT_OK(ApplySet("eval.early_stop.after_round=5", &e));
+  EXPECT_EQ(e.eval().early_stop().after_round(), 5);
+  ASSERT_OK(ApplySet("eval.dropout_at_eval=true", &e));
+  EXPECT_TRUE(e.eval().dropout_at_eval());
+  ASSERT_OK(ApplySet("model=\"gcn:layers=2,hidden=16\"", &e));
+  EXPECT_EQ(e.model(), "gcn:layers=2,hidden=16");
+  ASSERT_OK(ApplySet("partitioner=louvain", &e));
+  EXPECT_EQ(e.partitioner(), "louvain");
+  ASSERT_OK(ApplySet("seeds=[1, 2,3]", &e));
+  EXPECT_THAT(std::vector<uint64_t>(e.seeds().begin(), e.seeds().end()), ::testing::ElementsAre(1, 2, 3));
+  ASSERT_OK(ApplySet("seeds=9", &e));
+  EXPECT_THAT(std::vector<uint64_t>(e.seeds().begin(), e.seeds().end()), ::testing::ElementsAre(9));
+  ASSERT_OK(ApplySet("lr=1e-2", &e));
+  EXPECT_EQ(e.lr(), 0.01);
+  ASSERT_OK(ApplySet("optimizer=SGD", &e));
+  EXPECT_EQ(e.optimizer(), fl::proto::FederationSpec::SGD);
+  // Back to the enum's zero (ADAM): a merge would have skipped it, a --set replaces.
+  ASSERT_OK(ApplySet("optimizer=ADAM", &e));
+  EXPECT_EQ(e.optimizer(), fl::proto::FederationSpec::ADAM);
+  EXPECT_THAT(ApplySet("optimizer=ADAMW_TYPO", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("optimizer")));
+  // A method's params select it in the oneof, as a textproto's `fedprox { mu: 0.1 }` does.
+  ASSERT_OK(ApplySet("fedprox.mu=0.1", &e));
+  EXPECT_TRUE(e.has_fedprox());
+  EXPECT_FALSE(e.has_nfedgnn());
+}
+
 // Zero is a value, not "unset"; non-finite numbers never reach a run. Each error names the option.
 TEST(SpecTest, RejectsZeroNonFiniteAndOutOfRangeValuesNamingTheField) {
   auto resolve_with = [](const std::string& set) {

@@ -174,8 +174,12 @@ int Run() {
   const absl::StatusOr<QueueResult> ran = RunPending(*table, queue_options, plan);
   if (!ran.ok()) return 1;  // RunPending logged why
 
-  const bool plotted = WriteTableReport(*table, plan, report_dir, stem);
-  std::cout << "wrote " << report_dir << "/" << stem << ".{md,csv" << (plotted ? ",svg" : "") << "}"
+  const absl::StatusOr<bool> plotted = WriteTableReport(*table, plan, report_dir, stem);
+  if (!plotted.ok()) {
+    LOG(ERROR) << plotted.status();
+    return 1;
+  }
+  std::cout << "wrote " << report_dir << "/" << stem << ".{md,csv" << (*plotted ? ",svg" : "") << "}"
             << " (" << ran->total << " runs, " << ran->failed << " failed)" << std::endl;
   return ran->failed == 0 ? 0 : 1;
 }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <numeric>
 
 #include "absl/status/statusor.h"
@@ -12,7 +11,9 @@
 #include "experiments/protocol_card.h"
 #include "experiments/run_records.h"
 #include "experiments/spec.h"
+#include "glog/logging.h"
 #include "graph/datasets.h"
+#include "graph/io/file.h"
 
 namespace fgl::experiments {
 namespace {
@@ -26,14 +27,24 @@ struct Planning {
 };
 
 // Reads the record of `seed`'s run of `resolved` into `record`; true when it serves cell `r`
-// (`stale`: it names the run but an older method version).
-bool UsableRecord(const Planning& p, const proto::Experiment& resolved, const CellResult& r, uint64_t seed,
-                  const std::string& hash, proto::RunRecord& record, bool& stale) {
-  // A record counts only for the run it names: its key, seed and spec text must all match.
-  bool have = ReadJson(absl::StrCat(p.options.records, "/", hash, ".json"), &record) && record.key() == hash &&
-              record.seed() == seed && record.spec() == KeyedSpecText(resolved);
-  stale = have && RecordVersion(record, resolved.method()) != CurrentVersion(resolved.method());
-  have &= !stale;
+// (`stale`: it names the run but an older method version), false when there is none. A record
+// that cannot be read, is damaged, misplaced or out of range is an error naming its file: a report
+// must not quietly lose a seed.
+absl::StatusOr<bool> UsableRecord(const Planning& p, const proto::Experiment& resolved, const CellResult& r,
+                                  uint64_t seed, const std::string& hash, proto::RunRecord& record, bool& stale) {
+  stale = false;
+  const std::string path = absl::StrCat(p.options.records, "/", hash, ".json");
+  absl::StatusOr<proto::RunRecord> read = ReadRunRecord(path);
+  if (absl::IsNotFound(read.status())) return false;
+  if (!read.ok()) return read.status();
+  record = *std::move(read);
+  // A record counts only for the run it names: its key, seed and spec text must all match (its
+  // key is its file name's and its own spec's, so only a foreign file fails here).
+  if (record.key() != hash || record.seed() != seed || record.spec() != KeyedSpecText(resolved)) {
+    return absl::DataLossError(absl::StrCat(path, ": not the record of seed ", seed, " of ", KeyedSpecText(resolved)));
+  }
+  stale = RecordVersion(record, resolved.method()) != CurrentVersion(resolved.method());
+  bool have = !stale;
   // A time share needs the per-round seconds that older records lack: such a run is redone
   // (same numbers, the curve added).
   if (r.value == proto::Table::LAST_ROUND_TIME_SHARE &&
@@ -51,9 +62,9 @@ bool UsableRecord(const Planning& p, const proto::Experiment& resolved, const Ce
 
 // The runs of one resolved experiment into `r`: recorded ones are read, missing ones queued
 // (or the cell marked not run / data not present / stale). Returns its runs' cache keys.
-std::vector<std::pair<std::string, std::string>> PlanRuns(Planning& p, const proto::Experiment& resolved,
-                                                          const std::pair<std::string, std::string>& key,
-                                                          CellResult& r, bool plot, bool cached_only) {
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PlanRuns(
+    Planning& p, const proto::Experiment& resolved, const std::pair<std::string, std::string>& key, CellResult& r,
+    bool plot, bool cached_only) {
   TablePlan& plan = p.plan;
   const std::string& cache = p.options.cache;
   std::vector<std::pair<std::string, std::string>> cell_hashes;
@@ -68,8 +79,9 @@ std::vector<std::pair<std::string, std::string>> PlanRuns(Planning& p, const pro
     job.record_path = absl::StrCat(p.options.records, "/", hash, ".json");
     proto::RunRecord record;
     bool stale = false;
-    const bool have = UsableRecord(p, resolved, r, seed, hash, record, stale);
-    if (have) {
+    absl::StatusOr<bool> have = UsableRecord(p, resolved, r, seed, hash, record, stale);
+    if (!have.ok()) return have.status();
+    if (*have) {
       plan.commits.insert(record.result().code_commit().empty() ? "unknown" : record.result().code_commit());
       plan.machines.insert(record.result().machine().empty() ? "unknown" : record.result().machine());
       AddRun(p.table, record, r);
@@ -78,6 +90,11 @@ std::vector<std::pair<std::string, std::string>> PlanRuns(Planning& p, const pro
       continue;
     }
     if (cached_only || !data_present) {
+      // Said in the log as well as in the report, so that a missing seed is never silent.
+      LOG(WARNING) << p.options.table_path << " cell (" << key.first << ", " << key.second << "): seed " << seed
+                   << (stale ? "'s record is of an older method version" : " has no record") << " ("
+                   << job.record_path << "): the cell reads "
+                   << (!data_present ? "data not present" : stale ? "stale" : "not run");
       ClearRuns(r, !data_present ? CellResult::State::kDataNotPresent
                    : stale       ? CellResult::State::kStale
                                  : CellResult::State::kNotRun);
@@ -86,8 +103,11 @@ std::vector<std::pair<std::string, std::string>> PlanRuns(Planning& p, const pro
         proto::RunRecord other;
         bool other_stale = false;
         const uint64_t other_seed = resolved.seeds(rest);
-        r.seeds_recorded += UsableRecord(p, resolved, r, other_seed,
-                                         ResultCacheKey(resolved, other_seed, kResultVersion), other, other_stale);
+        absl::StatusOr<bool> usable = UsableRecord(p, resolved, r, other_seed,
+                                                   ResultCacheKey(resolved, other_seed, kResultVersion), other,
+                                                   other_stale);
+        if (!usable.ok()) return usable.status();
+        r.seeds_recorded += *usable;
       }
       if (plot) plan.first_runs.erase(key);
       if (plot) plan.all_runs.erase(key);
@@ -106,7 +126,7 @@ std::vector<std::pair<std::string, std::string>> PlanRuns(Planning& p, const pro
     job.checkpoint_dir = absl::StrCat(cache, "/", hash, ".ckpt");
     std::string spec_text;
     google::protobuf::TextFormat::PrintToString(one, &spec_text);
-    std::ofstream(job.spec_path) << spec_text;
+    if (absl::Status s = graph::io::WriteFileAtomically(job.spec_path, spec_text); !s.ok()) return s;
     job.targets = {&r};
     job.cell = key;
     job.plot = plot;
@@ -156,9 +176,11 @@ absl::Status PlanCell(Planning& p, const proto::Cell& cell) {
                            Excluded(options.only_rows, cell.row());
   // A cell whose runs are all recorded needs no data: reports regenerate from records alone.
   r.state = CellResult::State::kDone;
-  const std::vector<std::pair<std::string, std::string>> cell_hashes = PlanRuns(p, *resolved, key, r, true, cached_only);
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> cell_hashes =
+      PlanRuns(p, *resolved, key, r, true, cached_only);
+  if (!cell_hashes.ok()) return cell_hashes.status();
   if (r.state == CellResult::State::kDone) {
-    p.plan.spec_hashes.insert(p.plan.spec_hashes.end(), cell_hashes.begin(), cell_hashes.end());
+    p.plan.spec_hashes.insert(p.plan.spec_hashes.end(), cell_hashes->begin(), cell_hashes->end());
     for (uint64_t seed : resolved->seeds()) p.plan.seeds_used.insert(std::to_string(seed));
   }
   // The partition spread: the same cell on further partitions (training seeds unchanged).
@@ -176,7 +198,11 @@ absl::Status PlanCell(Planning& p, const proto::Cell& cell) {
     }
     CellResult& s = p.plan.spread[key][partition_seed];
     s.state = CellResult::State::kDone;
-    PlanRuns(p, *moved, key, s, false, cached_only || !options.run_partition_spread);
+    if (absl::StatusOr<std::vector<std::pair<std::string, std::string>>> spread =
+            PlanRuns(p, *moved, key, s, false, cached_only || !options.run_partition_spread);
+        !spread.ok()) {
+      return spread.status();
+    }
   }
   return absl::OkStatus();
 }

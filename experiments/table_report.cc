@@ -1,8 +1,8 @@
 #include "experiments/table_report.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -13,6 +13,8 @@
 #include "experiments/proto/record.pb.h"
 #include "experiments/report.h"
 #include "experiments/svg_figures.h"
+#include "graph/io/file.h"
+#include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::experiments {
 namespace {
@@ -20,11 +22,11 @@ namespace {
 // Per column, every row's mean curve over its seeds (test accuracy; training loss where recorded):
 // <stem>_<column>.svg, <stem>_<column>_loss.svg and one <stem>_curves.csv. Returns the markdown
 // that shows them.
-std::string WriteColumnCurves(const proto::Table& table,
-                       const std::map<std::pair<std::string, std::string>, std::vector<proto::RunRecord>>& runs,
-                       const std::string& report_dir, const std::string& stem) {
+absl::StatusOr<std::string> WriteColumnCurves(
+    const proto::Table& table, const std::map<std::pair<std::string, std::string>, std::vector<proto::RunRecord>>& runs,
+    const std::string& report_dir, const std::string& stem) {
   std::string md = absl::StrCat("\n## Curves (mean over seeds; data: [", stem, "_curves.csv](", stem, "_curves.csv))\n");
-  std::ofstream csv(report_dir + "/" + stem + "_curves.csv");
+  std::ostringstream csv;
   csv << "row,column,seeds,round,test_acc_mean,loss_mean\n";
   for (const proto::Column& c : table.columns()) {
     // A global-test column (FedEgo Fig. 4 a/c) draws the shared global test graph's curve.
@@ -61,22 +63,25 @@ std::string WriteColumnCurves(const proto::Table& table,
     if (accuracy.empty()) continue;
     const std::string label = c.label().empty() ? c.key() : c.label();
     const std::string name = absl::StrCat(stem, "_", c.key());
-    std::ofstream(absl::StrCat(report_dir, "/", name, ".svg"))
-        << AccuracySvg(absl::StrCat(label, global ? ": global test" : ": test", " accuracy (mean over seeds)"), accuracy);
+    FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(
+        absl::StrCat(report_dir, "/", name, ".svg"),
+        AccuracySvg(absl::StrCat(label, global ? ": global test" : ": test", " accuracy (mean over seeds)"), accuracy)));
     absl::StrAppend(&md, "\n### ", label, "\n\n![", label, global ? " global" : "", " test accuracy](", name, ".svg)\n");
     if (!loss.empty()) {
-      std::ofstream(absl::StrCat(report_dir, "/", name, "_loss.svg"))
-          << CurveSvg(absl::StrCat(label, ": training loss (mean over seeds)"), loss, /*percent=*/false);
+      FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(
+          absl::StrCat(report_dir, "/", name, "_loss.svg"),
+          CurveSvg(absl::StrCat(label, ": training loss (mean over seeds)"), loss, /*percent=*/false)));
       absl::StrAppend(&md, "![", label, " training loss](", name, "_loss.svg)\n");
     }
   }
+  FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(report_dir + "/" + stem + "_curves.csv", csv.str()));
   return md;
 }
 
 }  // namespace
 
-bool WriteTableReport(const proto::Table& table, const TablePlan& plan, const std::string& report_dir,
-                      const std::string& stem) {
+absl::StatusOr<bool> WriteTableReport(const proto::Table& table, const TablePlan& plan, const std::string& report_dir,
+                                      const std::string& stem) {
   const std::map<std::pair<std::string, std::string>, CellResult>& results = plan.results;
   const auto& first_runs = plan.first_runs;
   // The plot: every row's first-seed curve on the first column with a finished cell.
@@ -94,13 +99,16 @@ bool WriteTableReport(const proto::Table& table, const TablePlan& plan, const st
     }
     if (!series.empty()) break;
   }
-  const std::string curves_md = table.curves_per_column() ? WriteColumnCurves(table, plan.all_runs, report_dir, stem) : "";
+  std::string curves_md;
+  if (table.curves_per_column()) {
+    FGL_ASSIGN_OR_RETURN(curves_md, WriteColumnCurves(table, plan.all_runs, report_dir, stem));
+  }
   std::string svg_name;
   if (!series.empty()) {
     svg_name = stem + ".svg";
-    std::ofstream(report_dir + "/" + svg_name)
-        << AccuracySvg(absl::StrCat(table.title(), " — test accuracy per round, ", plot_column,
-                                    " (first seed)"), series);
+    FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(
+        report_dir + "/" + svg_name,
+        AccuracySvg(absl::StrCat(table.title(), " — test accuracy per round, ", plot_column, " (first seed)"), series)));
   }
   Provenance prov;
   prov.spec_hashes = plan.spec_hashes;
@@ -109,18 +117,19 @@ bool WriteTableReport(const proto::Table& table, const TablePlan& plan, const st
   prov.machines = absl::StrJoin(plan.machines, "; ");
   std::string grid_md;
   if (const std::string grid = table.grid_heatmap() ? GridHeatmapSvg(table, results) : ""; !grid.empty()) {
-    std::ofstream(report_dir + "/" + stem + "_grid.svg") << grid;
+    FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(report_dir + "/" + stem + "_grid.svg", grid));
     grid_md = absl::StrCat("\n![", table.title(), ": the cells as a grid](", stem, "_grid.svg)\n");
   }
   std::string fidelity_name;
   if (const std::string fidelity = table.value() == proto::Table::TEST_ACCURACY ? FidelitySvg(table, results) : "";
       !fidelity.empty()) {
     fidelity_name = stem + "_fidelity.svg";
-    std::ofstream(report_dir + "/" + fidelity_name) << fidelity;
+    FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(report_dir + "/" + fidelity_name, fidelity));
   }
-  std::ofstream(report_dir + "/" + stem + ".md")
-      << MarkdownReport(table, results, prov, svg_name, fidelity_name, plan.spread) << grid_md << curves_md;
-  std::ofstream(report_dir + "/" + stem + ".csv") << CsvReport(table, results);
+  FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(
+      report_dir + "/" + stem + ".md",
+      absl::StrCat(MarkdownReport(table, results, prov, svg_name, fidelity_name, plan.spread), grid_md, curves_md)));
+  FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(report_dir + "/" + stem + ".csv", CsvReport(table, results)));
   return !svg_name.empty();
 }
 

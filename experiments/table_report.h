@@ -5,15 +5,17 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "experiments/proto/table.pb.h"
 #include "experiments/table_plan.h"
 
 namespace fgl::experiments {
 
-// Writes the report of `plan` under `report_dir` as <stem>.*; true when it drew the accuracy plot
-// <stem>.svg (every row's first-seed curve on the first column with a finished cell).
-bool WriteTableReport(const proto::Table& table, const TablePlan& plan, const std::string& report_dir,
-                      const std::string& stem);
+// Writes the report of `plan` under `report_dir` as <stem>.*, each file replaced at once; true when
+// it drew the accuracy plot <stem>.svg (every row's first-seed curve on the first column with a
+// finished cell). A file that cannot be written is an error naming it.
+absl::StatusOr<bool> WriteTableReport(const proto::Table& table, const TablePlan& plan, const std::string& report_dir,
+                                      const std::string& stem);
 
 }  // namespace fgl::experiments
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Integration tests of the gRPC transport: a server and clients as separate processes on
 # 127.0.0.1 (or across network namespaces), compared with the in-process simulator.
-#   transport_test.sh identical|kill|rejoin|refuse|tls|netns
+#   transport_test.sh identical|kill|rejoin|refuse|tls|netns|takeover|silent
 set -uo pipefail
 
 CASE="${1:?case}"
@@ -9,8 +9,12 @@ SPEC="experiments/testdata/transport_csbm_fedavg.textproto"
 SERVER="experiments/serve"
 CLIENT="experiments/join"
 SIM="experiments/run"
+PROBE="fl/transport/transport_probe"
 T="${TEST_TMPDIR:-$(mktemp -d)}/$CASE"
 rm -rf "$T" && mkdir -p "$T"
+# Servers without --tokens_file leave per-run tokens there for the clients (credentials.h); here,
+# not in the user's own runtime directory.
+export XDG_RUNTIME_DIR="$T/xdg_runtime"
 CACHE="$T/cache"
 PIDS=()
 
@@ -55,6 +59,16 @@ json_field() {  # json_field FILE KEY: a field of the RunResult JSON line (or of
 round_field() {  # round_field ROUNDS.JSONL ROUND KEY
   jq -r --argjson r "$2" --arg k "$3" 'select(.round == $r) | .[$k]' "$1" | head -1
 }
+
+same_as_simulator() {  # same_as_simulator RUN: bit-identical final model, equal accuracy and bytes
+  cmp -s "$T/sim/seed_2024/final_model.pb" "$T/$1/final_model.pb" || fail "final global model differs from the simulator's"
+  for key in test_acc val_acc best_round bytes_up bytes_down; do
+    a="$(json_field "$T/sim.out" "$key")"; b="$(json_field "$T/$1.out" "$key")"
+    [[ -n "$a" && "$a" == "$b" ]] || fail "$key: simulator $a, transport $b"
+  done
+}
+
+threads() { ls "/proc/$1/task" 2>/dev/null | wc -l; }
 
 NS_SERVER=()
 NS_CLIENT=()
@@ -244,11 +258,79 @@ case "$CASE" in
     NS_SERVER=(ip netns exec "${ns}s")
     NS_CLIENT=(ip netns exec "${ns}c")
     HOST=10.213.7.1
-    start_server run --listen=10.213.7.1:0 --allow_insecure_remote
-    for k in 0 1 2; do start_client "$k" "client$k" --allow_insecure_remote; done
+    printf '0 tok-zero\n1 tok-one\n2 tok-two\n' >"$T/tokens"  # off loopback, tokens are required
+    start_server run --listen=10.213.7.1:0 --allow_insecure_remote --tokens_file="$T/tokens"
+    for k in 0 1 2; do start_client "$k" "client$k" --allow_insecure_remote --tokens_file="$T/tokens"; done
     wait_server
     cmp -s "$T/sim/seed_2024/final_model.pb" "$T/run/final_model.pb" || fail "netns run differs from the simulator"
     echo "PASS: server and clients in separate network namespaces (10.213.7.1 <- 10.213.7.2), bit-identical"
+    ;;
+
+  takeover)
+    # Issue #68: on a server started without --tokens_file (the README's loopback setup) a local
+    # process sent Joins with made-up shard shapes, learnt the spec from the refusal, and the first
+    # joiner's shape then locked every real client out. Now the server makes per-run tokens (0600,
+    # read by join), tells an unauthenticated caller nothing of the spec, and checks each claimed
+    # shape against the dataset's (csbm: known to the server), refusing a mismatched client alone.
+    simulate
+    start_server run
+    tokens="$(grep -o 'per-run client tokens in [^ ]*' "$T/run.log" | head -1 | cut -d' ' -f5)"
+    [[ -n "$tokens" && -f "$tokens" ]] || fail "the server wrote no per-run tokens file"
+    [[ "$(stat -c %a "$tokens")" == 600 ]] || fail "$tokens has mode $(stat -c %a "$tokens"), not 600"
+    "$PROBE" --mode=join --server="127.0.0.1:$PORT" --client_ids=0,1,2 --features=7 --classes=3 \
+        >"$T/attacker.log" 2>&1 || fail "probe failed"
+    grep -q ": OK" "$T/attacker.log" && fail "a join without a token was accepted"
+    [[ "$(grep -c "^join client .: 16: " "$T/attacker.log")" -eq 3 ]] || fail "joins without a token not refused as unauthenticated"
+    grep -q "csbm\|louvain\|fedavg" "$T/attacker.log" && fail "a refusal to an unauthenticated caller gave the spec away"
+    # Even a process that can read the tokens (the same user) cannot impose its shape: refused.
+    "$PROBE" --mode=join --server="127.0.0.1:$PORT" --client_ids=0,1,2 --features=7 --classes=3 \
+        --tokens_file="$tokens" >"$T/insider.log" 2>&1 || fail "probe failed"
+    grep -q ": OK" "$T/insider.log" && fail "a join with a made-up shard shape was accepted"
+    [[ "$(grep -c "inconsistent shard" "$T/insider.log")" -eq 3 ]] || fail "made-up shapes not refused"
+    for k in 0 1 2; do start_client "$k" "client$k"; done  # no token flags: the per-run file
+    wait_server
+    same_as_simulator run
+    [[ "$(json_field "$T/run.out" refused_joins)" -ge 6 ]] || fail "refused joins not counted"
+    [[ -e "$tokens" ]] && fail "per-run tokens left behind after the run"
+    cat "$T/attacker.log"
+    echo "PASS: takeover refused (no token: UNAUTHENTICATED without the spec; made-up shape: refused alone); run bit-identical"
+    ;;
+
+  silent)
+    # Issue #68: the session handler waited for a stream's first message with no deadline, before
+    # any token was checked, one server thread each: 200 silent streams took 10 -> 210 threads.
+    # Now at most --max_unauthenticated_streams wait, each at most --first_message_timeout_s; the
+    # real clients join during the flood (up to three batches of 2 s, as long as the server runs:
+    # longer than a client takes to load its shard; the stream of a connection that joined with a
+    # token passes the cap) and the run is unchanged.
+    simulate
+    cap=16
+    start_server run --first_message_timeout_s=2 --max_unauthenticated_streams=$cap
+    sleep 0.5
+    before="$(threads "$SERVER_PID")"
+    "$PROBE" --mode=silent --server="127.0.0.1:$PORT" --streams=200 --repeat=3 --opened_file="$T/opened" \
+        --wait_s=10 >"$T/probe.log" 2>&1 &
+    probe=$!
+    PIDS+=("$probe")
+    for _ in $(seq 1 100); do [[ -e "$T/opened" ]] && break; sleep 0.1; done
+    [[ -e "$T/opened" ]] || fail "probe did not open its streams"
+    for k in 0 1 2; do start_client "$k" "client$k"; done
+    most="$before"
+    while kill -0 "$probe" 2>/dev/null; do
+      n="$(threads "$SERVER_PID")"; (( n > most )) && most=$n
+      sleep 0.05
+    done
+    wait "$probe" || fail "probe failed"
+    cat "$T/probe.log"
+    grep -q "600 opened, .* 0 still open" "$T/probe.log" || fail "the server left silent streams open"
+    refused="$(sed -n 's/.* opened, \([0-9]*\) refused.*/\1/p' "$T/probe.log")"
+    # The server ends with its run, which may be before the last batch.
+    (( refused >= 200 - cap )) || fail "only $refused of 600 silent streams refused at once (cap $cap)"
+    # The silent ones' threads, the clients' sessions and gRPC's pollers; never one per stream.
+    (( most <= before + cap + 3 + 8 )) || fail "server threads grew from $before to $most"
+    wait_server
+    same_as_simulator run
+    echo "PASS: 3 x 200 silent streams: server threads $before -> at most $most (cap $cap); run bit-identical"
     ;;
 
   *) echo "unknown case $CASE"; exit 2 ;;

@@ -1,5 +1,8 @@
 #include "fl/transport/chunked_stream.h"
 
+#include <sys/stat.h>
+
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 
@@ -112,6 +115,39 @@ TEST(Credentials, TokensFileErrorsNameTheLine) {
   std::ofstream(path) << "zero alpha\n";
   EXPECT_FALSE(LoadTokens(path).ok());
   EXPECT_FALSE(LoadTokens(path + ".missing").ok());
+}
+
+TEST(Credentials, PortOfAddresses) {
+  EXPECT_EQ(PortOf("127.0.0.1:50051").value_or(-1), 50051);
+  EXPECT_EQ(PortOf("[::1]:7").value_or(-1), 7);
+  EXPECT_FALSE(PortOf("[::1]").ok());
+  EXPECT_FALSE(PortOf("localhost").ok());
+  EXPECT_FALSE(PortOf("localhost:99999").ok());
+}
+
+// Per-run tokens (issue #68): random, one per client, in a file only the owner can read, at the
+// path both serve and join derive from the port.
+TEST(Credentials, PerRunTokensFileIsPrivateAndRoundTrips) {
+  absl::StatusOr<std::map<int, std::string>> tokens = GenerateTokens(3);
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  ASSERT_EQ(tokens->size(), 3u);
+  EXPECT_EQ(tokens->at(0).size(), 64u);
+  EXPECT_NE(tokens->at(0), tokens->at(1));
+  const std::string runtime = ::testing::TempDir() + "/xdg";
+  setenv("XDG_RUNTIME_DIR", runtime.c_str(), 1);
+  absl::StatusOr<std::string> path = DefaultRunTokensPath(50051);
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(*path, runtime + "/fgl/transport-50051.tokens");
+  ASSERT_TRUE(WriteTokensFile(*path, *tokens).ok());
+  struct stat st;
+  ASSERT_EQ(stat(path->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat((runtime + "/fgl").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0077, 0u);
+  absl::StatusOr<std::map<int, std::string>> read = LoadTokens(*path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, *tokens);
+  EXPECT_FALSE(WriteTokensFile("/proc/no/such/dir/t.tokens", *tokens).ok());
 }
 
 TEST(Credentials, TlsNeedsCertAndKey) {

@@ -128,6 +128,12 @@ class Connection {
   std::unique_ptr<grpc::ClientReaderWriter<proto::Chunk, proto::Chunk>> stream_;
 };
 
+// The server refused a new stream because too many were waiting to introduce themselves
+// (session_hub.cc): the session is still ours, only the stream has to be opened again.
+bool StreamRefused(const absl::Status& s) {
+  return absl::IsResourceExhausted(s) && absl::StrContains(s.message(), "waiting for their first message");
+}
+
 // Errors after which retrying cannot help.
 bool Fatal(const absl::Status& s) {
   return absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s) || absl::IsInvalidArgument(s) ||
@@ -213,6 +219,14 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
       LOG(INFO) << "client " << opt.client_id << " joined " << opt.server << " (session " << session << ")";
     }
     absl::StatusOr<Received> task = conn.Next(stats);
+    if (!task.ok() && StreamRefused(task.status())) {
+      // Reopened for the same session rather than joining again: a rejoin would cost this client
+      // a task the server may already have assigned it (and so change the round).
+      if (Seconds(unreachable_since) > opt.reconnect_s) return retry_or_fail(task.status());
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (absl::Status s = conn.Open(session); !s.ok()) FGL_RETURN_IF_ERROR(retry_or_fail(s));
+      continue;
+    }
     if (!task.ok()) {
       FGL_RETURN_IF_ERROR(retry_or_fail(task.status()));
       continue;

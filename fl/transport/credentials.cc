@@ -1,8 +1,18 @@
 #include "fl/transport/credentials.h"
 
+#include <fcntl.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -83,6 +93,76 @@ absl::StatusOr<std::map<int, std::string>> LoadTokens(const std::string& path) {
   }
   if (tokens.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no tokens"));
   return tokens;
+}
+
+absl::StatusOr<int> PortOf(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || address.find(']', colon) != std::string::npos ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("'", address, "' is not host:port"));
+  }
+  return port;
+}
+
+absl::StatusOr<std::string> DefaultRunTokensPath(int port) {
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  const char* home = std::getenv("HOME");
+  std::string dir;
+  if (runtime != nullptr && runtime[0] == '/') {
+    dir = absl::StrCat(runtime, "/fgl");
+  } else if (home != nullptr && home[0] == '/') {
+    dir = absl::StrCat(home, "/.cache/fgl/run_tokens");
+  } else {
+    return absl::FailedPreconditionError(
+        "neither $XDG_RUNTIME_DIR nor $HOME is set: name the per-run tokens file (--run_tokens_file) "
+        "or give tokens (--tokens_file)");
+  }
+  return absl::StrCat(dir, "/transport-", port, ".tokens");
+}
+
+absl::StatusOr<std::map<int, std::string>> GenerateTokens(int num_clients) {
+  std::map<int, std::string> tokens;
+  for (int k = 0; k < num_clients; ++k) {
+    char bytes[32];
+    if (getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) {
+      return absl::UnavailableError(absl::StrCat("getrandom: ", std::strerror(errno)));
+    }
+    tokens[k] = absl::BytesToHexString(absl::string_view(bytes, sizeof(bytes)));
+  }
+  return tokens;
+}
+
+absl::Status WriteTokensFile(const std::string& path, const std::map<int, std::string>& tokens) {
+  // mkdir -p with 0700 for what it creates; an existing directory keeps its mode (the file's own
+  // 0600 is what protects the tokens).
+  for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    const std::string dir = path.substr(0, slash);
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return absl::UnavailableError(absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
+    }
+  }
+  std::string text = "# per-run tokens of one fgl server (client_id token); join reads them\n";
+  for (const auto& [id, token] : tokens) absl::StrAppend(&text, id, " ", token, "\n");
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
+  bool ok = fchmod(fd, 0600) == 0;  // whatever the umask
+  for (size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  ok = ok && fsync(fd) == 0;
+  const int saved = errno;
+  ok = close(fd) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(ok ? errno : saved);
+    std::remove(tmp.c_str());
+    return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", why));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace fgl::fl::transport

@@ -30,6 +30,20 @@ bool IsLoopback(const std::string& address);
 // "client_id token" per line ('#' comments); errors name the file and line. Ids must be unique.
 absl::StatusOr<std::map<int, std::string>> LoadTokens(const std::string& path);
 
+// The port of a "host:port" or "[v6]:port" address.
+absl::StatusOr<int> PortOf(const std::string& address);
+
+// Per-run tokens: a server started without a tokens file makes one random token per client and
+// writes them (LoadTokens' format, mode 0600) where `join` on the same host and user finds them:
+// $XDG_RUNTIME_DIR/fgl (private to the user by definition), else ~/.cache/fgl/run_tokens, one
+// file per port. So a loopback run is authenticated without anyone handling a secret.
+absl::StatusOr<std::string> DefaultRunTokensPath(int port);
+// 32 random bytes in hex per client id in [0, num_clients), from the kernel's CSPRNG.
+absl::StatusOr<std::map<int, std::string>> GenerateTokens(int num_clients);
+// Writes `tokens` to `path` readable by the owner only (never world-readable, not even while being
+// written: a fresh 0600 file renamed into place); creates the missing directories with mode 0700.
+absl::Status WriteTokensFile(const std::string& path, const std::map<int, std::string>& tokens);
+
 }  // namespace fgl::fl::transport
 
 #endif  // FGL_FL_TRANSPORT_CREDENTIALS_H_

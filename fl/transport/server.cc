@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,8 @@
 #include "fl/registry.h"
 #include "fl/transport/session_hub.h"
 #include "glog/logging.h"
+#include "graph/datasets.h"
+#include "graph/io/file.h"
 #include "nn/threads.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -38,7 +41,10 @@ class FederationServer::Impl final : public ClientChannel {
         hub_(std::make_unique<SessionHub>(run_.spec.clients(), run_.Fingerprint(), std::move(options),
                                           std::move(tokens))) {}
 
+  void ExpectShape(int64_t num_features, int64_t num_classes) { hub_->ExpectShape(num_features, num_classes); }
   absl::Status Listen() { return hub_->Listen(); }
+  // The per-run tokens file this server wrote (removed once the run is over), if any.
+  std::string run_tokens_file;
   int port() const { return hub_->port(); }
   TransportStats stats() const { return hub_->stats(); }
   absl::StatusOr<FederationResult> Run(const std::function<void(const RoundRecord&)>& on_round);
@@ -184,18 +190,71 @@ absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const 
   if (options.round_deadline_s <= 0 || options.join_timeout_s <= 0) {
     return absl::InvalidArgumentError("round_deadline_s and join_timeout_s must be positive");
   }
+  if (!(options.first_message_timeout_s > 0 && options.first_message_timeout_s <= 3600) ||
+      options.max_unauthenticated_streams < 1) {
+    return absl::InvalidArgumentError(
+        "first_message_timeout_s must be in (0, 3600] and max_unauthenticated_streams at least 1");
+  }
+  const int n = run.spec.clients();
   std::map<int, std::string> tokens;
+  std::string run_tokens_file = options.run_tokens_file;
   if (!options.tokens_file.empty()) {
     FGL_ASSIGN_OR_RETURN(tokens, LoadTokens(options.tokens_file));
     for (const auto& [id, token] : tokens) {
-      if (id >= run.spec.clients()) {
+      if (id >= n) {
         return absl::InvalidArgumentError(absl::StrCat(options.tokens_file, ": client ", id,
-                                                       " outside [0, ", run.spec.clients(), ")"));
+                                                       " outside [0, ", n, ")"));
       }
     }
+  } else {
+    // Without tokens any local process could join as a client; so this run makes its own, and
+    // only processes that can read the owner's 0600 file (join, by default) get in.
+    if (!IsLoopback(options.listen)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "listening on ", options.listen, " needs --tokens_file: a server without one listens only on "
+          "loopback, with per-run tokens"));
+    }
+    if (absl::StatusOr<int> port = PortOf(options.listen); run_tokens_file.empty() && port.ok() && *port != 0) {
+      FGL_ASSIGN_OR_RETURN(run_tokens_file, DefaultRunTokensPath(*port));
+    }
+    // A resumed run keeps its tokens, so that the clients waiting to rejoin still get in.
+    if (options.resume && !run_tokens_file.empty() && graph::io::FileExists(run_tokens_file)) {
+      if (absl::StatusOr<std::map<int, std::string>> kept = LoadTokens(run_tokens_file);
+          kept.ok() && static_cast<int>(kept->size()) == n && kept->rbegin()->first == n - 1) {
+        tokens = *std::move(kept);
+        LOG(INFO) << "resuming with the per-run tokens in " << run_tokens_file;
+      }
+    }
+    if (tokens.empty()) {
+      FGL_ASSIGN_OR_RETURN(tokens, GenerateTokens(n));
+    }
   }
+  const bool write_run_tokens = options.tokens_file.empty();
+  const std::map<int, std::string> run_tokens = write_run_tokens ? tokens : std::map<int, std::string>();
   auto impl = std::make_unique<Impl>(run, options, std::move(tokens));
+  // The run's shard shape, where this host has the dataset (always for csbm, which needs no
+  // files); elsewhere the first quorum of clients fixes it (SessionHub::WaitForClients).
+  if (const std::string data_dir = graph::ResolveDataDir(run.spec.data_dir());
+      graph::DatasetPresent(run.spec.dataset(), data_dir)) {
+    absl::StatusOr<graph::Dataset> data = graph::LoadDataset(run.spec.dataset(), data_dir, run.spec.partition_seed());
+    if (data.ok()) {
+      LOG(INFO) << "clients must report " << data->num_features() << " features and " << data->num_classes
+                << " classes (" << run.spec.dataset() << " on this host)";
+      impl->ExpectShape(data->num_features(), data->num_classes);
+    } else {
+      LOG(WARNING) << "cannot read " << run.spec.dataset() << " here (" << data.status()
+                   << "); the first quorum of clients fixes the shard shape";
+    }
+  }
   FGL_RETURN_IF_ERROR(impl->Listen());
+  if (write_run_tokens) {
+    if (run_tokens_file.empty()) {
+      FGL_ASSIGN_OR_RETURN(run_tokens_file, DefaultRunTokensPath(impl->port()));
+    }
+    FGL_RETURN_IF_ERROR(WriteTokensFile(run_tokens_file, run_tokens));
+    impl->run_tokens_file = run_tokens_file;
+    LOG(INFO) << "per-run client tokens in " << run_tokens_file << " (mode 0600; join on this host reads them)";
+  }
   return std::unique_ptr<FederationServer>(new FederationServer(std::move(impl)));
 }
 
@@ -203,7 +262,10 @@ int FederationServer::port() const { return impl_->port(); }
 
 absl::StatusOr<FederationResult> FederationServer::Run(
     const std::function<void(const RoundRecord&)>& on_round) {
-  return impl_->Run(on_round);
+  absl::StatusOr<FederationResult> result = impl_->Run(on_round);
+  // Kept after a failure, so that a --resume lets the waiting clients back in.
+  if (result.ok() && !impl_->run_tokens_file.empty()) std::remove(impl_->run_tokens_file.c_str());
+  return result;
 }
 
 TransportStats FederationServer::stats() const { return impl_->stats(); }

@@ -20,7 +20,17 @@ struct ServerOptions {
   int min_clients_per_round = 1;       // connected clients every later round waits for
   double join_timeout_s = 600;         // waiting for either
   double round_deadline_s = 600;       // per exchange; a client that misses it is dropped
-  std::string tokens_file;             // "client_id token" lines; empty: no tokens
+  // "client_id token" lines. Empty: the server makes a random token per client for this run and
+  // writes them to `run_tokens_file` (default: DefaultRunTokensPath(port), credentials.h), where
+  // `join` on this host finds them; such a server listens only on loopback.
+  std::string tokens_file;
+  std::string run_tokens_file;
+  // A Session stream must introduce itself (its first message) within this many seconds, and at
+  // most this many streams may be waiting to: each holds a server thread until then, so silent
+  // streams could otherwise take every thread before anyone authenticated. Excess streams are
+  // refused at once (RESOURCE_EXHAUSTED; a real client retries).
+  double first_message_timeout_s = 10;
+  int max_unauthenticated_streams = 64;
   TlsFiles tls;
   int64_t chunk_bytes = 4 << 20;  // a 2 MB model (Physics) goes in one message
   int64_t max_payload_bytes = int64_t{1} << 30;
@@ -41,6 +51,9 @@ struct TransportStats {
   int64_t payload_up = 0, payload_down = 0, wire_up = 0, wire_down = 0;
   int64_t eval_down = 0, eval_up = 0;
   int refused_joins = 0, rejected_answers = 0, dropped = 0;
+  // Session streams refused because too many were awaiting their first message, and those closed
+  // because it did not come in time.
+  int refused_streams = 0, silent_streams = 0;
 };
 
 class FederationServer {

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <limits>
 #include <random>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
@@ -33,6 +34,8 @@ struct SessionHub::Slot {
   bool connected = false;
   uint64_t session = 0;
   int64_t num_nodes = 0;
+  int64_t num_features = 0, num_classes = 0;  // the shard shape this client claimed
+  std::string peer;  // the connection it joined on (its session stream comes on the same one)
   std::optional<Task> pending;  // assigned, not pulled yet
   uint64_t awaited = 0;         // the task whose answer the round waits for (0: none)
   bool delivered = false;       // that task went out completely
@@ -59,9 +62,23 @@ SessionHub::SessionHub(int num_clients, std::string run_fingerprint, ServerOptio
 
 SessionHub::~SessionHub() {
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  {
+    std::lock_guard<std::mutex> lock(hello_mu_);
+    stopping_ = true;
+  }
+  hello_cv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+void SessionHub::ExpectShape(int64_t num_features, int64_t num_classes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  num_features_ = num_features;
+  num_classes_ = num_classes;
+  shape_fixed_ = true;
 }
 
 absl::Status SessionHub::Listen() {
+  if (!watchdog_.joinable()) watchdog_ = std::thread([this] { WatchFirstMessages(); });
   FGL_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds, MakeServerCredentials(opt_.tls));
   grpc::ServerBuilder builder;
   builder.AddListeningPort(opt_.listen, creds, &port_);
@@ -94,31 +111,40 @@ TransportStats SessionHub::stats() const {
   return stats_;
 }
 
-grpc::Status SessionHub::Join(grpc::ServerContext*, const proto::JoinRequest* req, proto::JoinReply* reply) {
+grpc::Status SessionHub::Join(grpc::ServerContext* ctx, const proto::JoinRequest* req, proto::JoinReply* reply) {
   std::lock_guard<std::mutex> lock(mu_);
   if (absl::Status s = Authenticate(req->client_id(), req->token()); !s.ok()) {
     ++stats_.refused_joins;
     LOG(WARNING) << "refused a join: " << s.message();
     return ToGrpc(s);
   }
+  // The run's spec (its fingerprint) and shape go only to a caller that proved a token: they are
+  // what an intruder would need to pass for a client.
+  const bool authenticated = !tokens_.empty();
   if (req->run_fingerprint() != fingerprint_) {
     ++stats_.refused_joins;
     LOG(WARNING) << "refused client " << req->client_id() << ": it runs a different experiment";
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        absl::StrCat("client ", req->client_id(), " runs a different experiment: ",
-                                     req->run_fingerprint(), " (server: ", fingerprint_, ")"));
+                        absl::StrCat("client ", req->client_id(), " runs a different experiment",
+                                     authenticated ? absl::StrCat(": ", req->run_fingerprint(), " (server: ",
+                                                                  fingerprint_, ")")
+                                                   : std::string()));
   }
+  // A client's shape claim holds for that client only: it must match the run's once that is fixed
+  // (the dataset's, or the first quorum's), so no joiner can impose its shape on the others.
+  const bool mismatch = shape_fixed_ && (req->num_features() != num_features_ || req->num_classes() != num_classes_);
   if (req->num_clients() != num_clients_ || req->num_nodes() <= 0 || req->num_features() <= 0 ||
-      req->num_classes() <= 1 ||
-      (num_features_ != 0 && (req->num_features() != num_features_ || req->num_classes() != num_classes_))) {
+      req->num_classes() <= 1 || mismatch) {
     ++stats_.refused_joins;
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        absl::StrCat("client ", req->client_id(), ": inconsistent shard (clients ",
-                                     req->num_clients(), ", nodes ", req->num_nodes(), ", features ",
-                                     req->num_features(), ", classes ", req->num_classes(), ")"));
+    const std::string why = absl::StrCat(
+        "client ", req->client_id(), ": inconsistent shard (clients ", req->num_clients(), ", nodes ",
+        req->num_nodes(), ", features ", req->num_features(), ", classes ", req->num_classes(), ")",
+        mismatch && authenticated ? absl::StrCat("; the run's shards have ", num_features_, " features, ",
+                                                 num_classes_, " classes")
+                                  : std::string());
+    LOG(WARNING) << "refused " << why;
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, why);
   }
-  num_features_ = req->num_features();
-  num_classes_ = req->num_classes();
   Slot& slot = slots_[req->client_id()];
   const bool rejoin = slot.joined;
   if (slot.ctx != nullptr) slot.ctx->TryCancel();  // the previous session's stream
@@ -127,6 +153,9 @@ grpc::Status SessionHub::Join(grpc::ServerContext*, const proto::JoinRequest* re
   slot.connected = true;
   slot.session = next_session_++;
   slot.num_nodes = req->num_nodes();
+  slot.num_features = req->num_features();
+  slot.num_classes = req->num_classes();
+  slot.peer = ctx != nullptr ? ctx->peer() : std::string();
   slot.pending.reset();
   slot.finished = false;
   if (slot.awaited != 0 && !slot.answer) slot.answer = absl::UnavailableError("client rejoined");
@@ -142,8 +171,52 @@ grpc::Status SessionHub::Join(grpc::ServerContext*, const proto::JoinRequest* re
 // costs no new call, and a broken connection (crash, lost host) ends the stream at once.
 grpc::Status SessionHub::Session(grpc::ServerContext* ctx,
                      grpc::ServerReaderWriter<proto::Chunk, proto::Chunk>* stream) {
+  // Until its first message this stream is anyone's, and it holds one of the server's threads
+  // (the synchronous API blocks in Read): a bounded number may wait, each for a bounded time.
+  // A stream on a connection that has just joined with a token (one such stream per connection)
+  // passes the cap, so that a flood of silent streams cannot lock the real clients out.
+  const std::string peer = ctx->peer();
+  bool joined_peer = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Slot& s : slots_) joined_peer = joined_peer || (s.joined && !tokens_.empty() && s.peer == peer);
+  }
+  {
+    std::lock_guard<std::mutex> lock(hello_mu_);
+    if (joined_peer) {
+      for (const auto& [other, awaiting] : awaiting_hello_) joined_peer = joined_peer && awaiting.peer != peer;
+    }
+    if (!joined_peer && awaiting_hello_.size() >= static_cast<size_t>(opt_.max_unauthenticated_streams)) {
+      LOG_EVERY_N(WARNING, 100) << "refused a session stream: " << awaiting_hello_.size()
+                                << " are already waiting for their first message (" << google::COUNTER
+                                << " refused so far)";
+      std::lock_guard<std::mutex> stats_lock(mu_);
+      ++stats_.refused_streams;
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "too many session streams waiting for their first message; retry");
+    }
+    Awaiting& awaiting = awaiting_hello_[ctx];
+    awaiting.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(opt_.first_message_timeout_s));
+    awaiting.peer = peer;
+  }
+  hello_cv_.notify_all();
   proto::Chunk hello;
-  if (!stream->Read(&hello) || !hello.has_header()) {
+  const bool read = stream->Read(&hello);
+  bool silent = false;
+  {
+    std::lock_guard<std::mutex> lock(hello_mu_);
+    silent = awaiting_hello_[ctx].cancelled;
+    awaiting_hello_.erase(ctx);  // before this handler returns: the watchdog must never see a stale ctx
+  }
+  if (silent) {
+    LOG_EVERY_N(WARNING, 100) << "closed a session stream that sent nothing within "
+                              << opt_.first_message_timeout_s << " s (" << google::COUNTER << " so far)";
+    std::lock_guard<std::mutex> stats_lock(mu_);
+    ++stats_.silent_streams;
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "session: no first message in time");
+  }
+  if (!read || !hello.has_header()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "session: expected a header first");
   }
   const int id = hello.header().client_id();
@@ -155,20 +228,24 @@ grpc::Status SessionHub::Session(grpc::ServerContext* ctx,
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "unknown session: join again");
   }
   if (!slot.connected) LOG(INFO) << "client " << id << " is back";
+  // One stream per session: a second one (a client never opens it) ends the first, so that
+  // streams, and the threads they hold, stay bounded by the clients even for a token's holder.
+  if (slot.ctx != nullptr && slot.ctx != ctx) slot.ctx->TryCancel();
   slot.connected = true;
   slot.ctx = ctx;
   auto end = [&](const grpc::Status& status, const std::string& why) {
-    if (slot.session == session) {
+    if (slot.session == session && slot.ctx == ctx) {
       if (!why.empty()) Disconnect(id, why);
-      if (slot.ctx == ctx) slot.ctx = nullptr;
+      slot.ctx = nullptr;
     }
     return status;
   };
   for (;;) {
-    while (!slot.pending && !finished_ && slot.session == session && !ctx->IsCancelled()) {
+    while (!slot.pending && !finished_ && slot.session == session && slot.ctx == ctx && !ctx->IsCancelled()) {
       slot.wake.wait_for(lock, std::chrono::milliseconds(200));
     }
     if (slot.session != session) return grpc::Status(grpc::StatusCode::ABORTED, "superseded by a newer join");
+    if (slot.ctx != ctx) return grpc::Status(grpc::StatusCode::ABORTED, "superseded by a newer stream");
     if (ctx->IsCancelled()) return end(grpc::Status::CANCELLED, "connection lost");
     Task task;
     if (slot.pending) {
@@ -275,7 +352,10 @@ absl::StatusOr<StreamBytes> SessionHub::SendTask(const Task& task,
 
 absl::Status SessionHub::Authenticate(int client, const std::string& token) const {
   if (client < 0 || client >= num_clients_) {
-    return absl::InvalidArgumentError(absl::StrCat("client id ", client, " outside [0, ", num_clients_, ")"));
+    // The number of clients is part of the run's spec: only a run without tokens tells it.
+    return absl::InvalidArgumentError(
+        tokens_.empty() ? absl::StrCat("client id ", client, " outside [0, ", num_clients_, ")")
+                        : absl::StrCat("client id ", client, " is not one of this run's"));
   }
   if (tokens_.empty()) return absl::OkStatus();
   auto it = tokens_.find(client);
@@ -331,6 +411,63 @@ Task SessionHub::MakeTask(proto::TaskKind kind, int round, std::shared_ptr<const
   return Task{kind, next_task_++, round, std::move(payload)};
 }
 
+void SessionHub::WatchFirstMessages() {
+  std::unique_lock<std::mutex> lock(hello_mu_);
+  while (!stopping_) {
+    Clock::time_point next = Clock::time_point::max();
+    const Clock::time_point now = Clock::now();
+    for (auto& [ctx, awaiting] : awaiting_hello_) {
+      if (awaiting.cancelled) continue;
+      if (awaiting.deadline <= now) {
+        awaiting.cancelled = true;
+        ctx->TryCancel();  // its Read returns; the handler erases the entry before it returns
+      } else {
+        next = std::min(next, awaiting.deadline);
+      }
+    }
+    if (next == Clock::time_point::max()) {
+      hello_cv_.wait(lock);
+    } else {
+      hello_cv_.wait_until(lock, next);
+    }
+  }
+}
+
+bool SessionHub::FixShapeByQuorum(int need) {
+  std::map<std::pair<int64_t, int64_t>, int> claims;
+  for (const Slot& s : slots_) {
+    if (s.joined && s.connected) ++claims[{s.num_features, s.num_classes}];
+  }
+  std::pair<int64_t, int64_t> best;
+  int most = 0, runner_up = 0;
+  for (const auto& [shape, n] : claims) {
+    if (n > most) {
+      runner_up = most;
+      most = n;
+      best = shape;
+    } else {
+      runner_up = std::max(runner_up, n);
+    }
+  }
+  if (most < need || most == runner_up) return false;
+  num_features_ = best.first;
+  num_classes_ = best.second;
+  shape_fixed_ = true;
+  LOG(INFO) << "shard shape fixed by the first quorum: " << most << " clients report " << num_features_
+            << " features and " << num_classes_ << " classes";
+  for (int k = 0; k < num_clients_; ++k) {
+    Slot& slot = slots_[k];
+    if (!slot.joined || (slot.num_features == num_features_ && slot.num_classes == num_classes_)) continue;
+    ++stats_.refused_joins;
+    LOG(WARNING) << "refused client " << k << ": its shard (" << slot.num_features << " features, "
+                 << slot.num_classes << " classes) disagrees with the first quorum's";
+    Disconnect(k, "its shard disagrees with the first quorum's");
+    slot.joined = false;  // a rejoin is checked against the fixed shape, and refused
+    if (slot.ctx != nullptr) slot.ctx->TryCancel();
+  }
+  return true;
+}
+
 absl::Status SessionHub::WaitForClients(int min_clients) {
   const int need = min_clients > 0 ? std::min(min_clients, num_clients_) : num_clients_;
   std::unique_lock<std::mutex> lock(mu_);
@@ -341,10 +478,21 @@ absl::Status SessionHub::WaitForClients(int min_clients) {
   };
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(opt_.join_timeout_s));
-  if (!driver_cv_.wait_until(lock, deadline, [&] { return joined() >= need; })) {
+  auto ready = [&] { return shape_fixed_ ? joined() >= need : FixShapeByQuorum(need); };
+  if (!driver_cv_.wait_until(lock, deadline, ready)) {
+    std::string shapes;  // why they do not count, when they disagree
+    std::set<std::pair<int64_t, int64_t>> distinct;
+    for (int k = 0; k < num_clients_; ++k) {
+      const Slot& s = slots_[k];
+      if (shape_fixed_ || !s.joined || !s.connected) continue;
+      distinct.insert({s.num_features, s.num_classes});
+      absl::StrAppend(&shapes, shapes.empty() ? "; their shards (features, classes) disagree: " : ", ",
+                      "client ", k, " (", s.num_features, ", ", s.num_classes, ")");
+    }
+    if (distinct.size() < 2) shapes.clear();
     return absl::DeadlineExceededError(absl::StrCat("only ", joined(), " of the ", need,
                                                     " clients needed were connected within ",
-                                                    opt_.join_timeout_s, " s"));
+                                                    opt_.join_timeout_s, " s", shapes));
   }
   if (!started_) LOG(INFO) << joined() << " of " << num_clients_ << " clients joined; starting";
   started_ = true;
@@ -354,6 +502,12 @@ absl::Status SessionHub::WaitForClients(int min_clients) {
 void SessionHub::Finish() {
   std::unique_lock<std::mutex> lock(mu_);
   finished_ = true;
+  if (stats_.refused_streams > 0 || stats_.silent_streams > 0) {
+    LOG(WARNING) << "session streams refused while " << opt_.max_unauthenticated_streams
+                 << " were waiting for their first message: " << stats_.refused_streams
+                 << "; closed for sending nothing within " << opt_.first_message_timeout_s
+                 << " s: " << stats_.silent_streams;
+  }
   for (Slot& s : slots_) s.wake.notify_all();
   // Give connected clients a moment to receive FINISH, so they exit instead of retrying.
   driver_cv_.wait_for(lock, std::chrono::seconds(10), [&] {

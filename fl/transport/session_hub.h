@@ -6,6 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -56,14 +58,20 @@ class SessionHub final : public proto::Federation::Service {
              std::map<int, std::string> tokens);
   ~SessionHub() override;
 
+  // The shard shape (features, classes) every client must report: known where the server can read
+  // the run's dataset. Without it, the first quorum's agreement fixes it (WaitForClients). Call
+  // before Listen.
+  void ExpectShape(int64_t num_features, int64_t num_classes);
   absl::Status Listen();  // binds options.listen and starts serving joins
   int port() const;
   TransportStats stats() const;
 
-  // Waits until `min_clients` (0: all) are connected, at most join_timeout_s.
+  // Waits until `min_clients` (0: all) are connected, at most join_timeout_s. While no shard shape
+  // is fixed (ExpectShape), they must be `min_clients` reporting one shape, more than report any
+  // other; that shape is then fixed for the run and every client reporting another is refused.
   absl::Status WaitForClients(int min_clients);
   std::vector<int> ConnectedClients();
-  // Shard sizes the clients reported when joining.
+  // The shard shape of the run: the expected one, or the first quorum's (0, 0 before it).
   std::pair<int64_t, int64_t> FeaturesAndClasses() const;
 
   // A task with a fresh id (only the driver thread makes tasks).
@@ -81,6 +89,7 @@ class SessionHub final : public proto::Federation::Service {
                        grpc::ServerReaderWriter<proto::Chunk, proto::Chunk>* stream) override;
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Slot;
 
   absl::StatusOr<StreamBytes> SendTask(const Task& task,
@@ -88,6 +97,11 @@ class SessionHub final : public proto::Federation::Service {
                                        int64_t& eval_bytes);
   absl::Status Authenticate(int client, const std::string& token) const;
   void Disconnect(int client, const std::string& why);  // requires mu_
+  // Fixes the shard shape once the joined clients agree on one (see WaitForClients) and refuses
+  // the clients that claimed another; true when fixed. Requires mu_.
+  bool FixShapeByQuorum(int need);
+  // Cancels streams that sent no first message in time (a thread of its own; see Session).
+  void WatchFirstMessages();
   Outcome TakeOutcome(int k, const Task& task);         // requires mu_ and an answer in the slot
 
   const int num_clients_;
@@ -100,12 +114,26 @@ class SessionHub final : public proto::Federation::Service {
   mutable std::mutex mu_;
   std::condition_variable driver_cv_;  // the round driver waits on it
   std::vector<Slot> slots_;
-  int64_t num_features_ = 0, num_classes_ = 0;
+  int64_t num_features_ = 0, num_classes_ = 0;  // the run's shard shape, once fixed
+  bool shape_fixed_ = false;
   uint64_t next_session_ = 1;
   uint64_t next_task_ = 1;
   bool finished_ = false;
   bool started_ = false;
   TransportStats stats_;
+
+  // Session streams that have not introduced themselves yet, with their deadlines. Own mutex: the
+  // watchdog cancels them while the round driver may hold mu_.
+  struct Awaiting {
+    Clock::time_point deadline;
+    bool cancelled = false;
+    std::string peer;
+  };
+  std::mutex hello_mu_;
+  std::condition_variable hello_cv_;
+  std::map<grpc::ServerContext*, Awaiting> awaiting_hello_;
+  bool stopping_ = false;
+  std::thread watchdog_;
 };
 
 }  // namespace fgl::fl::transport

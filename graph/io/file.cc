@@ -1,11 +1,15 @@
 #include "graph/io/file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -100,6 +104,74 @@ absl::StatusOr<std::string> ReadMaybeGzip(const std::string& path, const std::st
   }
   inflateEnd(&zs);
   return out;
+}
+
+namespace {
+
+absl::Status WriteError(const std::string& path, int error) {
+  return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", std::strerror(error)));
+}
+
+// Writes all of `bytes` to `fd`: write(2) may take fewer bytes than asked, or be interrupted.
+// The errno of the failure, 0 on success.
+int WriteAll(int fd, absl::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : ENOSPC;  // 0 bytes written for a non-empty buffer: no room
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return 0;
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
+  // One temporary file per process: two runners may write the same record at once.
+  const std::string tmp = absl::StrCat(path, ".", ::getpid(), ".tmp");
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return WriteError(path, errno);
+  int error = WriteAll(fd, contents);
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) error = errno;
+  if (error != 0) {
+    std::remove(tmp.c_str());
+    return WriteError(path, error);
+  }
+  // The rename itself reaches the disk with the directory; the contents are already safe, so a
+  // directory that cannot be synced (some file systems refuse) is no error.
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<AppendOnlyFile>> AppendOnlyFile::Open(const std::string& path, bool truncate) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
+  if (fd < 0) return WriteError(path, errno);
+  return std::unique_ptr<AppendOnlyFile>(new AppendOnlyFile(path, fd));
+}
+
+AppendOnlyFile::~AppendOnlyFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+absl::Status AppendOnlyFile::Append(absl::string_view bytes) {
+  if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": already closed"));
+  if (const int error = WriteAll(fd_, bytes); error != 0) return WriteError(path_, error);
+  return absl::OkStatus();
+}
+
+absl::Status AppendOnlyFile::Close() {
+  if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": already closed"));
+  int error = ::fsync(fd_) == 0 ? 0 : errno;
+  if (::close(fd_) != 0 && error == 0) error = errno;
+  fd_ = -1;
+  return error == 0 ? absl::OkStatus() : WriteError(path_, error);
 }
 
 }  // namespace fgl::graph::io

@@ -1,0 +1,190 @@
+// Issue #68 (8): a damaged, misplaced or out-of-range run record stops the table runner, naming
+// the file, instead of leaving a seed out of the report ("2 of 3") or printing its number.
+#include "experiments/run_records.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "experiments/spec.h"
+#include "experiments/table_plan.h"
+#include "glog/logging.h"
+#include "gmock/gmock.h"
+#include "graph/io/file.h"
+#include "gtest/gtest.h"
+#include "third_party/absl_ext/status_matchers.h"
+
+namespace fgl::experiments {
+namespace {
+
+using ::fgl::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// One cell, three seeds, on the synthetic graph (no data files).
+proto::Table OneCellTable() {
+  proto::Table table;
+  CHECK(google::protobuf::TextFormat::ParseFromString(R"pb(
+    id: "records_test" title: "records test" paper: "none" metric: "test accuracy (%)"
+    base {
+      dataset: "csbm:num_nodes=600" partitioner: "louvain" clients: 3 method: "fedavg"
+      model: "gcn:layers=2,hidden=16,dropout=0.5" rounds: 2 local_epochs: 1 seeds: [ 1, 2, 3 ]
+    }
+    rows { key: "fedavg" }
+    columns { key: "c3" }
+    cells { row: "fedavg" column: "c3" paper { mean: 50 present: true } }
+  )pb", &table));
+  return table;
+}
+
+class RunRecordsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(::testing::TempDir(), "/", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    ASSERT_OK(graph::io::MakeDirs(dir_ + "/results"));
+    ASSERT_OK(graph::io::MakeDirs(dir_ + "/cache"));
+    ASSERT_OK_AND_ASSIGN(proto::Experiment cell, CellExperiment(table_, table_.cells(0)));
+    ASSERT_OK_AND_ASSIGN(resolved_, Resolve(cell, "test"));
+    for (uint64_t seed : {1, 2, 3}) {
+      // Seeds 1 and 2 as written now (with a checksum), seed 3 as before checksums.
+      if (seed < 3) {
+        ASSERT_OK(WriteRunRecord(PathOf(seed), Record(seed)));
+      } else {
+        ASSERT_OK(WriteRecord(PathOf(seed), Record(seed)));
+      }
+    }
+  }
+
+  proto::RunRecord Record(uint64_t seed) const {
+    proto::RunRecord r;
+    r.set_key(ResultCacheKey(resolved_, seed, kResultVersion));
+    r.set_result_version(kResultVersion);
+    r.set_spec(KeyedSpecText(resolved_));
+    r.set_seed(seed);
+    r.set_method_version(CurrentVersion("fedavg"));
+    r.mutable_result()->set_test_acc(60.5 + seed);
+    r.mutable_result()->set_val_acc(58.25);
+    r.mutable_result()->set_wall_s(3.5);
+    r.mutable_result()->set_train_s(2.5);
+    r.mutable_result()->set_bytes_up(1000);
+    r.mutable_result()->set_bytes_down(1000);
+    for (double acc : {40.0, 60.5 + seed}) {
+      r.add_test_curve(acc);
+      r.add_val_curve(acc - 1);
+      r.add_seconds_curve(1.25);
+    }
+    return r;
+  }
+  std::string PathOf(uint64_t seed) const {
+    return absl::StrCat(dir_, "/results/", ResultCacheKey(resolved_, seed, kResultVersion), ".json");
+  }
+  std::string Read(const std::string& path) const { return graph::io::ReadFileBytes(path).value(); }
+  void Write(const std::string& path, const std::string& text) const { std::ofstream(path, std::ios::trunc) << text; }
+
+  // Plans the table from the records alone, as `table_runner --cached_only` does.
+  absl::Status PlanCachedOnly(TablePlan& plan) const {
+    PlanOptions options;
+    options.table_path = "records_test.textproto";
+    options.data_dir = dir_;
+    options.records = dir_ + "/results";
+    options.cache = dir_ + "/cache";
+    options.cached_only = true;
+    return PlanTable(table_, options, plan);
+  }
+
+  proto::Table table_ = OneCellTable();
+  proto::Experiment resolved_;
+  std::string dir_;
+};
+
+TEST_F(RunRecordsTest, GoodRecordsWithAndWithoutChecksumFillTheCell) {
+  EXPECT_THAT(Read(PathOf(1)), HasSubstr(",\"checksum\":\""));
+  EXPECT_THAT(Read(PathOf(3)), ::testing::Not(HasSubstr("checksum")));
+  ASSERT_OK_AND_ASSIGN(proto::RunRecord one, ReadRunRecord(PathOf(1)));
+  EXPECT_EQ(one.result().test_acc(), 61.5);
+  TablePlan plan;
+  ASSERT_OK(PlanCachedOnly(plan));
+  const CellResult& cell = plan.results.at({"fedavg", "c3"});
+  EXPECT_EQ(cell.state, CellResult::State::kDone);
+  EXPECT_THAT(cell.values, ::testing::ElementsAre(61.5, 62.5, 63.5));
+}
+
+TEST_F(RunRecordsTest, EmptyTruncatedOrGarbledRecordsNameTheFile) {
+  const std::string path = PathOf(2);
+  const std::string good = Read(path);
+  for (const std::string& bad : {std::string(), std::string("\n"), good.substr(0, good.size() / 2), std::string("{]")}) {
+    Write(path, bad);
+    EXPECT_THAT(ReadRunRecord(path), StatusIs(absl::StatusCode::kDataLoss, HasSubstr(path))) << "'" << bad << "'";
+    TablePlan plan;
+    EXPECT_THAT(PlanCachedOnly(plan), StatusIs(absl::StatusCode::kDataLoss, HasSubstr(path)));
+  }
+  // A flipped digit still parses: the checksum catches it.
+  std::string flipped = good;
+  const size_t at = flipped.find("\"test_acc\":62.5");
+  ASSERT_NE(at, std::string::npos) << good;
+  flipped[at + 12] = '7';
+  Write(path, flipped);
+  EXPECT_THAT(ReadRunRecord(path), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("checksum")));
+  TablePlan plan;
+  EXPECT_THAT(PlanCachedOnly(plan), StatusIs(absl::StatusCode::kDataLoss, HasSubstr(path)));
+}
+
+TEST_F(RunRecordsTest, MisplacedRecordsNameTheFile) {
+  // Seed 1's record under seed 2's name.
+  Write(PathOf(2), Read(PathOf(1)));
+  EXPECT_THAT(ReadRunRecord(PathOf(2)), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("holds the record of run")));
+  TablePlan plan;
+  EXPECT_THAT(PlanCachedOnly(plan), StatusIs(absl::StatusCode::kDataLoss, HasSubstr(PathOf(2))));
+  // Seed 1's record renamed to say it is seed 2's: its key is not its own spec's and seed's.
+  proto::RunRecord lying = Record(1);
+  lying.set_key(ResultCacheKey(resolved_, 2, kResultVersion));
+  ASSERT_OK(WriteRecord(PathOf(2), lying));
+  EXPECT_THAT(ReadRunRecord(PathOf(2)),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("not that of its own spec, seed and result version")));
+  TablePlan again;
+  EXPECT_THAT(PlanCachedOnly(again), StatusIs(absl::StatusCode::kDataLoss, HasSubstr(PathOf(2))));
+}
+
+TEST_F(RunRecordsTest, OutOfRangeValuesAreRefused) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (double acc : {1e308, -5.0, nan, 100.5}) {
+    proto::RunRecord r = Record(2);
+    r.mutable_result()->set_test_acc(acc);
+    EXPECT_THAT(WriteRunRecord(PathOf(2), r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("test_acc")));
+    ASSERT_OK(WriteRecord(PathOf(2), r));  // as an old writer, or a hand, would
+    EXPECT_THAT(ReadRunRecord(PathOf(2)), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("result.test_acc")));
+    TablePlan plan;
+    EXPECT_THAT(PlanCachedOnly(plan), StatusIs(absl::StatusCode::kDataLoss, HasSubstr(PathOf(2)))) << acc;
+  }
+  proto::RunRecord curve = Record(2);
+  curve.set_test_curve(0, nan);
+  ASSERT_OK(WriteRecord(PathOf(2), curve));
+  EXPECT_THAT(ReadRunRecord(PathOf(2)), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("test_curve[0]")));
+  proto::RunRecord time = Record(2);
+  time.mutable_result()->set_wall_s(-1);
+  ASSERT_OK(WriteRecord(PathOf(2), time));
+  EXPECT_THAT(ReadRunRecord(PathOf(2)), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("result.wall_s")));
+  proto::RunRecord seconds = Record(2);
+  seconds.set_seconds_curve(1, -0.5);
+  ASSERT_OK(WriteRecord(PathOf(2), seconds));
+  EXPECT_THAT(ReadRunRecord(PathOf(2)), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("seconds_curve[1]")));
+}
+
+TEST_F(RunRecordsTest, AMissingRecordLeavesTheCellNotRunWithoutError) {
+  std::filesystem::remove(PathOf(2));
+  EXPECT_THAT(ReadRunRecord(PathOf(2)), StatusIs(absl::StatusCode::kNotFound, ::testing::_));
+  TablePlan plan;
+  ASSERT_OK(PlanCachedOnly(plan));
+  const CellResult& cell = plan.results.at({"fedavg", "c3"});
+  EXPECT_EQ(cell.state, CellResult::State::kNotRun);  // the report says "not run (2 of 3)", and the log why
+  EXPECT_EQ(cell.seeds_recorded, 2);
+  EXPECT_TRUE(cell.values.empty());
+}
+
+}  // namespace
+}  // namespace fgl::experiments
