@@ -58,8 +58,8 @@ std::vector<std::string> RunCommand(const Job& j, const QueueOptions& options) {
   return args;
 }
 
-// A cell with a run not started reads as --cached_only would show it: not run, no values, no curve
-// and no spec hashes (one with a failed run still reads as failed).
+}  // namespace
+
 void ForgetRunsNotStarted(const std::set<CellResult*>& cut, TablePlan& plan) {
   for (CellResult* r : cut) {
     if (r->state != CellResult::State::kFailed) ClearRuns(*r, CellResult::State::kNotRun);
@@ -75,8 +75,6 @@ void ForgetRunsNotStarted(const std::set<CellResult*>& cut, TablePlan& plan) {
                  hashes.end());
   }
 }
-
-}  // namespace
 
 absl::StatusOr<QueueResult> RunPending(const proto::Table& table, const QueueOptions& options, TablePlan& plan) {
   std::vector<Job>& pending = plan.pending;

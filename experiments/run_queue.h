@@ -4,6 +4,7 @@
 #define FGL_EXPERIMENTS_RUN_QUEUE_H_
 
 #include <cstddef>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,11 @@ struct QueueResult {
 // a run that cannot start, a record that cannot be written); an error status means the runner
 // must stop, a failed run does not.
 absl::StatusOr<QueueResult> RunPending(const proto::Table& table, const QueueOptions& options, TablePlan& plan);
+
+// Cells with a run not started (--stop_by, a Slurm array not waited for) read as --cached_only would
+// show them: not run, no values, no curve and no spec hashes (one with a failed run still reads as
+// failed).
+void ForgetRunsNotStarted(const std::set<CellResult*>& cut, TablePlan& plan);
 
 }  // namespace fgl::experiments
 

@@ -13,10 +13,12 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "experiments/table_budget.h"
 #include "experiments/run_queue.h"
 #include "experiments/runner_environment.h"
+#include "experiments/slurm_executor.h"
 #include "experiments/spec.h"
 #include "experiments/table_plan.h"
 #include "experiments/table_report.h"
@@ -80,6 +82,26 @@ ABSL_FLAG(absl::Time, stop_by, absl::InfiniteFuture(),
           "started read 'not run'; a later invocation runs them.");
 ABSL_FLAG(int, checkpoint_rounds, 0,
           "Also checkpoint every this many rounds; 0 = by --checkpoint_minutes alone.");
+ABSL_FLAG(std::string, executor, "local",
+          "local: the runs as processes here (--jobs, --memory_gb); slurm: one Slurm job array (sbatch), "
+          "each task one run writing into --slurm_dir, then wait for it (squeue/sacct) and record the outputs.");
+ABSL_FLAG(std::string, slurm_dir, "",
+          "--executor=slurm: the runs' specs, outputs, checkpoints, batch scripts and logs; must be on storage "
+          "the compute nodes share (as must --run_binary and the data root). Default <cache_dir>/slurm.");
+ABSL_FLAG(std::string, slurm_partition, "", "--executor=slurm: sbatch --partition (empty: the cluster's default).");
+ABSL_FLAG(std::string, slurm_account, "", "--executor=slurm: sbatch --account.");
+ABSL_FLAG(std::string, slurm_qos, "", "--executor=slurm: sbatch --qos.");
+ABSL_FLAG(std::string, slurm_extra_args, "",
+          "--executor=slurm: further sbatch arguments, separated by spaces (e.g. \"--constraint=avx2 --requeue\").");
+ABSL_FLAG(int, slurm_max_parallel, 0, "--executor=slurm: at most this many tasks at once (--array=0-N%P); 0 = no limit.");
+ABSL_FLAG(double, slurm_poll_seconds, 30, "--executor=slurm: seconds between squeue/sacct polls.");
+ABSL_FLAG(double, slurm_default_mem_gb, 4,
+          "--executor=slurm: --mem of a run whose configuration has no recorded peak (else the peak + 25% + 512 MiB).");
+ABSL_FLAG(double, slurm_default_time_minutes, 24 * 60,
+          "--executor=slurm: --time of a run whose configuration has no recorded or timed wall time (else 1.5x + 10 min).");
+ABSL_FLAG(bool, no_wait, false,
+          "--executor=slurm: submit and return (the submitted runs' cells read 'not run'); a later invocation with "
+          "--executor=slurm (e.g. --cached_only) records the finished runs.");
 
 namespace fgl::experiments {
 namespace {
@@ -127,6 +149,34 @@ int Run() {
   const std::string commit = CodeCommit(absl::GetFlag(FLAGS_code_commit));
   const std::string machine = MachineDescription();
 
+  // Slurm: runs finished since an earlier submission become records before the plan reads them.
+  const std::string executor = absl::GetFlag(FLAGS_executor);
+  if (executor != "local" && executor != "slurm") {
+    LOG(ERROR) << "--executor=" << executor << ": expected local or slurm";
+    return 1;
+  }
+  SlurmOptions slurm;
+  if (executor == "slurm") {
+    slurm.slurm_dir = absl::GetFlag(FLAGS_slurm_dir).empty() ? absl::StrCat(Absolute(cache), "/slurm")
+                                                              : Absolute(absl::GetFlag(FLAGS_slurm_dir));
+    slurm.partition = absl::GetFlag(FLAGS_slurm_partition);
+    slurm.account = absl::GetFlag(FLAGS_slurm_account);
+    slurm.qos = absl::GetFlag(FLAGS_slurm_qos);
+    slurm.extra_args = absl::StrSplit(absl::GetFlag(FLAGS_slurm_extra_args), ' ', absl::SkipEmpty());
+    slurm.max_parallel = absl::GetFlag(FLAGS_slurm_max_parallel);
+    slurm.poll_seconds = absl::GetFlag(FLAGS_slurm_poll_seconds);
+    slurm.default_mem_gb = absl::GetFlag(FLAGS_slurm_default_mem_gb);
+    slurm.default_time_minutes = absl::GetFlag(FLAGS_slurm_default_time_minutes);
+    slurm.no_wait = absl::GetFlag(FLAGS_no_wait);
+    slurm.job_name = absl::StrCat("fgl-", paper, "-", stem);
+    absl::StatusOr<int> collected = CollectSlurmOutputs(slurm.slurm_dir);
+    if (!collected.ok()) {
+      LOG(ERROR) << collected.status();
+      return 1;
+    }
+    if (*collected > 0) LOG(INFO) << "recorded " << *collected << " runs finished on Slurm";
+  }
+
   TablePlan plan;
   PlanOptions plan_options;
   plan_options.table_path = table_path;
@@ -171,7 +221,8 @@ int Run() {
   queue_options.run_binary = run_binary;
   queue_options.commit = commit;
   queue_options.machine = machine;
-  const absl::StatusOr<QueueResult> ran = RunPending(*table, queue_options, plan);
+  const absl::StatusOr<QueueResult> ran = executor == "slurm" ? RunPendingOnSlurm(*table, queue_options, slurm, plan)
+                                                              : RunPending(*table, queue_options, plan);
   if (!ran.ok()) return 1;  // RunPending logged why
 
   const absl::StatusOr<bool> plotted = WriteTableReport(*table, plan, report_dir, stem);

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# --executor=slurm (issue #66) against fake sbatch, squeue and sacct (testdata/fake_slurm/: sbatch runs
+# the array's tasks here, one after another, with SLURM_ARRAY_TASK_ID set). A 2 x 2-seed csbm table
+# run through the job array gives the local executor's records (apart from timing and host fields)
+# and report; the batch script asks for one CPU, the memory and time the records call for (a default
+# without them), the partition, account and QOS, and sbatch gets the extra arguments; a failed task
+# is reported with its Slurm state and log, and the runner exits non-zero; --no_wait submits and
+# returns, and a later --cached_only records the finished runs; --stop_by submits only runs that can
+# end in time and sets --deadline.
+set -euo pipefail
+runner="experiments/table_runner"
+run="$(pwd)/experiments/run"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+export PATH="$(pwd)/experiments/testdata/fake_slurm:$PATH"
+export FAKE_SLURM_DIR="$tmp/fake_slurm"
+table="$tmp/paper/slurm.textproto"
+mkdir -p "$tmp/paper"
+cat > "$table" <<'TABLE'
+id: "slurm_test"
+title: "slurm executor test"
+paper: "none"
+metric: "test accuracy (%)"
+base {
+  name: "slurm_test"
+  dataset: "csbm:num_nodes=300"
+  partitioner: "louvain"
+  clients: 3
+  method: "fedavg"
+  model: "gcn:layers=2,hidden=16,dropout=0.5"
+  rounds: 3
+  local_epochs: 1
+  seeds: [2024, 2025]
+}
+rows { key: "fedavg" label: "FedAvg" }
+rows { key: "fedprox" label: "FedProx" overrides { method: "fedprox" } }
+columns { key: "c3" label: "3 clients" }
+cells { row: "fedavg" column: "c3" paper { mean: 50 present: true } }
+cells { row: "fedprox" column: "c3" paper { mean: 50 present: true } }
+TABLE
+fail() { echo "FAIL: $*"; exit 1; }
+runner_in() {  # runner_in NAME ARGS...: the runner with NAME's own results, cache and reports
+  local name="$1"; shift
+  "$runner" --table="$table" --results_dir="$tmp/$name/results" --cache_dir="$tmp/$name/cache" \
+      --report_dir="$tmp/$name/reports" --run_binary="$run" "$@" 2>"$tmp/$name.log"
+}
+slurm_args=(--executor=slurm --slurm_poll_seconds=0.2 --slurm_partition=cpu --slurm_account=fgl-lab
+            --slurm_qos=normal --slurm_max_parallel=2 "--slurm_extra_args=--requeue --comment=fgl")
+# A record without what differs between executors: times, peak, commit, machine (and the checksum).
+numbers() { jq -cS 'del(.seconds_curve, .peak_rss_bytes, .result.wall_s, .result.train_s, .result.code_commit, .result.machine, .checksum)' "$1"; }
+same_records() {  # same_records A B: the same record files, with the same numbers
+  local f
+  [[ "$(cd "$tmp/$1/results" && ls *.json)" == "$(cd "$tmp/$2/results" && ls *.json)" ]] \
+    || fail "$1 and $2 recorded different runs: $(ls "$tmp/$1/results") / $(ls "$tmp/$2/results")"
+  for f in "$tmp/$1"/results/*.json; do
+    [[ "$(numbers "$f")" == "$(numbers "$tmp/$2/results/${f##*/}")" ]] \
+      || fail "${f##*/} differs: $(diff <(numbers "$f" | jq -S .) <(numbers "$tmp/$2/results/${f##*/}" | jq -S .))"
+  done
+}
+# A report without the lines that name times, machines and commits.
+report() { grep -viE 'machine|commit|wall|cpu-h|seconds|minutes|[0-9]+ s\b' "$tmp/$1/reports/paper/slurm.md"; }
+wait_for_queue() {  # until the fake queue holds no task of job $1
+  for _ in $(seq 600); do
+    [[ -z "$(squeue -h -r -j "$1" -o '%i %T')" ]] && return
+    sleep 0.5
+  done
+  fail "job $1 still queued"
+}
+
+# The local executor, for comparison.
+runner_in local --jobs=2 || { cat "$tmp/local.log"; fail "local runner"; }
+[[ "$(ls "$tmp"/local/results/*.json | wc -l)" == 4 ]] || fail "local: expected 4 records"
+
+# The same table as one job array.
+runner_in slurm "${slurm_args[@]}" --slurm_dir="$tmp/shared/slurm" || { cat "$tmp/slurm.log"; fail "slurm runner"; }
+same_records slurm local
+[[ "$(report slurm)" == "$(report local)" ]] || fail "reports differ: $(diff <(report local) <(report slurm))"
+script=("$tmp"/shared/slurm/arrays/*/run.sbatch)
+[[ ${#script[@]} == 1 ]] || fail "expected one batch script: ${script[*]}"
+for line in '--array=0-3%2' '--cpus-per-task=1' '--mem=4096M' '--time=1440' '--partition=cpu' '--account=fgl-lab' \
+            '--qos=normal' "--output=${script%/run.sbatch}/task_%a.log"; do
+  grep -qx -- "#SBATCH $line" "${script[0]}" || fail "script lacks #SBATCH $line: $(cat "${script[0]}")"
+done
+grep -q -- "--deadline" "${script[0]}" && fail "a deadline without --stop_by"
+grep -q -- "^exec '$run' --spec=\"\$dir/spec.textproto\" --threads=1 --out=\"\$dir/out\" --checkpoint_dir=\"\$dir/ckpt\"" \
+  "${script[0]}" || fail "script does not run the run binary: $(cat "${script[0]}")"
+[[ "$(cat "$FAKE_SLURM_DIR/sbatch.args")" == "--parsable --requeue --comment=fgl ${script[0]}" ]] \
+  || fail "sbatch arguments: $(cat "$FAKE_SLURM_DIR/sbatch.args")"
+grep -q 'submitted job array 4101: 4 runs' "$tmp/slurm.log" || { cat "$tmp/slurm.log"; fail "no submission line"; }
+grep -q '\[slurm 4/4\] done 4  running 0  pending 0  failed 0' "$tmp/slurm.log" || { cat "$tmp/slurm.log"; fail "no progress line"; }
+for f in "$tmp"/slurm/results/*.json; do
+  jq -e '(.result.machine | test("^[^ ]+ [0-9]+ cores .*; slurm node ")) and (.peak_rss_bytes | tonumber) > 0' "$f" >/dev/null \
+    || fail "record without the node or its peak: $(jq -c '[.result.machine, .peak_rss_bytes]' "$f")"
+done
+[[ -z "$(ls -A "$tmp/shared/slurm/runs")" ]] || fail "run directories left after their records: $(ls "$tmp/shared/slurm/runs")"
+
+# A third seed, with the 4 records there: --mem and --time from them (the largest of the array's
+# runs), and task 1 fails: reported with its state and log, the cell reads RUN FAILED, exit non-zero.
+sed -i 's/seeds: \[2024, 2025\]/seeds: [2026]/' "$table"
+mkdir -p "$tmp/fail/results"
+cp "$tmp"/local/results/*.json "$tmp/fail/results/"
+peak="$(jq -s 'map(.peak_rss_bytes | tonumber) | max' "$tmp"/local/results/*.json)"
+mem="$(awk -v p="$peak" 'BEGIN { x = p / 1048576 * 1.25 + 512; printf "%d", (x == int(x) ? x : int(x) + 1) }')"
+cat > "$tmp/fail_task1.sh" <<WRAPPER
+#!/usr/bin/env bash
+[[ "\${SLURM_ARRAY_TASK_ID:-}" == 1 ]] && { echo "failing on purpose" >&2; exit 3; }
+exec "$run" "\$@"
+WRAPPER
+chmod +x "$tmp/fail_task1.sh"
+if runner_in fail "${slurm_args[@]}" --slurm_dir="$tmp/shared/fail" --run_binary="$tmp/fail_task1.sh"; then
+  fail "a failed task did not fail the runner"
+fi
+script=("$tmp"/shared/fail/arrays/*/run.sbatch)
+grep -qx -- "#SBATCH --mem=${mem}M" "${script[0]}" || fail "expected --mem=${mem}M: $(grep mem "${script[0]}")"
+grep -qx -- "#SBATCH --time=11" "${script[0]}" || fail "expected --time=11: $(grep time "${script[0]}")"
+log="${script[0]%/run.sbatch}/task_1.log"
+grep -q "run failed for cell fedprox/c3 seed 2026: Slurm job 4102_1 FAILED; log: $log" "$tmp/fail.log" \
+  || { cat "$tmp/fail.log"; fail "failed task not reported with its state and log"; }
+grep -q "failing on purpose" "$log" || fail "task log: $(cat "$log")"
+grep -q "RUN FAILED" "$tmp/fail/reports/paper/slurm.md" || fail "failed cell not marked"
+[[ "$(ls "$tmp"/fail/results/*.json | wc -l)" == 5 ]] || fail "expected the 4 records and task 0's"
+sed -i 's/seeds: \[2026\]/seeds: [2024, 2025]/' "$table"
+
+# --no_wait submits and returns with the cells not run; a later --cached_only records the outputs.
+runner_in nowait "${slurm_args[@]}" --slurm_dir="$tmp/shared/nowait" --no_wait || { cat "$tmp/nowait.log"; fail "--no_wait"; }
+[[ -z "$(ls "$tmp/nowait/results")" ]] || fail "--no_wait wrote records"
+grep -q 'not run' "$tmp/nowait/reports/paper/slurm.md" || fail "--no_wait report has no 'not run' cells"
+wait_for_queue 4103
+runner_in nowait "${slurm_args[@]}" --slurm_dir="$tmp/shared/nowait" --cached_only || { cat "$tmp/nowait.log"; fail "collect"; }
+grep -q 'recorded 4 runs finished on Slurm' "$tmp/nowait.log" || { cat "$tmp/nowait.log"; fail "collect line"; }
+same_records nowait local
+cmp "$tmp/nowait/reports/paper/slurm.md" "$tmp/slurm/reports/paper/slurm.md" \
+  || fail "collected report differs: $(diff "$tmp/slurm/reports/paper/slurm.md" "$tmp/nowait/reports/paper/slurm.md")"
+[[ "$(wc -l < "$FAKE_SLURM_DIR/sbatch.args")" == 3 ]] || fail "collecting submitted again"
+
+# --stop_by: past, nothing is submitted and the cells read "not run"; an hour ahead, the array gets
+# --deadline (runs of known length: the local records are there).
+sed -i 's/seeds: \[2024, 2025\]/seeds: [2027]/' "$table"
+mkdir -p "$tmp/stop/results"
+cp "$tmp"/local/results/*.json "$tmp/stop/results/"
+runner_in stop "${slurm_args[@]}" --slurm_dir="$tmp/shared/stop" --stop_by="$(date -u -d '-1 minute' +%Y-%m-%dT%H:%M:%SZ)" \
+  || { cat "$tmp/stop.log"; fail "--stop_by in the past"; }
+[[ "$(grep -c 'not started (--stop_by)' "$tmp/stop.log")" == 2 ]] || { cat "$tmp/stop.log"; fail "expected 2 runs not started"; }
+[[ "$(wc -l < "$FAKE_SLURM_DIR/sbatch.args")" == 3 ]] || fail "submitted runs that cannot end by --stop_by"
+runner_in stop "${slurm_args[@]}" --slurm_dir="$tmp/shared/stop" --stop_by="$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)" \
+  || { cat "$tmp/stop.log"; fail "--stop_by an hour ahead"; }
+script=("$tmp"/shared/stop/arrays/*/run.sbatch)
+grep -q -- '^#SBATCH --deadline=20[0-9-]*T[0-9:]*$' "${script[0]}" || fail "no --deadline: $(cat "${script[0]}")"
+[[ "$(ls "$tmp"/stop/results/*.json | wc -l)" == 6 ]] || fail "expected the 4 records and 2 new ones"
+echo PASS
