@@ -53,6 +53,35 @@ TEST(FedKdTest, AdaptiveScalingChangesTheMentor) {
   EXPECT_NE(ra.scalars().at("train_loss"), rb.scalars().at("train_loss"));
 }
 
+// The authors' options (fedkd.proto 7-8): their loss trains the models differently from ours, the
+// reply carries the uniform weight, and their loss without `adaptive` is refused.
+TEST(FedKdTest, AuthorsLossAndWeighting) {
+  auto data = fl::testing::CsbmClient(200, 8, 3, 10);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories fedkd, fl::FindMethod("fedkd"));
+  const fl::MethodConfig ours = Config("gat:layers=2,heads=1,hidden=64");
+  fl::MethodConfig authors = ours;
+  FedKdParams p;
+  p.set_loss(FedKdParams::AUTHORS_CODE);
+  p.set_weighting(fl::proto::UNIFORM);
+  authors.params.emplace_back().PackFrom(p);
+  ASSERT_OK_AND_ASSIGN(auto server, fedkd.server(authors));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 1}));
+  ASSERT_OK_AND_ASSIGN(auto a, fedkd.client(data, ours));
+  ASSERT_OK_AND_ASSIGN(auto b, fedkd.client(data, authors));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message ra, a->Train(global, {1, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message rb, b->Train(global, {1, 1}));
+  EXPECT_NE(ra.scalars().at("train_loss"), rb.scalars().at("train_loss"));
+  EXPECT_EQ(ra.scalars().count("uniform_weight"), 0);
+  EXPECT_EQ(rb.scalars().at("uniform_weight"), 1);
+  ASSERT_OK(server->Accumulate(rb));
+  ASSERT_OK(server->FinishRound({1, 1}));
+
+  fl::FederationOptions o = fl::testing::SmallFederation("fedkd");
+  p.set_adaptive(false);
+  o.spec.add_method_params()->PackFrom(p);
+  EXPECT_EQ(fl::RunFederation(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(FedKdTest, HeterogeneousFederationRunsAndRepeats) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedkd");
   o.spec.set_model("gcn:layers=2,hidden=64;sage:layers=2,hidden=64;gat:layers=2,heads=1,hidden=64");

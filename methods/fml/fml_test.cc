@@ -70,5 +70,61 @@ TEST(FmlTest, HeterogeneousFederationRunsAndRepeats) {
   EXPECT_EQ(a.bytes_up, b.bytes_up);
 }
 
+// The authors' options (fml.proto 4-8): each changes the run; the reply carries the uniform weight;
+// a client restored from a checkpoint continues bit for bit, its learning rate rebuilt from the
+// round (the schedule is not part of the state).
+fl::MethodConfig AuthorsConfig(bool fresh, int decay_every) {
+  fl::MethodConfig config = Config(0.5);
+  config.optimizer = fl::MethodConfig::Optimizer::kSgd;
+  config.momentum = 0.9;
+  FmlParams p;
+  p.set_weighting(fl::proto::UNIFORM);
+  p.set_fresh_meme_optimizer(fresh);
+  p.set_lr_decay_every(decay_every);
+  config.params.clear();
+  config.params.emplace_back().PackFrom(p);
+  return config;
+}
+
+TEST(FmlTest, AuthorsOptionsChangeTheRunAndResume) {
+  auto data = fl::testing::CsbmClient(200, 8, 3, 10);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories fml, fl::FindMethod("fml"));
+  const fl::MethodConfig config = AuthorsConfig(true, 1);
+  ASSERT_OK_AND_ASSIGN(auto server, fml.server(config));
+  ASSERT_OK_AND_ASSIGN(auto client, fml.client(data, config));
+  ASSERT_OK_AND_ASSIGN(auto persistent, fml.client(data, AuthorsConfig(false, 1)));
+  ASSERT_OK_AND_ASSIGN(auto constant, fml.client(data, AuthorsConfig(true, 0)));
+  for (int r = 1; r <= 2; ++r) {
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({r, 7u + r}));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, client->Train(global, {r, 7u + r}));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message p, persistent->Train(global, {r, 7u + r}));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message c, constant->Train(global, {r, 7u + r}));
+    EXPECT_EQ(reply.scalars().at("uniform_weight"), 1);
+    // Round 1: the meme's optimiser is new either way and the rate not yet decayed.
+    EXPECT_EQ(reply.scalars().at("train_loss") == p.scalars().at("train_loss"), r == 1);
+    EXPECT_EQ(reply.scalars().at("train_loss") == c.scalars().at("train_loss"), r == 1);
+    ASSERT_OK(server->Accumulate(reply));
+    ASSERT_OK(server->FinishRound({r, 7u + r}));
+  }
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message state, client->SaveState());
+  ASSERT_OK_AND_ASSIGN(auto resumed, fml.client(data, config));
+  ASSERT_OK(resumed->RestoreState(state));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({3, 10}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message a, client->Train(global, {3, 10}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message b, resumed->Train(global, {3, 10}));
+  ASSERT_EQ(a.tensors_size(), b.tensors_size());
+  for (int i = 0; i < a.tensors_size(); ++i) EXPECT_EQ(a.tensors(i).SerializeAsString(), b.tensors(i).SerializeAsString());
+  EXPECT_EQ(a.scalars().at("train_loss"), b.scalars().at("train_loss"));
+  EXPECT_EQ(b.scalars().at("uniform_weight"), 1);
+}
+
+TEST(FmlTest, BadDecayRefused) {
+  fl::FederationOptions o = fl::testing::SmallFederation("fml");
+  FmlParams p;
+  p.set_lr_decay_every(-1);
+  o.spec.add_method_params()->PackFrom(p);
+  EXPECT_EQ(fl::RunFederation(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace fgl::methods::fml
