@@ -24,12 +24,31 @@ struct ParamsSpec {
   std::function<absl::Status(const google::protobuf::Message&)> validate;
 };
 
+// Every integer and floating-point field of `message` is finite and inside the range its
+// declaration states (fl/proto/range.proto), e.g.
+//   optional int64 knn = 16 [default = 5, (fgl.fl.proto.range) = {min: 1}];
+// Singular fields are checked whether set or defaulted, repeated fields element by element, and
+// set sub-messages (and every element of repeated ones) recursively; of a oneof only the set member.
+// The error names the field's path and its value: "<where>.<field>[.<sub>...] = <value>: must be
+// >= 1" (a repeated element as "<field>[i]").
+absl::Status CheckRanges(const google::protobuf::Message& message, absl::string_view where);
+
+// How a run names a method's parameters: the last component of the message's proto package
+// (fgl.methods.fedtad.FedTadParams -> "fedtad", as in `--set=fedtad.knn=3`).
+std::string ParamsName(const google::protobuf::Descriptor* type);
+
+// CheckRanges(params, ParamsName(params' type)).
+absl::Status CheckParamRanges(const google::protobuf::Message& params);
+
+// P as a parameter type: its values are checked by CheckParamRanges and then, if given, by
+// `validate` (only for what the ranges cannot say, e.g. one field bounded by another).
 template <typename P>
-ParamsSpec TypedParams(absl::Status (*validate)(const P&)) {
+ParamsSpec TypedParams(absl::Status (*validate)(const P&) = nullptr) {
   ParamsSpec s;
   s.type = P::descriptor();
   s.validate = [validate](const google::protobuf::Message& m) {
-    return validate(static_cast<const P&>(m));
+    if (absl::Status st = CheckParamRanges(m); !st.ok()) return st;
+    return validate == nullptr ? absl::OkStatus() : validate(static_cast<const P&>(m));
   };
   return s;
 }

@@ -188,22 +188,8 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
   return std::unique_ptr<fl::ServerAlgorithm>(new AdaFglServer(std::move(average), params.vanilla_rounds()));
 }
 
-absl::Status Validate(const AdaFglParams& p) {
-  auto fail = [](const std::string& what) { return absl::InvalidArgumentError(absl::StrCat("AdaFglParams.", what)); };
-  if (p.vanilla_rounds() < 1) return fail(absl::StrCat("vanilla_rounds must be >= 1, not ", p.vanilla_rounds()));
-  if (p.prop_steps() < 0) return fail(absl::StrCat("prop_steps must be >= 0, not ", p.prop_steps()));
-  if (p.lp_steps() < 0) return fail(absl::StrCat("lp_steps must be >= 0, not ", p.lp_steps()));
-  if (p.hidden() < 1) return fail(absl::StrCat("hidden must be >= 1, not ", p.hidden()));
-  if (!(p.alpha() >= 0 && p.alpha() <= 1)) return fail(absl::StrCat("alpha must be in [0, 1], not ", p.alpha()));
-  if (!(p.dropout() >= 0 && p.dropout() < 1)) return fail(absl::StrCat("dropout must be in [0, 1), not ", p.dropout()));
-  if (!(p.lr() > 0)) return fail(absl::StrCat("lr must be > 0, not ", p.lr()));
-  if (!(p.weight_decay() >= 0)) return fail(absl::StrCat("weight_decay must be >= 0, not ", p.weight_decay()));
-  if (!std::isfinite(p.r())) return fail(absl::StrCat("r must be finite, not ", p.r()));
-  return absl::OkStatus();
-}
-
 }  // namespace
 
-FGL_REGISTER_METHOD("adafgl", AdaFglClient::Make, MakeServer, {fl::TypedParams(&Validate)});
+FGL_REGISTER_METHOD("adafgl", AdaFglClient::Make, MakeServer, {fl::TypedParams<AdaFglParams>()});
 
 }  // namespace fgl::methods::adafgl

@@ -64,8 +64,6 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
   return std::unique_ptr<fl::ServerAlgorithm>(std::move(server));
 }
 
-absl::Status Validate(const FedAvgParams&) { return absl::OkStatus(); }
-
-FGL_REGISTER_METHOD("fedavg", fl::ModelClient::Make<FedAvgClient>, MakeServer, {fl::TypedParams(&Validate)});
+FGL_REGISTER_METHOD("fedavg", fl::ModelClient::Make<FedAvgClient>, MakeServer, {fl::TypedParams<FedAvgParams>()});
 
 }  // namespace fgl::methods::fedavg

@@ -26,11 +26,6 @@ constexpr char kType[] = "feddc.weights";
 constexpr char kDrift[] = "drift.";
 constexpr char kUpdate[] = "update.";
 
-absl::Status Validate(const FedDcParams& p) {
-  if (p.alpha() < 0) return absl::InvalidArgumentError(absl::StrCat("feddc.alpha = ", p.alpha(), ": must be >= 0"));
-  return absl::OkStatus();
-}
-
 class FedDcClient final : public fl::ModelClient {
  public:
   using ModelClient::ModelClient;
@@ -180,6 +175,6 @@ FGL_REGISTER_METHOD("feddc", fl::ModelClient::Make<FedDcClient>,
                       FGL_ASSIGN_OR_RETURN(auto inner, fl::ModelAndMeanServer::Create(config, kType, kUpdate));
                       return std::unique_ptr<fl::ServerAlgorithm>(new FedDcServer(std::move(inner)));
                     },
-                    {fl::TypedParams(&Validate)});
+                    {fl::TypedParams<FedDcParams>()});
 
 }  // namespace fgl::methods::feddc

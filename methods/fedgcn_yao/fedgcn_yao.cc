@@ -313,15 +313,8 @@ class FedGcnYaoServer final : public fl::ServerAlgorithm {
   std::map<int, torch::Tensor> pending_;  // averaged features not yet delivered, per client
 };
 
-absl::Status Validate(const FedGcnYaoParams& p) {
-  if (!(p.epoch_fraction() > 0 && p.epoch_fraction() <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("fedgcn_yao: epoch_fraction must be in (0, 1], got ", p.epoch_fraction()));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
-FGL_REGISTER_METHOD("fedgcn_yao", FedGcnYaoClient::Make, FedGcnYaoServer::Make, {fl::TypedParams(&Validate)});
+FGL_REGISTER_METHOD("fedgcn_yao", FedGcnYaoClient::Make, FedGcnYaoServer::Make, {fl::TypedParams<FedGcnYaoParams>()});
 
 }  // namespace fgl::methods::fedgcn_yao

@@ -30,14 +30,6 @@ constexpr char kType[] = "fedgta.weights";
 constexpr char kMoments[] = "fedgta.moments";
 constexpr char kConfidence[] = "confidence";
 
-absl::Status Validate(const FedGtaParams& p) {
-  if (p.prop_steps() < 1) return absl::InvalidArgumentError(absl::StrCat("fedgta.prop_steps = ", p.prop_steps(), ": must be >= 1"));
-  if (!(p.lp_alpha() >= 0 && p.lp_alpha() <= 1)) return absl::InvalidArgumentError(absl::StrCat("fedgta.lp_alpha = ", p.lp_alpha(), ": must be in [0, 1]"));
-  if (!(p.temperature() > 0)) return absl::InvalidArgumentError(absl::StrCat("fedgta.temperature = ", p.temperature(), ": must be > 0"));
-  if (p.num_moments() < 1) return absl::InvalidArgumentError(absl::StrCat("fedgta.num_moments = ", p.num_moments(), ": must be >= 1"));
-  return absl::OkStatus();
-}
-
 class FedGtaClient final : public fl::ModelClient {
  public:
   using ModelClient::ModelClient;
@@ -210,6 +202,6 @@ class FedGtaServer final : public fl::ServerAlgorithm {
 }  // namespace
 
 FGL_REGISTER_METHOD("fedgta", fl::ModelClient::Make<FedGtaClient>, FedGtaServer::Create,
-                    {fl::TypedParams(&Validate)});
+                    {fl::TypedParams<FedGtaParams>()});
 
 }  // namespace fgl::methods::fedgta

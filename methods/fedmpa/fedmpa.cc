@@ -41,18 +41,6 @@ struct Variant {
   LocalStage local;  // what stage 2 does (kNone: FedMLP)
 };
 
-absl::Status Validate(const FedMpaParams& p) {
-  auto bad = [](const char* field, const auto& value, const char* why) {
-    return absl::InvalidArgumentError(absl::StrCat("fedmpa.", field, " = ", value, ": ", why));
-  };
-  if (p.federated_rounds() < 1) return bad("federated_rounds", p.federated_rounds(), "must be >= 1");
-  if (p.max_epochs() < 1) return bad("max_epochs", p.max_epochs(), "must be >= 1");
-  if (p.patience() < 1) return bad("patience", p.patience(), "must be >= 1");
-  if (!(p.ce_weight() >= 0)) return bad("ce_weight", p.ce_weight(), "must be >= 0");
-  if (!(p.reconstruction_weight() >= 0)) return bad("reconstruction_weight", p.reconstruction_weight(), "must be >= 0");
-  return absl::OkStatus();
-}
-
 // The run's rounds must fit the stages, or a stage would silently not run.
 absl::Status CheckRounds(const Variant& v, const FedMpaParams& p, const fl::MethodConfig& config) {
   // Unknown (unit tests build clients directly), or no stage to miss: FedMLP federates every
@@ -117,7 +105,7 @@ class MpaClient final : public fl::ClientAlgorithm {
                                                                     std::shared_ptr<const fl::ClientData> data,
                                                                     const fl::MethodConfig& config) {
     FGL_ASSIGN_OR_RETURN(const FedMpaParams p, fl::MethodParams<FedMpaParams>(config));
-    FGL_RETURN_IF_ERROR(Validate(p));
+    FGL_RETURN_IF_ERROR(fl::CheckParamRanges(p));
     FGL_RETURN_IF_ERROR(CheckRounds(v, p, config));
     FGL_ASSIGN_OR_RETURN(const std::string mlp_spec, MlpSpec(config.model_spec, v));
     auto client = std::unique_ptr<MpaClient>(new MpaClient(v, p, data, config));
@@ -302,7 +290,7 @@ fl::MethodFactories Factories(const Variant v) {
   };
   f.server = [v](const fl::MethodConfig& config) -> absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> {
     FGL_ASSIGN_OR_RETURN(const FedMpaParams p, fl::MethodParams<FedMpaParams>(config));
-    FGL_RETURN_IF_ERROR(Validate(p));
+    FGL_RETURN_IF_ERROR(fl::CheckParamRanges(p));
     FGL_RETURN_IF_ERROR(CheckRounds(v, p, config));
     std::unique_ptr<fl::ServerAlgorithm> average;
     if (v.federated) {
@@ -313,7 +301,7 @@ fl::MethodFactories Factories(const Variant v) {
     }
     return std::unique_ptr<fl::ServerAlgorithm>(new MpaServer(std::move(average)));
   };
-  f.params = {fl::TypedParams(&Validate)};
+  f.params = {fl::TypedParams<FedMpaParams>()};
   return f;
 }
 

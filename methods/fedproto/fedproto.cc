@@ -67,18 +67,6 @@ class FedProtoServer final : public fl::ServerAlgorithm {
   std::vector<double> sizes_;
 };
 
-absl::Status Validate(const FedProtoParams& p) {
-  if (!std::isfinite(p.proto_weight()) || p.proto_weight() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("FedProtoParams.proto_weight must be finite and >= 0, not ", p.proto_weight()));
-  }
-  if (!(p.embedding_dropout() >= 0 && p.embedding_dropout() < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("FedProtoParams.embedding_dropout must be in [0, 1), not ", p.embedding_dropout()));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(std::shared_ptr<const fl::ClientData> data,
                                                                  const fl::MethodConfig& config) {
   FGL_ASSIGN_OR_RETURN(FedProtoParams params, fl::MethodParams<FedProtoParams>(config));
@@ -93,6 +81,6 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
 }  // namespace
 
 // Version 2: each client's model initialised from its own seed (version 1: one seed for all).
-FGL_REGISTER_METHOD("fedproto", MakeClient, MakeServer, {fl::TypedParams(&Validate)}, 2);
+FGL_REGISTER_METHOD("fedproto", MakeClient, MakeServer, {fl::TypedParams<FedProtoParams>()}, 2);
 
 }  // namespace fgl::methods::fedproto

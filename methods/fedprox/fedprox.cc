@@ -18,11 +18,6 @@ namespace {
 
 constexpr char kType[] = "fedprox.weights";
 
-absl::Status Validate(const FedProxParams& p) {
-  if (p.mu() < 0) return absl::InvalidArgumentError(absl::StrCat("fedprox.mu = ", p.mu(), ": must be >= 0"));
-  return absl::OkStatus();
-}
-
 class FedProxClient final : public fl::ModelClient {
  public:
   using ModelClient::ModelClient;
@@ -87,6 +82,6 @@ FGL_REGISTER_METHOD("fedprox", fl::ModelClient::Make<FedProxClient>,
                       FGL_ASSIGN_OR_RETURN(const FedProxParams p, fl::MethodParams<FedProxParams>(config));
                       return fl::MakeModelAverageServer(config, kType, {fl::WeightScalar(p.weighting())});
                     },
-                    {fl::TypedParams(&Validate)});
+                    {fl::TypedParams<FedProxParams>()});
 
 }  // namespace fgl::methods::fedprox

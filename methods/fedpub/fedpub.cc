@@ -42,12 +42,6 @@ std::pair<fl::NamedTensors, fl::NamedTensors> Split(const fl::NamedTensors& all)
   return out;
 }
 
-absl::Status Validate(const FedPubParams& p) {
-  if (!(p.l1() >= 0)) return absl::InvalidArgumentError(absl::StrCat("fedpub.l1 = ", p.l1(), ": must be >= 0"));
-  if (!(p.loc_l2() >= 0)) return absl::InvalidArgumentError(absl::StrCat("fedpub.loc_l2 = ", p.loc_l2(), ": must be >= 0"));
-  return absl::OkStatus();
-}
-
 class FedPubClient final : public fl::ModelClient {
  public:
   using ModelClient::ModelClient;
@@ -269,6 +263,6 @@ class FedPubServer final : public fl::ServerAlgorithm {
 }  // namespace
 
 FGL_REGISTER_METHOD("fedpub", fl::ModelClient::Make<FedPubClient>, FedPubServer::Create,
-                    {fl::TypedParams(&Validate)});
+                    {fl::TypedParams<FedPubParams>()});
 
 }  // namespace fgl::methods::fedpub

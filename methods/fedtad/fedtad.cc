@@ -27,29 +27,12 @@ namespace {
 constexpr char kReliability[] = "fedtad.reliability";
 constexpr char kBasePrepared[] = "fedtad.base_prepared";
 
+// The ranges are declared on FedTadParams' fields; knn is also bounded by num_pseudo.
 absl::Status Validate(const FedTadParams& p) {
-  auto bad = [](const char* field, const auto& value, const char* why) {
-    return absl::InvalidArgumentError(absl::StrCat("fedtad.", field, " = ", value, ": ", why));
-  };
-  if (!(p.reliability_noise() >= 0)) return bad("reliability_noise", p.reliability_noise(), "must be >= 0");
-  if (p.iterations() < 0) return bad("iterations", p.iterations(), "must be >= 0");
-  if (p.generator_steps() < 0) return bad("generator_steps", p.generator_steps(), "must be >= 0");
-  if (p.distill_steps() < 0) return bad("distill_steps", p.distill_steps(), "must be >= 0");
-  if (!(p.lambda_sem() >= 0)) return bad("lambda_sem", p.lambda_sem(), "must be >= 0");
-  if (!(p.lambda_div() >= 0)) return bad("lambda_div", p.lambda_div(), "must be >= 0");
-  if (!(p.self_loop_weight() >= 0)) return bad("self_loop_weight", p.self_loop_weight(), "must be >= 0");
-  if (p.num_pseudo() < 2) return bad("num_pseudo", p.num_pseudo(), "must be >= 2");
-  if (p.noise_dim() < 1) return bad("noise_dim", p.noise_dim(), "must be >= 1");
-  if (p.knn() < 1 || p.knn() > p.num_pseudo()) {
-    return bad("knn", p.knn(), absl::StrCat("must be in [1, num_pseudo = ", p.num_pseudo(), "]").c_str());
+  if (p.knn() > p.num_pseudo()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fedtad.knn = ", p.knn(), ": must be in [1, num_pseudo = ", p.num_pseudo(), "]"));
   }
-  if (p.walk_length() < 1) return bad("walk_length", p.walk_length(), "must be >= 1");
-  if (!(p.generator_lr() > 0)) return bad("generator_lr", p.generator_lr(), "must be > 0");
-  if (!(p.distill_lr() > 0)) return bad("distill_lr", p.distill_lr(), "must be > 0");
-  if (!(p.generator_weight_decay() >= 0)) {
-    return bad("generator_weight_decay", p.generator_weight_decay(), "must be >= 0");
-  }
-  if (!(p.distill_weight_decay() >= 0)) return bad("distill_weight_decay", p.distill_weight_decay(), "must be >= 0");
   return absl::OkStatus();
 }
 
@@ -219,6 +202,7 @@ absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> WrapClient(std::unique_ptr<
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> WrapServer(std::unique_ptr<fl::ServerAlgorithm> base,
                                                                  const fl::MethodConfig& config) {
   FGL_ASSIGN_OR_RETURN(const FedTadParams p, fl::MethodParams<FedTadParams>(config));
+  FGL_RETURN_IF_ERROR(fl::CheckParamRanges(p));
   FGL_RETURN_IF_ERROR(Validate(p));
   if (base->ExchangesPerRound() != 1) {
     // The plug-in distils what each FinishRound() produced: with several exchanges it would
@@ -248,7 +232,7 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> WrapServer(std::unique_ptr<
 
 }  // namespace
 
-FGL_REGISTER_PLUGIN("fedtad", WrapClient, WrapServer, {fl::TypedParams(&Validate)});
+FGL_REGISTER_PLUGIN("fedtad", WrapClient, WrapServer, {fl::TypedParams<FedTadParams>(&Validate)});
 
 // FedTAD as the paper runs it: FedAvg plus the plug-in (resolved when used, so registration
 // order does not matter).
@@ -263,6 +247,6 @@ FGL_REGISTER_METHOD(
       FGL_ASSIGN_OR_RETURN(fl::MethodFactories f, fl::FindMethod("fedavg+fedtad"));
       return f.server(config);
     },
-    {fl::TypedParams(&Validate)});
+    {fl::TypedParams<FedTadParams>(&Validate)});
 
 }  // namespace fgl::methods::fedtad

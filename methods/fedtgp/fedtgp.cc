@@ -133,23 +133,6 @@ class FedTgpServer final : public fl::ServerAlgorithm {
   std::vector<torch::Tensor> locals_, labels_;
 };
 
-absl::Status Validate(const FedTgpParams& p) {
-  if (!std::isfinite(p.proto_weight()) || p.proto_weight() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.proto_weight must be finite and >= 0, not ", p.proto_weight()));
-  }
-  if (!(p.embedding_dropout() >= 0 && p.embedding_dropout() < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.embedding_dropout must be in [0, 1), not ", p.embedding_dropout()));
-  }
-  if (p.server_epochs() < 1) return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.server_epochs must be >= 1, not ", p.server_epochs()));
-  if (!(p.server_lr() > 0) || !std::isfinite(p.server_lr())) {
-    return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.server_lr must be finite and > 0, not ", p.server_lr()));
-  }
-  if (!(p.margin_cap() >= 0) || !std::isfinite(p.margin_cap())) {
-    return absl::InvalidArgumentError(absl::StrCat("FedTgpParams.margin_cap must be finite and >= 0, not ", p.margin_cap()));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> MakeClient(std::shared_ptr<const fl::ClientData> data,
                                                                  const fl::MethodConfig& config) {
   FGL_ASSIGN_OR_RETURN(FedTgpParams params, fl::MethodParams<FedTgpParams>(config));
@@ -164,6 +147,6 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
 }  // namespace
 
 // Version 2: each client's model initialised from its own seed (version 1: one seed for all).
-FGL_REGISTER_METHOD("fedtgp", MakeClient, MakeServer, {fl::TypedParams(&Validate)}, 2);
+FGL_REGISTER_METHOD("fedtgp", MakeClient, MakeServer, {fl::TypedParams<FedTgpParams>()}, 2);
 
 }  // namespace fgl::methods::fedtgp

@@ -82,25 +82,10 @@ class FgsslClient final : public fl::ModelClient {
   std::unique_ptr<fl::LocalModel> teacher_;  // reloaded from the broadcast every round: no state
 };
 
-absl::Status Validate(const FgsslParams& p) {
-  for (const auto& [name, q] : {std::pair<const char*, double>{"weak_edge_drop", p.weak_edge_drop()},
-                                {"weak_feature_mask", p.weak_feature_mask()},
-                                {"strong_edge_drop", p.strong_edge_drop()},
-                                {"strong_feature_mask", p.strong_feature_mask()},
-                                {"embedding_dropout", p.embedding_dropout()}}) {
-    if (!(q >= 0 && q < 1)) return absl::InvalidArgumentError(absl::StrCat("FgsslParams.", name, " must be in [0, 1), not ", q));
-  }
-  if (!(p.edge_tau() > 0)) return absl::InvalidArgumentError(absl::StrCat("FgsslParams.edge_tau must be > 0, not ", p.edge_tau()));
-  if (!(p.edge_weight() >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("FgsslParams.edge_weight must be >= 0, not ", p.edge_weight()));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 FGL_REGISTER_METHOD("fgssl", FgsslClient::Make,
                     [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); },
-                    {fl::TypedParams(&Validate)}, 2);  // 2: the student's embedding after dropout
+                    {fl::TypedParams<FgsslParams>()}, 2);  // 2: the student's embedding after dropout
 
 }  // namespace fgl::methods::fgssl

@@ -139,26 +139,15 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
                                     {fl::WeightScalar(params.weighting())});
 }
 
+// The ranges are declared on FmlParams' fields.
 absl::Status Validate(const FmlParams& p) {
-  for (const auto& [name, w] : {std::pair<const char*, double>{"private_ce_weight", p.private_ce_weight()},
-                                {"meme_ce_weight", p.meme_ce_weight()}}) {
-    if (!(w >= 0 && w <= 1)) return absl::InvalidArgumentError(absl::StrCat("FmlParams.", name, " must be in [0, 1], not ", w));
-  }
   if (p.meme_model().empty()) return absl::InvalidArgumentError("FmlParams.meme_model is empty");
-  if (p.lr_decay_every() < 0 || p.lr_decay_stop() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("FmlParams.lr_decay_every (", p.lr_decay_every(),
-                                                   ") and lr_decay_stop (", p.lr_decay_stop(), ") must be >= 0"));
-  }
-  if (!(p.lr_decay_factor() > 0 && std::isfinite(p.lr_decay_factor()))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("FmlParams.lr_decay_factor must be positive and finite, not ", p.lr_decay_factor()));
-  }
   return absl::OkStatus();
 }
 
 }  // namespace
 
 // Version 2: each client's private model initialised from its own seed (version 1: one seed for all).
-FGL_REGISTER_METHOD("fml", MakeClient, MakeServer, {fl::TypedParams(&Validate)}, 2);
+FGL_REGISTER_METHOD("fml", MakeClient, MakeServer, {fl::TypedParams<FmlParams>(&Validate)}, 2);
 
 }  // namespace fgl::methods::fml

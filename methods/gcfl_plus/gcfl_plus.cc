@@ -32,14 +32,6 @@ namespace {
 constexpr char kType[] = "gcfl_plus.weights";
 constexpr char kGradNorm[] = "grad_norm";
 
-absl::Status Validate(const GcflPlusParams& p) {
-  if (!(p.eps1() >= 0)) return absl::InvalidArgumentError(absl::StrCat("gcfl_plus.eps1 = ", p.eps1(), ": must be >= 0"));
-  if (!(p.eps2() >= 0)) return absl::InvalidArgumentError(absl::StrCat("gcfl_plus.eps2 = ", p.eps2(), ": must be >= 0"));
-  if (p.seq_length() < 1) return absl::InvalidArgumentError(absl::StrCat("gcfl_plus.seq_length = ", p.seq_length(), ": must be >= 1"));
-  if (p.min_round() < 0) return absl::InvalidArgumentError(absl::StrCat("gcfl_plus.min_round = ", p.min_round(), ": must be >= 0"));
-  return absl::OkStatus();
-}
-
 class GcflPlusClient final : public fl::ModelClient {
  public:
   using ModelClient::ModelClient;
@@ -306,6 +298,6 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
 }  // namespace
 
 FGL_REGISTER_METHOD("gcfl_plus", fl::ModelClient::Make<GcflPlusClient>, GcflPlusServer::Create,
-                    {fl::TypedParams(&Validate)});
+                    {fl::TypedParams<GcflPlusParams>()});
 
 }  // namespace fgl::methods::gcfl_plus

@@ -184,18 +184,8 @@ class GraphFlServer final : public fl::ServerAlgorithm {
   std::unique_ptr<fl::WeightedMean> gradient_ = std::make_unique<fl::WeightedMean>();
 };
 
-absl::Status Validate(const GraphFlParams& p) {
-  if (p.support_nodes() < 1 || p.query_nodes() < 1 || p.support_nodes() > 10000000 || p.query_nodes() > 10000000) {
-    return absl::InvalidArgumentError("graphfl: support_nodes and query_nodes must be in [1, 1e7]");
-  }
-  if (!(p.meta_lr() >= 0) || !std::isfinite(p.meta_lr())) {
-    return absl::InvalidArgumentError(absl::StrCat("graphfl: meta_lr must be finite and >= 0, got ", p.meta_lr()));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
-FGL_REGISTER_METHOD("graphfl", GraphFlClient::Make, GraphFlServer::Make, {fl::TypedParams(&Validate)});
+FGL_REGISTER_METHOD("graphfl", GraphFlClient::Make, GraphFlServer::Make, {fl::TypedParams<GraphFlParams>()});
 
 }  // namespace fgl::methods::graphfl

@@ -19,15 +19,6 @@ namespace {
 constexpr char kType[] = "moon.weights";
 constexpr char kPrevious[] = "moon.previous_embedding";
 
-absl::Status Validate(const MoonParams& p) {
-  if (p.mu() < 0) return absl::InvalidArgumentError(absl::StrCat("moon.mu = ", p.mu(), ": must be >= 0"));
-  if (p.tau() <= 0) return absl::InvalidArgumentError(absl::StrCat("moon.tau = ", p.tau(), ": must be > 0"));
-  if (!(p.embedding_dropout() >= 0 && p.embedding_dropout() < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("moon.embedding_dropout = ", p.embedding_dropout(), ": must be in [0, 1)"));
-  }
-  return absl::OkStatus();
-}
-
 class MoonClient final : public fl::ModelClient {
  public:
   using ModelClient::ModelClient;
@@ -81,6 +72,6 @@ class MoonClient final : public fl::ModelClient {
 
 FGL_REGISTER_METHOD("moon", fl::ModelClient::Make<MoonClient>,
                     [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); },
-                    {fl::TypedParams(&Validate)});
+                    {fl::TypedParams<MoonParams>()});
 
 }  // namespace fgl::methods::moon
