@@ -18,6 +18,7 @@
 #include "fl/transport/client.h"
 #include "experiments/spec_options.h"
 #include "glog/logging.h"
+#include "experiments/transport_flags.h"
 #include "graph/io/file.h"
 #include "nn/cpu_kernels.h"
 #include "nn/memory.h"
@@ -79,6 +80,7 @@ absl::Status Main() {
   opt.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)};
   opt.threads = absl::GetFlag(FLAGS_threads);
   opt.reconnect_s = absl::GetFlag(FLAGS_reconnect_s);
+  if (opt.reconnect_s != 0) FGL_RETURN_IF_ERROR(CheckSeconds("reconnect_s", opt.reconnect_s));  // 0: no retry
   opt.chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
   opt.testonly_bad_shape_round = absl::GetFlag(FLAGS_testonly_bad_shape_round);
   opt.testonly_kill_after_round = absl::GetFlag(FLAGS_testonly_kill_after_round);

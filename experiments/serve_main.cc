@@ -94,6 +94,11 @@ absl::Status Main() {
   opt.testonly_kill_after_checkpoint = absl::GetFlag(FLAGS_testonly_kill_after_checkpoint);
   FGL_RETURN_IF_ERROR(CheckSeconds("join_timeout_s", opt.join_timeout_s));
   FGL_RETURN_IF_ERROR(CheckSeconds("round_deadline_s", opt.round_deadline_s));
+  FGL_RETURN_IF_ERROR(CheckSeconds("first_message_timeout_s", opt.first_message_timeout_s));
+  if (opt.max_unauthenticated_streams < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_unauthenticated_streams=", opt.max_unauthenticated_streams,
+                                                   ": must be >= 1"));
+  }
   FGL_RETURN_IF_ERROR(CheckClientCount("min_clients", opt.min_clients, run.spec.clients()));
   FGL_RETURN_IF_ERROR(CheckClientCount("min_clients_per_round", opt.min_clients_per_round, run.spec.clients()));
   if (!opt.tls.enabled() && !IsLoopback(opt.listen) && !absl::GetFlag(FLAGS_allow_insecure_remote)) {
