@@ -85,6 +85,80 @@ absl::StatusOr<std::vector<int64_t>> LouvainCommunities(int64_t num_nodes,
   return out;
 }
 
+absl::StatusOr<std::vector<int64_t>> LeidenCommunities(int64_t num_nodes,
+                                                       absl::Span<const int64_t> src,
+                                                       absl::Span<const int64_t> dst,
+                                                       double resolution, double beta,
+                                                       int iterations, uint64_t seed) {
+  if (src.size() != dst.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Leiden: src has ", src.size(), " entries, dst ", dst.size()));
+  }
+  if (num_nodes < 0) return absl::InvalidArgumentError("Leiden: negative num_nodes");
+  // Node weights are the degrees (modularity); a loop (u, u) adds 2, as igraph counts it.
+  std::vector<double> degree(num_nodes, 0.0);
+  for (size_t i = 0; i < src.size(); ++i) {
+    if (src[i] < 0 || src[i] >= num_nodes || dst[i] < 0 || dst[i] >= num_nodes) {
+      return absl::InvalidArgumentError(absl::StrCat("Leiden: edge ", i, " (", src[i], ", ",
+                                                     dst[i], ") out of range [0, ", num_nodes,
+                                                     ")"));
+    }
+    degree[src[i]] += 1;
+    degree[dst[i]] += 1;
+  }
+  if (!(resolution > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("Leiden: resolution ", resolution, " <= 0"));
+  }
+  if (!(beta > 0)) return absl::InvalidArgumentError(absl::StrCat("Leiden: beta ", beta, " <= 0"));
+  if (iterations < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("Leiden: iterations ", iterations, " < 1"));
+  }
+  std::vector<int64_t> out(num_nodes);
+  if (src.empty()) {
+    // No edges: every node is its own community (igraph would divide by 2E = 0).
+    for (int64_t v = 0; v < num_nodes; ++v) out[v] = v;
+    return out;
+  }
+  std::lock_guard<std::mutex> lock(IgraphMutex());
+  igraph_error_handler_t* old_handler = igraph_set_error_handler(igraph_error_handler_printignore);
+  struct RestoreHandler {
+    igraph_error_handler_t* h;
+    ~RestoreHandler() { igraph_set_error_handler(h); }
+  } restore{old_handler};
+  igraph_rng_seed(igraph_rng_default(), static_cast<igraph_uint_t>(seed));
+
+  igraph_t graph;
+  {  // The edge list is freed once the graph holds its own copy, before Leiden runs.
+    igraph_vector_int_t edges;
+    if (igraph_error_t e =
+            igraph_vector_int_init(&edges, 2 * static_cast<igraph_integer_t>(src.size())))
+      return IgraphError(e, "vector init");
+    IgraphGuard<igraph_vector_int_t, igraph_vector_int_destroy> edges_guard{&edges};
+    for (size_t i = 0; i < src.size(); ++i) {
+      VECTOR(edges)[2 * i] = src[i];
+      VECTOR(edges)[2 * i + 1] = dst[i];
+    }
+    if (igraph_error_t e = igraph_create(&graph, &edges, num_nodes, IGRAPH_UNDIRECTED))
+      return IgraphError(e, "create");
+  }
+  IgraphGuard<igraph_t, igraph_destroy> graph_guard{&graph};
+  igraph_vector_t node_weights;
+  igraph_vector_view(&node_weights, degree.data(), num_nodes);
+  // start = false: igraph starts from singletons and only sizes `membership`.
+  igraph_vector_int_t membership;
+  if (igraph_error_t e = igraph_vector_int_init(&membership, num_nodes))
+    return IgraphError(e, "vector init");
+  IgraphGuard<igraph_vector_int_t, igraph_vector_int_destroy> membership_guard{&membership};
+  const double two_m = 2.0 * static_cast<double>(src.size());
+  if (igraph_error_t e = igraph_community_leiden(
+          &graph, /*edge_weights=*/nullptr, &node_weights, resolution / two_m, beta,
+          /*start=*/false, iterations, &membership, /*nb_clusters=*/nullptr, /*quality=*/nullptr)) {
+    return IgraphError(e, "community_leiden");
+  }
+  for (int64_t v = 0; v < num_nodes; ++v) out[v] = VECTOR(membership)[v];
+  return out;
+}
+
 absl::StatusOr<std::vector<int64_t>> MetisParts(absl::Span<const int64_t> row_ptr,
                                                 absl::Span<const int64_t> col, int num_parts,
                                                 bool recursive_bisection, uint64_t seed) {

@@ -137,9 +137,8 @@ void ClassCoverageFix(const Dataset& dataset, Partition& p) {
 
 }  // namespace
 
-absl::StatusOr<Partition> LouvainPartitioner::Run(const Dataset& dataset, int num_clients,
-                                                  uint64_t seed) const {
-  if (auto s = CheckClientCount(dataset, num_clients, "louvain"); !s.ok()) return s;
+absl::StatusOr<std::vector<int64_t>> LouvainPartitioner::Communities(const Dataset& dataset,
+                                                                     uint64_t seed) const {
   const CsrGraph& g = dataset.graph;
   std::vector<int64_t> src, dst;
   src.reserve(g.num_undirected_edges());
@@ -149,8 +148,19 @@ absl::StatusOr<Partition> LouvainPartitioner::Run(const Dataset& dataset, int nu
       if (u < v) src.push_back(u), dst.push_back(v);
     }
   }
-  auto community = third_party::LouvainCommunities(g.num_nodes(), src, dst, options_.resolution,
-                                                   Rng::Derive(seed, "louvain"));
+  if (options_.algorithm == CommunityAlgorithm::kLeiden) {
+    return third_party::LeidenCommunities(g.num_nodes(), src, dst, options_.resolution,
+                                          options_.leiden_beta, options_.leiden_iterations,
+                                          Rng::Derive(seed, "leiden"));
+  }
+  return third_party::LouvainCommunities(g.num_nodes(), src, dst, options_.resolution,
+                                         Rng::Derive(seed, "louvain"));
+}
+
+absl::StatusOr<Partition> LouvainPartitioner::Run(const Dataset& dataset, int num_clients,
+                                                  uint64_t seed) const {
+  if (auto s = CheckClientCount(dataset, num_clients, "louvain"); !s.ok()) return s;
+  auto community = Communities(dataset, seed);
   if (!community.ok()) return community.status();
   auto packed = PackCommunities(*community, num_clients, options_.delta, options_.rebalance);
   if (!packed.ok()) return packed.status();
@@ -159,9 +169,16 @@ absl::StatusOr<Partition> LouvainPartitioner::Run(const Dataset& dataset, int nu
 }
 
 std::string LouvainPartitioner::Fingerprint() const {
+  // The multilevel fingerprint is the one every cached partition and record was made under;
+  // Leiden's options are appended only when Leiden is chosen.
+  std::string leiden;
+  if (options_.algorithm == CommunityAlgorithm::kLeiden) {
+    leiden = absl::StrCat(",algorithm=leiden,beta=", options_.leiden_beta,
+                          ",iterations=", options_.leiden_iterations);
+  }
   return absl::StrCat("louvain(resolution=", options_.resolution, ",delta=", options_.delta,
                       ",rebalance=", options_.rebalance,
-                      ",class_coverage_fix=", options_.class_coverage_fix, ")");
+                      ",class_coverage_fix=", options_.class_coverage_fix, leiden, ")");
 }
 
 }  // namespace fgl::graph

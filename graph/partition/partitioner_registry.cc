@@ -1,5 +1,7 @@
 #include "graph/partition/partitioner_registry.h"
 
+#include <limits>
+
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -25,6 +27,31 @@ absl::StatusOr<std::unique_ptr<Partitioner>> Build(OptionString& o) {
     opt.delta = static_cast<int>(delta);
     FGL_ASSIGN_OR_RETURN(opt.rebalance, o.Bool("rebalance", opt.rebalance));
     FGL_ASSIGN_OR_RETURN(opt.class_coverage_fix, o.Bool("class_coverage_fix", false));
+    const std::string algorithm = o.String("algorithm", "multilevel");
+    if (algorithm == "leiden") {
+      opt.algorithm = CommunityAlgorithm::kLeiden;
+    } else if (algorithm != "multilevel") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "louvain: algorithm '", algorithm, "' in '", o.text(), "'; known: multilevel, leiden"));
+    }
+    // Leiden's own options are refused with multilevel rather than silently ignored.
+    constexpr double kUnsetBeta = -std::numeric_limits<double>::infinity();
+    constexpr int64_t kUnsetIterations = std::numeric_limits<int64_t>::min();
+    FGL_ASSIGN_OR_RETURN(double beta, o.Double("beta", kUnsetBeta));
+    FGL_ASSIGN_OR_RETURN(int64_t iterations, o.Int("iterations", kUnsetIterations));
+    const bool beta_set = beta != kUnsetBeta, iterations_set = iterations != kUnsetIterations;
+    if (opt.algorithm != CommunityAlgorithm::kLeiden && (beta_set || iterations_set)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("louvain: beta and iterations need algorithm=leiden in '", o.text(), "'"));
+    }
+    if (beta_set) opt.leiden_beta = beta;
+    if (iterations_set) {
+      if (iterations < 1 || iterations > std::numeric_limits<int>::max()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("louvain: iterations must be >= 1 in '", o.text(), "'"));
+      }
+      opt.leiden_iterations = static_cast<int>(iterations);
+    }
     return std::make_unique<LouvainPartitioner>(opt);
   }
   if (name == "metis") {

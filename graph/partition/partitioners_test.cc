@@ -68,6 +68,91 @@ TEST(LouvainPartitionerTest, BalancedWithinDeltaWhenCommunitiesAreSmall) {
   }
 }
 
+TEST(LouvainPartitionerTest, LeidenSeparatesTwoTrianglesDeterministically) {
+  const Dataset d = testing::TinyDataset(testing::TwoTrianglesJoinedByOneEdge(), 2);
+  LouvainPartitioner leiden(LouvainOptions{
+      .resolution = 1.0, .delta = 0, .algorithm = CommunityAlgorithm::kLeiden});
+  ASSERT_OK_AND_ASSIGN(Partition a, leiden.Run(d, 2, 7));
+  ASSERT_OK_AND_ASSIGN(Partition b, leiden.Run(d, 2, 7));
+  EXPECT_EQ(a.clients, b.clients);
+  ExpectCoversOnce(a, 6);
+  std::vector<int64_t> first = a.clients[0];
+  std::sort(first.begin(), first.end());
+  EXPECT_TRUE(first == (std::vector<int64_t>{0, 1, 2}) || first == (std::vector<int64_t>{3, 4, 5}))
+      << "client 0 holds " << first.size() << " nodes, not one triangle";
+}
+
+// `louvain:algorithm=leiden` only swaps the community detection: its clients are exactly
+// PackCommunities of Leiden's communities (the multilevel path's packing), so they obey the same
+// invariants: K clients, every node once, N/K ± delta when communities are small, one partition
+// per seed.
+TEST(LouvainPartitionerTest, LeidenPacksClientsAsMultilevelDoes) {
+  CsbmOptions o;
+  o.num_nodes = 3000;
+  o.num_classes = 60;
+  o.homophily = 0.95;
+  ASSERT_OK_AND_ASSIGN(const Dataset d, MakeCsbm(o, 4));
+  const LouvainPartitioner leiden(LouvainOptions{.algorithm = CommunityAlgorithm::kLeiden});
+  const LouvainPartitioner multilevel;
+  for (int k : {5, 10, 20}) {
+    ASSERT_OK_AND_ASSIGN(auto spec, MakePartitioner("louvain:algorithm=leiden"));
+    ASSERT_OK_AND_ASSIGN(Partition part, spec->Run(d, k, 2024));
+    ASSERT_EQ(part.num_clients(), k);
+    ExpectCoversOnce(part, 3000);
+    EXPECT_OK(ValidatePartition(part, 3000, /*disjoint=*/true));
+    for (const auto& c : part.clients) {
+      EXPECT_LE(std::abs(static_cast<int64_t>(c.size()) - 3000 / k), 20) << "K=" << k;
+    }
+    ASSERT_OK_AND_ASSIGN(Partition again, spec->Run(d, k, 2024));
+    EXPECT_EQ(part.clients, again.clients) << "K=" << k;
+    // The same packing as the multilevel path, applied to Leiden's communities.
+    ASSERT_OK_AND_ASSIGN(std::vector<int64_t> communities, leiden.Communities(d, 2024));
+    ASSERT_OK_AND_ASSIGN(Partition packed, PackCommunities(communities, k, 20, true));
+    EXPECT_EQ(part.clients, packed.clients) << "K=" << k;
+    ASSERT_OK_AND_ASSIGN(std::vector<int64_t> ml_communities, multilevel.Communities(d, 2024));
+    ASSERT_OK_AND_ASSIGN(Partition ml_packed, PackCommunities(ml_communities, k, 20, true));
+    ASSERT_OK_AND_ASSIGN(Partition ml, multilevel.Run(d, k, 2024));
+    EXPECT_EQ(ml.clients, ml_packed.clients) << "K=" << k;
+  }
+  // The seed reaches igraph's RNG: some other seed gives other communities.
+  ASSERT_OK_AND_ASSIGN(std::vector<int64_t> c1, leiden.Communities(d, 1));
+  bool differs = false;
+  for (uint64_t seed = 2; seed < 6 && !differs; ++seed) {
+    ASSERT_OK_AND_ASSIGN(std::vector<int64_t> c, leiden.Communities(d, seed));
+    differs = c != c1;
+  }
+  EXPECT_TRUE(differs);
+}
+
+// Multilevel specs keep the fingerprint (the cache key and the run records' protocol) they had
+// before Leiden existed; Leiden's options appear only with algorithm=leiden.
+TEST(LouvainPartitionerTest, FingerprintChangesOnlyForLeiden) {
+  for (const std::string spec : {"louvain", "louvain:algorithm=multilevel"}) {
+    ASSERT_OK_AND_ASSIGN(auto p, MakePartitioner(spec));
+    EXPECT_EQ(p->Fingerprint(), "louvain(resolution=1,delta=20,rebalance=1,class_coverage_fix=0)");
+  }
+  ASSERT_OK_AND_ASSIGN(auto fix,
+                       MakePartitioner("louvain:class_coverage_fix=true,rebalance=false"));
+  EXPECT_EQ(fix->Fingerprint(), "louvain(resolution=1,delta=20,rebalance=0,class_coverage_fix=1)");
+  ASSERT_OK_AND_ASSIGN(auto leiden, MakePartitioner("louvain:algorithm=leiden"));
+  EXPECT_EQ(leiden->Fingerprint(),
+            "louvain(resolution=1,delta=20,rebalance=1,class_coverage_fix=0,algorithm=leiden,"
+            "beta=0.01,iterations=2)");
+  ASSERT_OK_AND_ASSIGN(auto tuned,
+                       MakePartitioner("louvain:algorithm=leiden,resolution=0.5,iterations=3"));
+  EXPECT_EQ(tuned->Fingerprint(),
+            "louvain(resolution=0.5,delta=20,rebalance=1,class_coverage_fix=0,algorithm=leiden,"
+            "beta=0.01,iterations=3)");
+  EXPECT_THAT(MakePartitioner("louvain:algorithm=infomap"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("infomap")));
+  EXPECT_THAT(MakePartitioner("louvain:iterations=3"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("algorithm=leiden")));
+  for (const std::string bad : {"0", "-1"}) {
+    EXPECT_THAT(MakePartitioner("louvain:algorithm=leiden,iterations=" + bad),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(">= 1")));
+  }
+}
+
 TEST(PackCommunitiesTest, CutsLargeGroupsAndDealsLargestFirst) {
   // 12 nodes, communities {0..7} (8 nodes) and {8..11}; K = 3, delta = 1:
   // group_len_max = 12/3 - 1 = 3 -> groups [0,1,2] [8,9,10] [3,4,5] [11] [6,7] ... sizes <= 3.
