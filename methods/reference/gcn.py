@@ -3,6 +3,7 @@ GCNConv(F -> hid) -> ReLU -> [embedding] -> dropout -> GCNConv(hid -> C)."""
 import os
 import sys
 
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -33,3 +34,25 @@ class GCN(nn.Module):
         embedding = F.relu(self.conv1(x, edge_index))
         h = F.dropout(embedding, p=self.dropout, training=self.training)
         return embedding, self.conv2(h, edge_index)
+
+
+def evaluate_clients(models, subgraphs):
+    """Accuracy (%) of each client's model (forward -> (embedding, logits)) on its own subgraph, in
+    eval mode: per client 'acc_train' / 'acc_val' / 'acc_test'; overall 'val' / 'test' as
+    node-count-weighted means and '*_unweighted' as plain means over clients."""
+    clients = []
+    for model, g in zip(models, subgraphs):
+        model.eval()
+        with torch.no_grad():
+            pred = model(g.x, g.edge_index)[1].argmax(dim=1)
+        r = {}
+        for split, mask in (('train', g.train_idx), ('val', g.val_idx), ('test', g.test_idx)):
+            count = int(mask.sum())
+            r['acc_' + split] = 100.0 * int((pred[mask] == g.y[mask]).sum()) / count if count else 0.0
+        clients.append(r)
+    n = [g.x.size(0) for g in subgraphs]
+    out = {'clients': clients}
+    for split in ('val', 'test'):
+        out[split] = sum(n[k] * clients[k]['acc_' + split] for k in range(len(clients))) / sum(n)
+        out[split + '_unweighted'] = sum(c['acc_' + split] for c in clients) / len(clients)
+    return out

@@ -74,6 +74,36 @@ def gcn_state(trace, prefix, names=None):
     return state
 
 
+def optimizer_state(optimizer, model):
+    """The port's optimiser state under our names: {'momentum_buffer' | 'exp_avg' | 'exp_avg_sq' |
+    'step': {our parameter name: tensor in our layout}} (parameters not stepped yet are absent)."""
+    ours_of = {theirs: (ours, transpose) for ours, (theirs, transpose) in GCN_NAMES.items()}
+    out = {}
+    for name, p in model.named_parameters():
+        ours, transpose = ours_of[name]
+        for key, value in optimizer.state.get(p, {}).items():
+            value = torch.as_tensor(value, dtype=torch.float32)
+            out.setdefault(key, {})[ours] = value.t() if transpose and value.dim() == 2 else value
+    return out
+
+
+def our_optimizer_state(trace, prefix, shared):
+    """Our optimiser state in a trace's client state (fl::LocalModel::AddState; with `shared`, the
+    model under fl::MutualClient's "shared." prefix: FML's meme, FedKD's mentee), keyed as
+    optimizer_state()."""
+    p = 'shared.' if shared else ''
+    out = {}
+    for ours in GCN_NAMES:
+        for opt, key in (('sgd', 'momentum_buffer'), ('adam', 'exp_avg'), ('adam', 'exp_avg_sq')):
+            k = f'{prefix}/{p}{opt}.{key}.{p}{ours}'
+            if k in trace:
+                out.setdefault(key, {})[ours] = torch.from_numpy(trace[k])
+        k = f'{prefix}/scalar/{p}adam.step.{p}{ours}'
+        if k in trace:
+            out.setdefault('step', {})[ours] = torch.tensor(float(trace[k]))
+    return out
+
+
 def max_difference(ours, theirs):
     """The largest |ours - theirs| over the tensors of `theirs`."""
     return max(float((ours[k] - theirs[k]).abs().max()) for k in theirs)

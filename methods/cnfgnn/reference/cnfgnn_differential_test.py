@@ -12,7 +12,6 @@ user without features and a feature no user has (node_level_trace.write_dataset)
 """
 import os
 import sys
-import tempfile
 import unittest
 
 import torch
@@ -38,22 +37,11 @@ CONFIGS = {
 }
 
 
-class DifferentialTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        nlt.write_dataset(cls.tmp.name)
-        cls.traces = {}
-        for name, (model, p, lr, params, _) in CONFIGS.items():
-            text = nlt.spec(cls.tmp.name, 'cnfgnn', model.format(p=p), params, lr, ROUNDS)
-            cls.traces[name] = nlt.run(cls.tmp.name, name, text)
-        cls.worst = {}
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-        print('CNFGNN: largest difference over all configurations: '
-              f'{max(cls.worst.values()) if cls.worst else 0.0:.2e}')
+class DifferentialTest(nlt.TracedRunsTest):
+    METHOD = 'cnfgnn'
+    LABEL = 'CNFGNN'
+    CONFIGS = CONFIGS
+    ROUNDS = ROUNDS
 
     def check(self, name):
         model, p, lr, _, user_decay = CONFIGS[name]

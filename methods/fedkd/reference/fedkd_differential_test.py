@@ -25,7 +25,8 @@ import torch
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
 from methods.fedkd.reference import fedkd_reference as ref  # noqa: E402
 from methods.reference import trace as trace_io  # noqa: E402
-from methods.reference.trace import GCN_NAMES, Subgraph, gcn_state, max_difference  # noqa: E402
+from methods.reference.trace import (GCN_NAMES, Subgraph, gcn_state, max_difference,  # noqa: E402
+                                     optimizer_state, our_optimizer_state)
 
 TOLERANCE = 1e-5
 ROUNDS = 3
@@ -42,35 +43,6 @@ def run_trace(name, lr, weight_decay, epochs, mentor_hidden, out_dir):
             f'mentee_model: "gcn:layers=2,hidden={mentor_hidden},dropout=0" loss: AUTHORS_CODE weighting: UNIFORM '
             '} }')
     return trace_io.run_trace(spec, os.path.join(out_dir, f'{name}.npz'))
-
-
-def adam_state(optimizer, model):
-    """The port's Adam state of `model`'s parameters under our names: {'exp_avg' | 'exp_avg_sq' | 'step':
-    {our parameter name: tensor in our layout}}."""
-    ours_of = {theirs: (ours, transpose) for ours, (theirs, transpose) in GCN_NAMES.items()}
-    out = {}
-    for name, p in model.named_parameters():
-        ours, transpose = ours_of[name]
-        for key, value in optimizer.state.get(p, {}).items():
-            value = torch.as_tensor(value, dtype=torch.float32)
-            out.setdefault(key, {})[ours] = value.t() if transpose and value.dim() == 2 else value
-    return out
-
-
-def our_adam_state(trace, prefix, shared):
-    """Our Adam state in a trace's client state (fl::LocalModel::AddState; the mentee's under
-    fl::MutualClient's "shared." prefix), keyed as adam_state()."""
-    p = 'shared.' if shared else ''
-    out = {}
-    for ours in GCN_NAMES:
-        for key in ('exp_avg', 'exp_avg_sq'):
-            k = f'{prefix}/{p}adam.{key}.{p}{ours}'
-            if k in trace:
-                out.setdefault(key, {})[ours] = torch.from_numpy(trace[k])
-        k = f'{prefix}/scalar/{p}adam.step.{p}{ours}'
-        if k in trace:
-            out.setdefault('step', {})[ours] = torch.tensor(float(trace[k]))
-    return out
 
 
 class DifferentialTest(unittest.TestCase):
@@ -113,8 +85,8 @@ class DifferentialTest(unittest.TestCase):
                 d_mentor = max_difference(gcn_state(trace, state), got['mentor'][k])
                 d_opt = 0.0
                 for model, shared in ((reference.mentors[k], False), (reference.mentees[k], True)):
-                    theirs = adam_state(reference.optimizers[k], model)
-                    ours = our_adam_state(trace, state, shared)
+                    theirs = optimizer_state(reference.optimizers[k], model)
+                    ours = our_optimizer_state(trace, state, shared)
                     self.assertEqual(sorted(ours), sorted(theirs), f'{name} round {r} client {k}: Adam state kinds')
                     for key in theirs:
                         self.assertEqual(sorted(ours[key]), sorted(theirs[key]))

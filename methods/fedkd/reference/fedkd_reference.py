@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 
 
 # The graph adaptation (methods/reference/gcn.py).
-from methods.reference.gcn import GCN  # noqa: E402,F401
+from methods.reference.gcn import GCN, evaluate_clients  # noqa: E402,F401
 
 
 # wuch15/FedKD@9b9e63f model_bert.py:468-470
@@ -292,20 +292,4 @@ class FedKdReference:
         """Accuracy (%) of each client's mentor (which='mentor': upstream's test() scores with
         teacher_bert_models, run.py:366; FedGKC reports it) or mentee on its own subgraph, eval mode.
         'val' / 'test': node-count-weighted means; '*_unweighted': plain means (graph adaptation)."""
-        clients = []
-        for k, g in enumerate(self.subgraphs):
-            model = self.mentors[k] if which == 'mentor' else self.mentees[k]
-            model.eval()
-            with torch.no_grad():
-                pred = model(g.x, g.edge_index)[1].argmax(dim=1)
-            r = {}
-            for split, mask in (('train', g.train_idx), ('val', g.val_idx), ('test', g.test_idx)):
-                count = int(mask.sum())
-                r['acc_' + split] = 100.0 * int((pred[mask] == g.y[mask]).sum()) / count if count else 0.0
-            clients.append(r)
-        n = [g.x.size(0) for g in self.subgraphs]
-        out = {'clients': clients}
-        for split in ('val', 'test'):
-            out[split] = sum(n[k] * clients[k]['acc_' + split] for k in range(self.num_clients)) / sum(n)
-            out[split + '_unweighted'] = sum(c['acc_' + split] for c in clients) / self.num_clients
-        return out
+        return evaluate_clients(self.mentors if which == 'mentor' else self.mentees, self.subgraphs)

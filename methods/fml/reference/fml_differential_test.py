@@ -21,7 +21,8 @@ import torch
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
 from methods.fml.reference import fml_reference as ref  # noqa: E402
 from methods.reference import trace as trace_io  # noqa: E402
-from methods.reference.trace import GCN_NAMES, Subgraph, gcn_state, max_difference  # noqa: E402
+from methods.reference.trace import (GCN_NAMES, Subgraph, gcn_state, max_difference,  # noqa: E402
+                                     optimizer_state, our_optimizer_state)
 
 TOLERANCE = 1e-5
 ROUNDS = 4
@@ -37,35 +38,6 @@ def run_trace(name, optimizer, lr, weight_decay, epochs, params, out_dir):
             'meme_model: "gcn:layers=2,hidden=64,dropout=0" weighting: UNIFORM fresh_meme_optimizer: true '
             f'{params} }} }}')
     return trace_io.run_trace(spec, os.path.join(out_dir, f'{name}.npz'))
-
-
-def optimizer_state(optimizer, model):
-    """The port's optimiser state under our names: {'momentum_buffer' | 'exp_avg' | 'exp_avg_sq' |
-    'step': {our parameter name: tensor in our layout}} (parameters not stepped yet are absent)."""
-    ours_of = {theirs: (ours, transpose) for ours, (theirs, transpose) in GCN_NAMES.items()}
-    out = {}
-    for name, p in model.named_parameters():
-        ours, transpose = ours_of[name]
-        for key, value in optimizer.state.get(p, {}).items():
-            value = torch.as_tensor(value, dtype=torch.float32)
-            out.setdefault(key, {})[ours] = value.t() if transpose and value.dim() == 2 else value
-    return out
-
-
-def our_optimizer_state(trace, prefix, shared):
-    """Our optimiser state in a trace's client state (fl::LocalModel::AddState under fl::MutualClient's
-    "shared." prefix for the meme), keyed as optimizer_state()."""
-    p = 'shared.' if shared else ''
-    out = {}
-    for ours in GCN_NAMES:
-        for opt, key in (('sgd', 'momentum_buffer'), ('adam', 'exp_avg'), ('adam', 'exp_avg_sq')):
-            k = f'{prefix}/{p}{opt}.{key}.{p}{ours}'
-            if k in trace:
-                out.setdefault(key, {})[ours] = torch.from_numpy(trace[k])
-        k = f'{prefix}/scalar/{p}adam.step.{p}{ours}'
-        if k in trace:
-            out.setdefault('step', {})[ours] = torch.tensor(float(trace[k]))
-    return out
 
 
 class DifferentialTest(unittest.TestCase):

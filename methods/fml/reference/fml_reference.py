@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 
 
 # The graph adaptation (methods/reference/gcn.py).
-from methods.reference.gcn import GCN  # noqa: E402,F401
+from methods.reference.gcn import GCN, evaluate_clients  # noqa: E402,F401
 
 
 # ZJU-DAI/Federated-Mutual-Learning@b547bbf Trainer.py:4-7
@@ -213,20 +213,5 @@ class FmlReference:
         the server meme (which='global') on the client's own subgraph, eval mode. 'val' / 'test':
         node-count-weighted means over clients; '*_unweighted' plain means. Upstream's Recorder
         validates on image test sets; this evaluation is the graph adaptation's."""
-        clients = []
-        for k, g in enumerate(self.subgraphs):
-            model = self.locals[k] if which == 'local' else self.global_model
-            model.eval()
-            with torch.no_grad():
-                pred = model(g.x, g.edge_index)[1].argmax(dim=1)
-            r = {}
-            for split, mask in (('train', g.train_idx), ('val', g.val_idx), ('test', g.test_idx)):
-                count = int(mask.sum())
-                r['acc_' + split] = 100.0 * int((pred[mask] == g.y[mask]).sum()) / count if count else 0.0
-            clients.append(r)
-        n = [g.x.size(0) for g in self.subgraphs]
-        out = {'clients': clients}
-        for split in ('val', 'test'):
-            out[split] = sum(n[k] * clients[k]['acc_' + split] for k in range(self.num_clients)) / sum(n)
-            out[split + '_unweighted'] = sum(c['acc_' + split] for c in clients) / self.num_clients
-        return out
+        models = self.locals if which == 'local' else [self.global_model] * len(self.subgraphs)
+        return evaluate_clients(models, self.subgraphs)

@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 
 
 # The graph adaptation (methods/reference/gcn.py).
-from methods.reference.gcn import GCN  # noqa: E402
+from methods.reference.gcn import GCN, evaluate_clients  # noqa: E402
 
 # Its layers, input first: the graph counterpart of @7af0568 models/Nets.py:22-27.
 GCN_WEIGHT_KEYS = [['conv1.lin.weight', 'conv1.bias'],
@@ -182,19 +182,4 @@ class LgFedAvgReference:
         """Accuracy (%) of each client's model (private layers + shared layers) on its own subgraph,
         eval mode. 'val' / 'test': node-count-weighted means; '*_unweighted': plain means (upstream
         test_img_local_all reports the plain mean over users, models/test.py:91-104)."""
-        clients = []
-        for net, g in zip(self.net_local_list, self.subgraphs):
-            net.eval()
-            with torch.no_grad():
-                pred = net(g.x, g.edge_index)[1].argmax(dim=1)
-            r = {}
-            for split, mask in (('train', g.train_idx), ('val', g.val_idx), ('test', g.test_idx)):
-                count = int(mask.sum())
-                r['acc_' + split] = 100.0 * int((pred[mask] == g.y[mask]).sum()) / count if count else 0.0
-            clients.append(r)
-        n = [g.x.size(0) for g in self.subgraphs]
-        out = {'clients': clients}
-        for split in ('val', 'test'):
-            out[split] = sum(n[k] * clients[k]['acc_' + split] for k in range(self.num_users)) / sum(n)
-            out[split + '_unweighted'] = sum(c['acc_' + split] for c in clients) / self.num_users
-        return out
+        return evaluate_clients(self.net_local_list, self.subgraphs)

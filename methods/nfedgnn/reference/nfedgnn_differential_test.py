@@ -12,7 +12,6 @@ unreached users are exercised.
 """
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
@@ -43,22 +42,11 @@ CONFIGS = {
 }
 
 
-class DifferentialTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        nlt.write_dataset(cls.tmp.name)
-        cls.traces = {}
-        for name, (model, p, lr, params, _) in CONFIGS.items():
-            text = nlt.spec(cls.tmp.name, 'nfedgnn', model.format(p=p), params, lr, ROUNDS)
-            cls.traces[name] = nlt.run(cls.tmp.name, name, text)
-        cls.worst = {}
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-        print('nFedGNN: largest difference over all configurations: '
-              f'{max(cls.worst.values()) if cls.worst else 0.0:.2e}')
+class DifferentialTest(nlt.TracedRunsTest):
+    METHOD = 'nfedgnn'
+    LABEL = 'nFedGNN'
+    CONFIGS = CONFIGS
+    ROUNDS = ROUNDS
 
     def oracle(self, name):
         model, p, lr, _, options = CONFIGS[name]

@@ -9,6 +9,8 @@ compared (CNFGNN's users without feature r share one "background" Adam state per
 compared with every such user's).
 """
 import os
+import tempfile
+import unittest
 
 import numpy as np
 import torch
@@ -231,3 +233,28 @@ def check_round(rec, trace, r, out):
             rec.check(r, 'server adam', moments[m], out['server_adam'][k][m])
         rec.test.assertEqual(moments['step'], out['server_adam'][k]['step'])
     rec.check(r, 'eval logits', trace.tensor(p + 'eval_logits'), out['eval']['logits'])
+
+
+class TracedRunsTest(unittest.TestCase):
+    """Runs our METHOD once per entry of CONFIGS (name -> (model spec with {p}, dropout, lr, params
+    text, ...)) on the written test graph before the tests, and prints the largest difference the
+    tests put in `worst`."""
+    METHOD = ''
+    LABEL = ''
+    CONFIGS = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        write_dataset(cls.tmp.name)
+        cls.traces = {}
+        for name, (model, p, lr, params, _) in cls.CONFIGS.items():
+            text = spec(cls.tmp.name, cls.METHOD, model.format(p=p), params, lr, cls.ROUNDS)
+            cls.traces[name] = run(cls.tmp.name, name, text)
+        cls.worst = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+        print(f'{cls.LABEL}: largest difference over all configurations: '
+              f'{max(cls.worst.values()) if cls.worst else 0.0:.2e}')
