@@ -3,6 +3,10 @@
 # in fl or nn). Only a method's test may include another method's params (*.pb.h), to compose a
 # plug-in with it ("fedprox+fedtad"). methods/testing and methods/reference exist to drive every
 # method and are exempt, as are methods/*.cc (the fingerprint tests over all methods).
+# Also: a method's typed params are unpacked once, in its factory, and kept as a member
+# (methods/fedgkc/fedgkc.cc); a non-test method source that unpacks a stored config,
+# MethodParams<P>(config_) (any member: a name ending in "_"), would redo it every round and keep
+# an error path that can no longer fire. Each is refused naming file:line.
 # Usage: check_method_includes.sh [ROOT] (the directory holding methods/; default: the repository).
 set -uo pipefail
 root="${1:-$(dirname "$0")/..}"
@@ -22,4 +26,24 @@ for dir in "$root"/methods/*/; do
   done < <(find "$dir" \( -name '*.h' -o -name '*.cc' \) -print0)
 done
 [[ $status -eq 0 ]] && echo "layering: ok (no method includes another method)"
+params_status=0
+for dir in "$root"/methods/*/; do
+  pkg="$(basename "$dir")"
+  [[ "$pkg" == testing || "$pkg" == reference ]] && continue
+  while IFS= read -r -d '' file; do
+    [[ "$file" == *_test.cc ]] && continue
+    # The whole file at once, so that a call broken across lines is seen too; the line is the
+    # call's first.
+    hits="$(perl -0777 -ne 'while (/MethodParams\s*<[^;()]*?>\s*\(\s*(?:this\s*->\s*)?([A-Za-z_]\w*_)\s*\)/g) {
+                               print 1 + (substr($_, 0, $-[0]) =~ tr/\n//), " $1\n" }' "$file")"
+    while read -r line member; do
+      [[ -n "$line" ]] || continue
+      echo "params: ${file#"$root"/}:$line unpacks the stored $member (MethodParams<...>($member)) in a" \
+           "member function; unpack once in the factory and keep the params as a member"
+      params_status=1
+    done <<<"$hits"
+  done < <(find "$dir" \( -name '*.h' -o -name '*.cc' \) -print0)
+done
+[[ $params_status -eq 0 ]] && echo "params: ok (no method unpacks a stored config)"
+[[ $params_status -eq 0 ]] || status=1
 exit $status

@@ -35,6 +35,7 @@
 #include "experiments/rounds_log.h"
 #include "experiments/spec.h"
 #include "fl/federation_setup.h"
+#include "fl/phase_profile.h"
 #include "fl/proto/checkpoint.pb.h"
 #include "fl/proto_json.h"
 #include "fl/simulator.h"
@@ -59,6 +60,9 @@ ABSL_FLAG(int, checkpoint_every, 0, "Write a checkpoint every this many rounds; 
 ABSL_FLAG(double, checkpoint_minutes, 0,
           "Also write one after any round that ends at least this many minutes after the last (or the start); "
           "0 never.");
+ABSL_FLAG(bool, profile, false,
+          "Print where the process's time went, by phase (start-up, load, partition, rounds, output), to stderr "
+          "as a Markdown table (fl/phase_profile.h).");
 ABSL_FLAG(bool, resume, false,
           "Continue from --checkpoint_dir/checkpoint.pb if it matches this run (rounds.jsonl in --out keeps the "
           "rounds before it).");
@@ -199,6 +203,7 @@ absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, cons
             << cache.misses - cache_at_start.misses << " fresh, " << cache.dropped - cache_at_start.dropped
             << " given back over the cap; " << (cache.cached_bytes >> 20) << " MB held at the end";
   fl::proto::RunResult result = fl::RunResultToProto(o, *r);
+  fl::ScopedPhase output("output");
   if (!out.empty()) {
     FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(out + "/result.json", fl::ToJsonLine(result) + "\n"));
     // The final global model as broadcast: a transport run (//fl:server) must match it bit for bit.
@@ -233,6 +238,8 @@ absl::Status Run(const std::vector<std::string>& field_sets) {
 
 int main(int argc, char** argv) {
   fgl::nn::PinCpuKernels(argv);
+  const fgl::nn::StartupSeconds startup = fgl::nn::SecondsSinceStart();
+  const auto main_start = std::chrono::steady_clock::now();
   fgl::nn::ReuseFreedTensorMemory();
   std::vector<std::string> field_sets;
   absl::StatusOr<std::vector<char*>> args = fgl::experiments::SplitFieldFlags(argc, argv, &field_sets);
@@ -247,9 +254,25 @@ int main(int argc, char** argv) {
     LOG(ERROR) << "unexpected argument '" << positional[1] << "' (options are --NAME=VALUE)";
     return 1;
   }
-  if (absl::Status s = fgl::experiments::Run(field_sets); !s.ok()) {
-    LOG(ERROR) << s.message();
-    return s.code() == absl::StatusCode::kUnimplemented ? 2 : 1;
+  if (absl::GetFlag(FLAGS_profile)) {
+    fgl::fl::EnablePhaseProfile();
+    fgl::fl::AddPhaseSeconds("start-up: load the binary and its libraries", startup.before_reexec);
+    if (startup.after_reexec > 0) {
+      fgl::fl::AddPhaseSeconds("start-up: again, re-executed with pinned kernels", startup.after_reexec);
+    }
+    fgl::fl::AddPhaseSeconds("flags", std::chrono::duration<double>(std::chrono::steady_clock::now() - main_start).count());
+  }
+  const absl::Status status = fgl::experiments::Run(field_sets);
+  if (absl::GetFlag(FLAGS_profile)) {
+    const double wall = startup.before_reexec + startup.after_reexec +
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - main_start).count();
+    std::cerr << "\nwhere the time went (wall " << absl::StrFormat("%.3f", wall)
+              << " s since the process started; a phase on several threads adds their seconds):\n"
+              << fgl::fl::PhaseTable(wall);
+  }
+  if (!status.ok()) {
+    LOG(ERROR) << status.message();
+    return status.code() == absl::StatusCode::kUnimplemented ? 2 : 1;
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "fl/checkpoint_file.h"
 #include "fl/federation_setup.h"
+#include "fl/phase_profile.h"
 #include "fl/proto/checkpoint.pb.h"
 #include "fl/tensor_codec.h"
 #include "glog/logging.h"
@@ -26,8 +28,9 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-// 2: a checkpoint holds the last round's pending evaluation (version 1 had none).
-constexpr uint32_t kCheckpointVersion = 2;
+// 2: a checkpoint holds the last round's pending evaluation (version 1 had none). 3: method state
+// may be typed (Message.typed_state, fl/typed_state.h; FedTAD's reliabilities).
+constexpr uint32_t kCheckpointVersion = 3;
 
 // A round that is aggregated but not yet scored.
 struct PendingEval {
@@ -126,6 +129,10 @@ absl::Status CheckFiniteModel(const std::string& serialized) {
   return absl::OkStatus();
 }
 
+// Phases of the profile (fl/phase_profile.h) the server's side of a round is timed under.
+constexpr char kBroadcastPhase[] = "rounds/server broadcast";
+constexpr char kAggregatePhase[] = "rounds/server aggregate";
+
 // The run; `stage` names what it is doing, for an exception's error.
 absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorithm& server, ClientChannel& channel,
                                        const DriverHooks& hooks, std::string* stage) {
@@ -150,6 +157,18 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
   std::unique_ptr<CheckpointReader> file;
   if (o.resume && !ckpt_path.empty()) {
     FGL_ASSIGN_OR_RETURN(file, OpenCheckpointToResume(ckpt_path));
+  }
+  if (file && file->header().version() != kCheckpointVersion && file->header().run_fingerprint() == o.Fingerprint()) {
+    // This run's checkpoint from an older binary: its state may not read back. Kept, not resumed.
+    const uint32_t version = file->header().version();
+    file.reset();
+    const std::string aside = absl::StrCat(ckpt_path, ".version", version);
+    if (std::rename(ckpt_path.c_str(), aside.c_str()) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(ckpt_path, ": checkpoint version ", version, ", this binary reads ",
+                                                        kCheckpointVersion, ", and it cannot be moved aside"));
+    }
+    LOG(WARNING) << ckpt_path << ": checkpoint version " << version << " (this binary writes " << kCheckpointVersion
+                 << "): moved aside to " << aside << "; the run starts from round 1";
   }
   if (file) {
     const proto::Checkpoint& ckpt = file->header();
@@ -324,6 +343,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       // One message for every sampled client, or each its own (personalised methods).
       SharedMessage shared;
       if (!server.PersonalisedBroadcast()) {
+        ScopedPhase phase(kBroadcastPhase);
         FGL_ASSIGN_OR_RETURN(proto::Message m, server.Broadcast(exchange_info));
         shared = SharedMessage::Of(std::move(m));
       }
@@ -335,6 +355,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
         t.round = r;
         t.exchange = e;
         if (server.PersonalisedBroadcast()) {
+          ScopedPhase phase(kBroadcastPhase);
           FGL_ASSIGN_OR_RETURN(proto::Message m, server.BroadcastTo(k, exchange_info));
           t.message = SharedMessage::Of(std::move(m));
         } else {
@@ -363,6 +384,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
           reply = std::move(*a.reply);
           a.reply.reset();  // aggregated: the message is not needed again
         }
+        ScopedPhase phase(kAggregatePhase);
         const absl::Status st = AccumulateReply(server, reply, cr, counted);
         accepted[k] += st.ok();
         if (!st.ok() && first_rejection.empty()) first_rejection = absl::StrCat("client ", k, ": ", st.ToString());
@@ -375,6 +397,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       if (e == 0) FGL_RETURN_IF_ERROR(finish_evaluation());
       // Stopped after the previous round: this round's training is dropped, never scored.
       if (result.stopped_round > 0) break;
+      ScopedPhase phase(kAggregatePhase);
       FGL_RETURN_IF_ERROR(server.FinishRound(exchange_info));
     }
     if (result.stopped_round > 0) {
@@ -392,6 +415,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     }
     SharedMessage global;
     std::vector<SharedMessage> personal;
+    std::optional<ScopedPhase> broadcast(std::in_place, kBroadcastPhase);
     if (personal_eval) {
       for (int k = 0; k < n; ++k) {
         FGL_ASSIGN_OR_RETURN(proto::Message m, server.BroadcastTo(k, info));
@@ -401,9 +425,11 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
       FGL_ASSIGN_OR_RETURN(proto::Message m, server.Broadcast(info));
       global = SharedMessage::Of(std::move(m));
     }
+    broadcast.reset();
     pending = PendingEval{std::move(rec), std::move(global), round_start};
     pending->personal = std::move(personal);
     if (!ckpt_path.empty() && o.CheckpointDue(r, Seconds(last_checkpoint))) {
+      ScopedPhase phase("rounds/checkpoint");
       proto::Checkpoint ckpt;
       ckpt.set_rounds_s(result.resumed_s + Seconds(train_start) - checkpoint_s);
       ckpt.set_pending_round_s(Seconds(pending->start));

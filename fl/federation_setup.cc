@@ -11,6 +11,7 @@
 #include "fl/registry.h"
 #include "glog/logging.h"
 #include "fl/federation_spec.h"
+#include "fl/phase_profile.h"
 #include "graph/datasets.h"
 #include "graph/partition/partition_cache.h"
 #include "graph/partition/partitioner.h"
@@ -90,8 +91,12 @@ absl::StatusOr<graph::NodeSplit> ClientSplit(const FederationOptions& o, const g
 
 absl::StatusOr<PartitionedDataset> LoadPartitionedDataset(const FederationOptions& o) {
   PartitionedDataset out;
-  FGL_ASSIGN_OR_RETURN(out.data,
-                       graph::LoadDataset(o.spec.dataset(), graph::ResolveDataDir(o.spec.data_dir()), o.spec.partition_seed()));
+  {
+    ScopedPhase phase("load dataset");
+    FGL_ASSIGN_OR_RETURN(out.data, graph::LoadDataset(o.spec.dataset(), graph::ResolveDataDir(o.spec.data_dir()),
+                                                      o.spec.partition_seed()));
+  }
+  ScopedPhase phase("partition (or read it from the cache)");
   FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(PartitionerSpec(o)));
   const std::string cache = o.cache_dir.empty() ? graph::DefaultPartitionCacheDir() : o.cache_dir;
   FGL_ASSIGN_OR_RETURN(out.partition,

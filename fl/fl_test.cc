@@ -390,6 +390,25 @@ TEST(SimulatorTest, SameNumbersOnAnyThreadCountAndAfterResume) {
   EXPECT_EQ(by_time.final_global, one.final_global);
   o.spec.set_lr(0.02);  // a checkpoint of a different run is refused
   EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("different run")));
+
+  // This run's checkpoint written by an older binary (another version) is moved aside, not
+  // resumed: the run starts from round 1 and computes the same numbers.
+  o.spec.clear_lr();
+  {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> file, CheckpointReader::Open(dir + "/checkpoint.pb"));
+    proto::Checkpoint header = file->header();
+    header.set_version(header.version() - 1);
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointWriter> old, CheckpointWriter::Start(dir + "/checkpoint.pb", header));
+    while (!file->AtEnd()) {
+      ASSERT_OK_AND_ASSIGN(proto::Message state, file->NextClientState());
+      ASSERT_OK(old->AddClientState(state));
+    }
+    ASSERT_OK(old->Commit());
+  }
+  ASSERT_OK_AND_ASSIGN(FederationResult restarted, RunFederation(o));
+  EXPECT_EQ(restarted.final_global, one.final_global);
+  EXPECT_EQ(restarted.resumed_s, 0);
+  EXPECT_EQ(system(("ls " + dir + "/checkpoint.pb.version* > /dev/null").c_str()), 0);
 }
 
 TEST(CheckpointTest, DueEveryNRoundsOrAfterMinutes) {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fl/federation_setup.h"
+#include "fl/phase_profile.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::fl {
@@ -72,6 +73,7 @@ ClientAnswer InProcessChannel::Run(int k, const ClientTask& task) {
   ClientAnswer a;
   if (task.eval_round > 0) {
     // Seeded per client and round, so dropout at evaluation does not depend on the thread.
+    ScopedPhase phase("rounds/client evaluate");
     a.eval = CatchExceptions(absl::StrCat("round ", task.eval_round, ": client ", k, " evaluation"), [&] {
       return EvaluateClient(algorithm, *data_[k], task.eval_model.message.get(), ServerRound(options_, task.eval_round));
     });
@@ -81,7 +83,8 @@ ClientAnswer InProcessChannel::Run(int k, const ClientTask& task) {
     case ClientTask::Kind::kEvaluate:
       a.status = absl::OkStatus();
       break;
-    case ClientTask::Kind::kPrepare:
+    case ClientTask::Kind::kPrepare: {
+      ScopedPhase phase("rounds/client preparation");
       a.status = CatchExceptions(absl::StrCat("preparation: client ", k), [&]() -> absl::Status {
         FGL_ASSIGN_OR_RETURN(std::optional<proto::Message> prepared, algorithm.Prepare());
         if (!prepared.has_value()) return absl::OkStatus();
@@ -89,7 +92,9 @@ ClientAnswer InProcessChannel::Run(int k, const ClientTask& task) {
         return absl::OkStatus();
       });
       break;
-    case ClientTask::Kind::kTrain:
+    }
+    case ClientTask::Kind::kTrain: {
+      ScopedPhase phase("rounds/client train");
       a.bytes_down = task.message.size();
       a.status = CatchExceptions(absl::StrCat("round ", task.round, ": client ", k, " training"), [&]() -> absl::Status {
         FGL_ASSIGN_OR_RETURN(const std::shared_ptr<const proto::Message> received, Received(task.message));
@@ -100,6 +105,7 @@ ClientAnswer InProcessChannel::Run(int k, const ClientTask& task) {
         return absl::OkStatus();
       });
       break;
+    }
   }
   a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return a;

@@ -2,11 +2,13 @@
 
 #include <chrono>
 #include <numeric>
+#include <optional>
 
 #include "fl/algorithm.h"
 #include "fl/federation_driver.h"
 #include "fl/federation_setup.h"
 #include "fl/in_process_channel.h"
+#include "fl/phase_profile.h"
 #include "fl/registry.h"
 #include "graph/split.h"
 #include "nn/device.h"
@@ -41,6 +43,7 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options, const Dri
   const graph::Partition& partition = loaded.partition;
 
   // Per-client subgraphs and splits, fixed by the partition seed (the papers reuse one split).
+  std::optional<ScopedPhase> client_setup(std::in_place, "client set-up");
   std::vector<graph::Dataset> subsets;
   std::vector<graph::NodeSplit> splits;
   for (int k = 0; k < partition.num_clients(); ++k) {
@@ -78,7 +81,9 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options, const Dri
     }
   }
 
+  client_setup.reset();
   *stage = "creating the method";
+  std::optional<ScopedPhase> method_setup(std::in_place, "method set-up");
   FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(method));
   FGL_ASSIGN_OR_RETURN(MethodConfig config,
                        ServerMethodConfig(o, data.num_features(), data.num_classes));
@@ -90,9 +95,15 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options, const Dri
     algos.push_back(std::move(a));
   }
 
+  method_setup.reset();
   *stage = "the rounds";
   InProcessChannel channel(o, std::move(clients), std::move(algos));
-  FGL_ASSIGN_OR_RETURN(FederationResult result, DriveFederation(o, *server, channel, hooks));
+  absl::StatusOr<FederationResult> driven;
+  {
+    ScopedPhase phase("rounds");
+    driven = DriveFederation(o, *server, channel, hooks);
+  }
+  FGL_ASSIGN_OR_RETURN(FederationResult result, std::move(driven));
   result.wall_s = std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s;
   return result;
 }

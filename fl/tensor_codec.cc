@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "fl/phase_profile.h"
 #include "glog/logging.h"
 #include "third_party/absl_ext/status_macros.h"
 
@@ -79,6 +80,7 @@ bool AllFiniteWire(const proto::Tensor& tensor, torch::ScalarType type) {
 }  // namespace
 
 proto::Tensor EncodeTensor(const std::string& name, const torch::Tensor& tensor) {
+  ScopedPhase phase("message encode");
   torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
   proto::Tensor out;
   out.set_name(name);
@@ -94,6 +96,7 @@ proto::Tensor EncodeTensor(const std::string& name, const torch::Tensor& tensor)
 }
 
 absl::StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& tensor) {
+  ScopedPhase phase("message decode");
   FGL_ASSIGN_OR_RETURN(const WireLayout layout, CheckWireLayout(tensor));
   torch::Tensor out = torch::empty(layout.shape, layout.type);
   if (!tensor.data().empty()) std::memcpy(out.data_ptr(), tensor.data().data(), tensor.data().size());
@@ -131,6 +134,7 @@ absl::StatusOr<std::map<std::string, torch::Tensor>> DecodeTensors(const proto::
 }
 
 absl::Status LoadTensors(const proto::Message& message, const NamedTensors& targets) {
+  ScopedPhase phase("message decode");
   // Every tensor of the message is checked before any target changes: a bad message leaves the
   // model as it was. Bytes go straight from the message into the targets (one read to check, one
   // copy), which matters because every client does this every round.

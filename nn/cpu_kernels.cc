@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -19,6 +22,19 @@ constexpr char kAtenVariable[] = "ATEN_CPU_CAPABILITY";
 constexpr char kAtenValue[] = "avx2";
 constexpr char kTunablesVariable[] = "GLIBC_TUNABLES";
 constexpr char kHugePages[] = "glibc.malloc.hugetlb=1";
+// Set just before the re-execution: CLOCK_BOOTTIME then, in nanoseconds.
+constexpr char kReexecutedAtVariable[] = "FGL_REEXECUTED_AT_NS";
+
+// CLOCK_BOOTTIME in seconds: the clock /proc/<pid>/stat's start time counts on.
+double BootSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_BOOTTIME, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
+// When this process re-executed itself (boot seconds), taken from the environment by
+// PinCpuKernels in the pinned process; -1: it did not.
+double reexecuted_at = -1;
 
 // Adds glibc's transparent-huge-page request to GLIBC_TUNABLES (kept beside any other tunable,
 // and left alone when it already names hugetlb); true when it had to change it.
@@ -32,7 +48,12 @@ bool RequestHugePages() {
 
 }  // namespace
 
-void PinCpuKernels(char** argv) {
+bool SetPinnedEnvironment() {
+  // Read once and removed, so that the processes this one starts do not inherit it.
+  if (const char* at = std::getenv(kReexecutedAtVariable); at != nullptr) {
+    reexecuted_at = 1e-9 * std::strtod(at, nullptr);
+    unsetenv(kReexecutedAtVariable);
+  }
   // LibTorch reads its variable lazily, at the first dispatched op: setting it here suffices.
   if (std::getenv(kAtenVariable) == nullptr) setenv(kAtenVariable, kAtenValue, 1);
   // OpenBLAS and glibc read theirs when the process starts: a change needs a re-execution.
@@ -41,12 +62,47 @@ void PinCpuKernels(char** argv) {
     setenv(kBlasVariable, kBlasValue, 1);
     reexecute = true;
   }
-  if (!reexecute) return;
-  execv("/proc/self/exe", argv);
+  return reexecute;
+}
+
+void ExecPinned(const char* path, char** argv) {
+  setenv(kReexecutedAtVariable, std::to_string(static_cast<int64_t>(BootSeconds() * 1e9)).c_str(), 1);
+  execv(path, argv);
+  const int error = errno;
+  unsetenv(kReexecutedAtVariable);
+  errno = error;
+}
+
+void PinCpuKernels(char** argv) {
+  if (!SetPinnedEnvironment()) return;
+  ExecPinned("/proc/self/exe", argv);
   // Not reached unless exec failed: the run goes on with OpenBLAS's own kernel choice.
   std::fprintf(stderr,
                "warning: cannot re-execute with %s=%s and %s (%s); results may differ across CPUs\n",
                kBlasVariable, kBlasValue, kTunablesVariable, std::strerror(errno));
+}
+
+StartupSeconds SecondsSinceStart() {
+  std::ifstream file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  // The command name (field 2) is in parentheses and may hold spaces: fields are counted after
+  // its closing one, where field 3 begins; the start time is field 22.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return {};
+  std::istringstream fields(stat.substr(close + 1));
+  std::string field;
+  int number = 2;
+  while (number < 22 && fields >> field) ++number;
+  if (number != 22) return {};
+  char* end = nullptr;
+  const double ticks = std::strtod(field.c_str(), &end);
+  const long ticks_per_second = sysconf(_SC_CLK_TCK);
+  if (field.empty() || *end != '\0' || ticks_per_second <= 0) return {};
+  const double started = ticks / static_cast<double>(ticks_per_second);
+  const double now = BootSeconds();
+  // A time before this process started was inherited from a parent: not this process's.
+  if (reexecuted_at < started || reexecuted_at > now) return {now - started, 0};
+  return {reexecuted_at - started, now - reexecuted_at};
 }
 
 std::string CpuKernels() {

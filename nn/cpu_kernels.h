@@ -20,6 +20,24 @@ namespace fgl::nn {
 // (FedSage+ Cora-10, 3 generator rounds: 69 + 55 CPU-s -> 17 + 11, 5.9 M faults -> 0.2 M).
 void PinCpuKernels(char** argv);
 
+// PinCpuKernels in two steps, for a launcher that becomes another binary (nn/pinned_binary.bzl):
+// sets the pinned variables (those the environment already sets are left alone) and returns
+// whether they changed something only a new process picks up; ExecPinned replaces this process
+// with `path` (argv as given), noting when for SecondsSinceStart, and returns only if exec failed
+// (errno says why).
+bool SetPinnedEnvironment();
+void ExecPinned(const char* path, char** argv);
+
+// Seconds from this process's start (the kernel's record of its first exec) to now, split at the
+// re-execution PinCpuKernels did: `before_reexec` is loading the binary and its ~340 shared
+// libraries once plus everything up to the exec, `after_reexec` loading them again (0: no
+// re-execution). Resolution: the kernel's clock tick (10 ms); both -1 when /proc cannot be read.
+struct StartupSeconds {
+  double before_reexec = -1;
+  double after_reexec = -1;
+};
+StartupSeconds SecondsSinceStart();
+
 // "OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2": what this process runs with.
 std::string CpuKernels();
 

@@ -22,16 +22,29 @@ constexpr char kType[] = "fedavg.weights";
 
 class FedAvgClient final : public fl::ModelClient {
  public:
-  using ModelClient::ModelClient;
+  // The parameters are unpacked once, here (methods/README.md), not every round.
+  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
+                                                                   const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(FedAvgParams params, fl::MethodParams<FedAvgParams>(config));
+    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
+    return std::unique_ptr<fl::ClientAlgorithm>(
+        new FedAvgClient(std::move(data), config, std::move(model), std::move(params)));
+  }
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));
     FGL_ASSIGN_OR_RETURN(fl::proto::Message reply, TrainAndReply(round, kType));
-    FGL_ASSIGN_OR_RETURN(const FedAvgParams p, fl::MethodParams<FedAvgParams>(config_));
-    fl::AddWeight(p.weighting(), &reply);
+    fl::AddWeight(params_.weighting(), &reply);
     return reply;
   }
+
+ private:
+  FedAvgClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
+               std::unique_ptr<fl::LocalModel> model, FedAvgParams params)
+      : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
+
+  const FedAvgParams params_;
 };
 
 }  // namespace
@@ -64,6 +77,6 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
   return std::unique_ptr<fl::ServerAlgorithm>(std::move(server));
 }
 
-FGL_REGISTER_METHOD("fedavg", fl::ModelClient::Make<FedAvgClient>, MakeServer, {fl::TypedParams<FedAvgParams>()});
+FGL_REGISTER_METHOD("fedavg", FedAvgClient::Make, MakeServer, {fl::TypedParams<FedAvgParams>()});
 
 }  // namespace fgl::methods::fedavg

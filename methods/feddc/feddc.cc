@@ -28,11 +28,18 @@ constexpr char kUpdate[] = "update.";
 
 class FedDcClient final : public fl::ModelClient {
  public:
-  using ModelClient::ModelClient;
+  // The parameters are unpacked once, here (methods/README.md), not every round.
+  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
+                                                                   const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(FedDcParams params, fl::MethodParams<FedDcParams>(config));
+    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
+    return std::unique_ptr<fl::ClientAlgorithm>(
+        new FedDcClient(std::move(data), config, std::move(model), std::move(params)));
+  }
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server,
                                            const fl::RoundInfo& round) override {
-    FGL_ASSIGN_OR_RETURN(const FedDcParams p, fl::MethodParams<FedDcParams>(config_));
+    const FedDcParams& p = params_;
     const double alpha = p.alpha();
     fl::proto::Message global = from_server;
     FGL_ASSIGN_OR_RETURN(auto mean_update, fl::TakeTensors(kUpdate, &global));
@@ -123,6 +130,11 @@ class FedDcClient final : public fl::ModelClient {
   }
 
  private:
+  FedDcClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
+              std::unique_ptr<fl::LocalModel> model, FedDcParams params)
+      : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
+
+  const FedDcParams params_;
   std::map<std::string, torch::Tensor> drift_, last_update_;
 };
 
@@ -170,7 +182,7 @@ class FedDcServer final : public fl::ServerAlgorithm {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("feddc", fl::ModelClient::Make<FedDcClient>,
+FGL_REGISTER_METHOD("feddc", FedDcClient::Make,
                     [](const fl::MethodConfig& config) -> absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> {
                       FGL_ASSIGN_OR_RETURN(auto inner, fl::ModelAndMeanServer::Create(config, kType, kUpdate));
                       return std::unique_ptr<fl::ServerAlgorithm>(new FedDcServer(std::move(inner)));

@@ -32,13 +32,20 @@ constexpr char kConfidence[] = "confidence";
 
 class FedGtaClient final : public fl::ModelClient {
  public:
-  using ModelClient::ModelClient;
+  // The parameters are unpacked once, here (methods/README.md), not every round.
+  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
+                                                                   const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(FedGtaParams params, fl::MethodParams<FedGtaParams>(config));
+    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
+    return std::unique_ptr<fl::ClientAlgorithm>(
+        new FedGtaClient(std::move(data), config, std::move(model), std::move(params)));
+  }
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server,
                                            const fl::RoundInfo& round) override {
     const fl::NamedTensors params = model_->SharedParameters();
     FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, params));
-    FGL_ASSIGN_OR_RETURN(const FedGtaParams p, fl::MethodParams<FedGtaParams>(config_));
+    const FedGtaParams& p = params_;
     FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
     torch::Tensor logits;
     {
@@ -61,17 +68,25 @@ class FedGtaClient final : public fl::ModelClient {
     fl::AddTrainLoss(model_->last_loss(), &reply);
     return reply;
   }
+
+ private:
+  FedGtaClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
+               std::unique_ptr<fl::LocalModel> model, FedGtaParams params)
+      : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
+
+  const FedGtaParams params_;
 };
 
 class FedGtaServer final : public fl::ServerAlgorithm {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Create(const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(FedGtaParams params, fl::MethodParams<FedGtaParams>(config));
     torch::manual_seed(config.seed);  // the initial model every client starts from
     FGL_ASSIGN_OR_RETURN(std::shared_ptr<nn::GnnModel> model,
                          nn::MakeModel(config.model_spec, config.num_features, config.num_classes));
     fl::NamedTensors initial;
     for (const auto& item : model->named_parameters(true)) initial.emplace_back(item.key(), item.value().detach().clone());
-    return std::unique_ptr<fl::ServerAlgorithm>(new FedGtaServer(config, std::move(initial)));
+    return std::unique_ptr<fl::ServerAlgorithm>(new FedGtaServer(config, std::move(params), std::move(initial)));
   }
 
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
@@ -94,8 +109,7 @@ class FedGtaServer final : public fl::ServerAlgorithm {
     FGL_ASSIGN_OR_RETURN(r.parameters,
                          fl::MatchTensors(tensors, initial_, absl::StrCat("fedgta: reply from client ", sender)));
     auto moments = tensors.find(kMoments);
-    FGL_ASSIGN_OR_RETURN(const FedGtaParams p, fl::MethodParams<FedGtaParams>(config_));
-    const int64_t want = 2 * static_cast<int64_t>(p.num_moments()) * config_.num_classes;
+    const int64_t want = 2 * static_cast<int64_t>(params_.num_moments()) * config_.num_classes;
     if (moments == tensors.end() || moments->second.numel() != want ||
         !torch::isfinite(moments->second).all().item<bool>()) {
       return bad(absl::StrCat("'", kMoments, "' must hold ", want, " finite values"));
@@ -113,8 +127,7 @@ class FedGtaServer final : public fl::ServerAlgorithm {
 
   absl::Status FinishRound(const fl::RoundInfo& round) override {
     std::map<int, Reply> replies = std::exchange(replies_, {});
-    FGL_ASSIGN_OR_RETURN(const FedGtaParams p, fl::MethodParams<FedGtaParams>(config_));
-    const double accept = p.accept_alpha();
+    const double accept = params_.accept_alpha();
     for (const auto& [src, mine] : replies) {
       std::vector<int> accepted;
       double total = 0;
@@ -186,13 +199,14 @@ class FedGtaServer final : public fl::ServerAlgorithm {
     torch::Tensor moments;
     double confidence = 0;
   };
-  FedGtaServer(const fl::MethodConfig& config, fl::NamedTensors initial)
-      : config_(config), initial_(std::move(initial)) {}
+  FedGtaServer(const fl::MethodConfig& config, FedGtaParams params, fl::NamedTensors initial)
+      : config_(config), params_(std::move(params)), initial_(std::move(initial)) {}
   static fl::proto::Message Message(const fl::NamedTensors& tensors, const fl::RoundInfo& round) {
     return fl::ServerMessage(tensors, round, kType);
   }
 
   fl::MethodConfig config_;
+  const FedGtaParams params_;
   fl::NamedTensors initial_;
   std::map<int, Reply> replies_;
   std::map<int, fl::ServerAggregate> personalised_;
@@ -201,7 +215,7 @@ class FedGtaServer final : public fl::ServerAlgorithm {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedgta", fl::ModelClient::Make<FedGtaClient>, FedGtaServer::Create,
+FGL_REGISTER_METHOD("fedgta", FedGtaClient::Make, FedGtaServer::Create,
                     {fl::TypedParams<FedGtaParams>()});
 
 }  // namespace fgl::methods::fedgta

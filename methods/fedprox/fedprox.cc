@@ -20,11 +20,18 @@ constexpr char kType[] = "fedprox.weights";
 
 class FedProxClient final : public fl::ModelClient {
  public:
-  using ModelClient::ModelClient;
+  // The parameters are unpacked once, here (methods/README.md), not every round.
+  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
+                                                                   const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(FedProxParams params, fl::MethodParams<FedProxParams>(config));
+    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
+    return std::unique_ptr<fl::ClientAlgorithm>(
+        new FedProxClient(std::move(data), config, std::move(model), std::move(params)));
+  }
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
-    FGL_ASSIGN_OR_RETURN(const FedProxParams p, fl::MethodParams<FedProxParams>(config_));
+    const FedProxParams& p = params_;
     if (!p.adaptive_mu() || mu_ < 0) mu_ = p.mu();
     const fl::NamedTensors params = model_->SharedParameters();
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, params));
@@ -72,12 +79,17 @@ class FedProxClient final : public fl::ModelClient {
   }
 
  private:
+  FedProxClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
+                std::unique_ptr<fl::LocalModel> model, FedProxParams params)
+      : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
+
+  const FedProxParams params_;
   double mu_ = -1;  // the proximal weight in use (-1: not yet set from the parameters)
 };
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedprox", fl::ModelClient::Make<FedProxClient>,
+FGL_REGISTER_METHOD("fedprox", FedProxClient::Make,
                     [](const fl::MethodConfig& config) -> absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> {
                       FGL_ASSIGN_OR_RETURN(const FedProxParams p, fl::MethodParams<FedProxParams>(config));
                       return fl::MakeModelAverageServer(config, kType, {fl::WeightScalar(p.weighting())});

@@ -44,11 +44,18 @@ std::pair<fl::NamedTensors, fl::NamedTensors> Split(const fl::NamedTensors& all)
 
 class FedPubClient final : public fl::ModelClient {
  public:
-  using ModelClient::ModelClient;
+  // The parameters are unpacked once, here (methods/README.md), not every round.
+  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
+                                                                   const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(FedPubParams params, fl::MethodParams<FedPubParams>(config));
+    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
+    return std::unique_ptr<fl::ClientAlgorithm>(
+        new FedPubClient(std::move(data), config, std::move(model), std::move(params)));
+  }
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server,
                                            const fl::RoundInfo& round) override {
-    FGL_ASSIGN_OR_RETURN(const FedPubParams p, fl::MethodParams<FedPubParams>(config_));
+    const FedPubParams& p = params_;
     const double l1 = p.l1(), loc_l2 = p.loc_l2();
     const fl::NamedTensors all = model_->Parameters();
     const std::pair<fl::NamedTensors, fl::NamedTensors> split = Split(all);
@@ -105,12 +112,18 @@ class FedPubClient final : public fl::ModelClient {
     nn::NodeFeatures features;
     nn::GraphView view;
   };
+  FedPubClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
+               std::unique_ptr<fl::LocalModel> model, FedPubParams params)
+      : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
+
+  const FedPubParams params_;
   std::optional<Proxy> proxy_;
 };
 
 class FedPubServer final : public fl::ServerAlgorithm {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Create(const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(FedPubParams params, fl::MethodParams<FedPubParams>(config));
     torch::manual_seed(config.seed);
     FGL_ASSIGN_OR_RETURN(std::shared_ptr<nn::GnnModel> model,
                          nn::MakeModel(config.model_spec, config.num_features, config.num_classes));
@@ -124,7 +137,7 @@ class FedPubServer final : public fl::ServerAlgorithm {
       return absl::InvalidArgumentError(absl::StrCat("fedpub needs a masked model (e.g. gcn:layers=3,jk=last,masked=true), got '",
                                                      config.model_spec, "'"));
     }
-    return std::unique_ptr<fl::ServerAlgorithm>(new FedPubServer(config, std::move(initial)));
+    return std::unique_ptr<fl::ServerAlgorithm>(new FedPubServer(config, std::move(params), std::move(initial)));
   }
 
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override { return Message(global_, round); }
@@ -160,8 +173,7 @@ class FedPubServer final : public fl::ServerAlgorithm {
   absl::Status FinishRound(const fl::RoundInfo& round) override {
     std::map<int, Reply> replies = std::exchange(replies_, {});
     if (replies.empty()) return absl::OkStatus();
-    FGL_ASSIGN_OR_RETURN(const FedPubParams p, fl::MethodParams<FedPubParams>(config_));
-    const double scale = p.norm_scale();
+    const double scale = params_.norm_scale();
     std::vector<int> ids;
     for (const auto& [k, r] : replies) ids.push_back(k);
     const size_t embedding_size = replies.begin()->second.embedding.numel();
@@ -231,7 +243,8 @@ class FedPubServer final : public fl::ServerAlgorithm {
     torch::Tensor embedding;
     double weight = 0;
   };
-  FedPubServer(const fl::MethodConfig& config, fl::NamedTensors initial) : config_(config), global_(std::move(initial)) {}
+  FedPubServer(const fl::MethodConfig& config, FedPubParams params, fl::NamedTensors initial)
+      : config_(config), params_(std::move(params)), global_(std::move(initial)) {}
   // sum_j w_j / total * theta_j over the clients `ids`.
   static fl::NamedTensors Mix(const std::map<int, Reply>& replies, const std::vector<int>& ids,
                               const std::vector<double>& w, double total) {
@@ -254,6 +267,7 @@ class FedPubServer final : public fl::ServerAlgorithm {
   }
 
   fl::MethodConfig config_;
+  const FedPubParams params_;
   fl::NamedTensors global_;
   std::map<int, fl::ServerAggregate> personalised_;
   std::map<int, Reply> replies_;
@@ -262,7 +276,7 @@ class FedPubServer final : public fl::ServerAlgorithm {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedpub", fl::ModelClient::Make<FedPubClient>, FedPubServer::Create,
+FGL_REGISTER_METHOD("fedpub", FedPubClient::Make, FedPubServer::Create,
                     {fl::TypedParams<FedPubParams>()});
 
 }  // namespace fgl::methods::fedpub

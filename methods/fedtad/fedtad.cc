@@ -6,14 +6,17 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "fl/forwarding_algorithm.h"
 #include "fl/registry.h"
+#include "fl/tensor_codec.h"
+#include "fl/typed_state.h"
 #include "graph/datasets.h"
 #include "graph/random.h"
 #include "methods/fedtad/distillation.h"
@@ -36,12 +39,22 @@ absl::Status Validate(const FedTadParams& p) {
   return absl::OkStatus();
 }
 
+// Why `phi` is not a class reliability vector φ_k (float [num_classes], finite, >= 0); "" when it is.
+std::string ReliabilityProblem(const torch::Tensor& phi, int64_t num_classes) {
+  if (phi.dim() != 1 || phi.size(0) != num_classes) {
+    return absl::StrCat("has shape [", absl::StrJoin(phi.sizes(), ", "), "], not [", num_classes, "]");
+  }
+  if (!torch::isfinite(phi).all().item<bool>()) return "holds a non-finite value";
+  if ((phi < 0).any().item<bool>()) return "holds a negative value";
+  return "";
+}
+
 // The base client plus the one-off reliability upload; every other call is the base's.
 class FedTadClient final : public fl::ForwardingClient {
  public:
   FedTadClient(std::unique_ptr<fl::ClientAlgorithm> base, std::shared_ptr<const fl::ClientData> data,
-               const fl::MethodConfig& config)
-      : ForwardingClient(std::move(base)), data_(std::move(data)), config_(config) {}
+               const fl::MethodConfig& config, FedTadParams params)
+      : ForwardingClient(std::move(base)), data_(std::move(data)), config_(config), params_(std::move(params)) {}
 
   absl::StatusOr<std::optional<fl::proto::Message>> Prepare() override {
     FGL_ASSIGN_OR_RETURN(std::optional<fl::proto::Message> prepared, base().Prepare());
@@ -52,7 +65,7 @@ class FedTadClient final : public fl::ForwardingClient {
       m.mutable_header()->set_sender(data_->id);
     }
     (*m.mutable_scalars())[kBasePrepared] = base_prepared ? 1 : 0;
-    FGL_ASSIGN_OR_RETURN(const FedTadParams p, fl::MethodParams<FedTadParams>(config_));
+    const FedTadParams& p = params_;
     const ReliabilityKind kind = p.reliability() == FedTadParams::EQUAL        ? ReliabilityKind::kEqual
                                  : p.reliability() == FedTadParams::NODE_COUNT ? ReliabilityKind::kNodeCount
                                                                                : ReliabilityKind::kTopology;
@@ -71,6 +84,7 @@ class FedTadClient final : public fl::ForwardingClient {
  private:
   std::shared_ptr<const fl::ClientData> data_;
   fl::MethodConfig config_;
+  FedTadParams params_;  // unpacked once, by WrapClient
 };
 
 // The base server; after each of its rounds, distillation into each of its aggregates.
@@ -84,10 +98,11 @@ class FedTadServer final : public fl::ForwardingServer {
     const int sender = message.header().sender();
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(message));
     auto phi = tensors.find(kReliability);
-    if (phi == tensors.end() || phi->second.numel() != num_classes_ || phi->second.dim() != 1 ||
-        !torch::isfinite(phi->second).all().item<bool>() || (phi->second < 0).any().item<bool>()) {
-      return absl::InvalidArgumentError(absl::StrCat("fedtad: client ", sender, " sent no valid '",
-                                                     kReliability, "' [", num_classes_, "] (finite, >= 0)"));
+    const std::string problem =
+        phi == tensors.end() ? "missing" : ReliabilityProblem(phi->second, num_classes_);
+    if (!problem.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("fedtad: client ", sender, " sent no valid '", kReliability,
+                                                     "' [", num_classes_, "] (finite, >= 0): ", problem));
     }
     if (reliability_.count(sender)) {
       return absl::InvalidArgumentError(absl::StrCat("fedtad: client ", sender, " prepared twice"));
@@ -153,16 +168,23 @@ class FedTadServer final : public fl::ForwardingServer {
     return absl::OkStatus();
   }
 
+  // The base's state, the distiller's named tensors, and the reliabilities as FedTadServerState.
   absl::StatusOr<fl::proto::Message> SaveState() const override {
     FGL_ASSIGN_OR_RETURN(fl::proto::Message m, base().SaveState());
     distiller_->SaveState(&m);
-    fl::NamedTensors phi;
-    for (const auto& [id, t] : reliability_) phi.emplace_back(absl::StrCat("fedtad.reliability.", id), t);
-    fl::AddTensors(phi, &m);
+    FedTadServerState state;
+    for (const auto& [id, phi] : reliability_) {  // a std::map: ascending ids
+      FedTadServerState::ClientReliability* r = state.add_reliability();
+      r->set_client(id);
+      *r->mutable_phi() = fl::EncodeTensor("phi", phi);
+    }
+    fl::PackState(state, &m);
     return m;
   }
   absl::Status RestoreState(const fl::proto::Message& state) override {
+    FGL_ASSIGN_OR_RETURN(auto reliability, RestoreReliability(state));  // checked before anything changes
     fl::proto::Message base_state = state;
+    fl::EraseState<FedTadServerState>(&base_state);
     base_state.mutable_tensors()->Clear();
     for (const auto& t : state.tensors()) {
       if (t.name().rfind("fedtad.", 0) != 0) *base_state.add_tensors() = t;
@@ -172,21 +194,35 @@ class FedTadServer final : public fl::ForwardingServer {
     }
     FGL_RETURN_IF_ERROR(base().RestoreState(base_state));
     FGL_RETURN_IF_ERROR(distiller_->RestoreState(state));
-    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
-    reliability_.clear();
-    const std::string prefix = "fedtad.reliability.";
-    for (const auto& [name, t] : tensors) {
-      if (name.rfind(prefix, 0) != 0) continue;
-      int id = 0;
-      if (!absl::SimpleAtoi(name.substr(prefix.size()), &id) || t.numel() != num_classes_) {
-        return absl::InvalidArgumentError(absl::StrCat("fedtad state: bad tensor '", name, "'"));
-      }
-      reliability_[id] = t;
-    }
+    reliability_ = std::move(reliability);
     return absl::OkStatus();
   }
 
  private:
+  // The reliabilities of a checkpoint's FedTadServerState, each checked as an upload is.
+  absl::StatusOr<std::map<int, torch::Tensor>> RestoreReliability(const fl::proto::Message& state) const {
+    FGL_ASSIGN_OR_RETURN(const FedTadServerState saved, fl::UnpackState<FedTadServerState>(state, "fedtad state"));
+    std::map<int, torch::Tensor> reliability;
+    for (const FedTadServerState::ClientReliability& r : saved.reliability()) {
+      const std::string client = absl::StrCat("fedtad state: client ", r.client());
+      if (!r.has_client() || r.client() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(client, ": no valid client id"));
+      }
+      if (!r.has_phi()) return absl::InvalidArgumentError(absl::StrCat(client, ": no reliability phi"));
+      absl::StatusOr<torch::Tensor> phi = fl::DecodeTensor(r.phi());
+      if (!phi.ok()) return absl::InvalidArgumentError(absl::StrCat(client, ": ", phi.status().message()));
+      // Saved as float32 (what AcceptPreparation keeps): any other dtype is not our checkpoint.
+      const std::string problem = phi->scalar_type() != torch::kFloat
+                                      ? absl::StrCat("is ", c10::toString(phi->scalar_type()), ", not float32")
+                                      : ReliabilityProblem(*phi, num_classes_);
+      if (!problem.empty()) return absl::InvalidArgumentError(absl::StrCat(client, ": reliability ", problem));
+      if (!reliability.emplace(r.client(), *std::move(phi)).second) {
+        return absl::InvalidArgumentError(absl::StrCat(client, " appears twice"));
+      }
+    }
+    return reliability;
+  }
+
   std::unique_ptr<DataFreeDistiller> distiller_;
   int64_t num_classes_;
   std::map<int, torch::Tensor> reliability_;
@@ -196,7 +232,8 @@ class FedTadServer final : public fl::ForwardingServer {
 absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> WrapClient(std::unique_ptr<fl::ClientAlgorithm> base,
                                                                  std::shared_ptr<const fl::ClientData> data,
                                                                  const fl::MethodConfig& config) {
-  return std::unique_ptr<fl::ClientAlgorithm>(new FedTadClient(std::move(base), std::move(data), config));
+  FGL_ASSIGN_OR_RETURN(FedTadParams p, fl::MethodParams<FedTadParams>(config));
+  return std::unique_ptr<fl::ClientAlgorithm>(new FedTadClient(std::move(base), std::move(data), config, std::move(p)));
 }
 
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> WrapServer(std::unique_ptr<fl::ServerAlgorithm> base,

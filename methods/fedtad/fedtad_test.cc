@@ -2,10 +2,13 @@
 // moves the student towards its teachers, and the plug-in's contract with its base method.
 #include <cmath>
 #include <cstdlib>
+#include <functional>
+#include <string>
 
 #include <google/protobuf/text_format.h>
 #include "fl/registry.h"
 #include "fl/simulator.h"
+#include "fl/typed_state.h"
 #include "fl/testing/client_data.h"
 #include "gmock/gmock.h"
 #include "graph/csr_graph.h"
@@ -348,6 +351,65 @@ TEST(PluginTest, RealGraphAblationLoadsTheWholeDatasetOnTheServer) {
   absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> server = f.server(config);
   EXPECT_FALSE(server.ok());
   EXPECT_THAT(server.status().message(), HasSubstr("fedtad.real_graph: the server loads the whole dataset"));
+}
+
+// The server's reliabilities are a typed FedTadServerState in its checkpoint (no tensor named
+// "fedtad.reliability.<id>"), restored exactly; a state with a duplicate client, a wrong length,
+// a non-finite value, or none at all is refused, naming the client.
+TEST(PluginTest, ServerStateIsTypedAndChecked) {
+  fl::MethodConfig config;
+  config.model_spec = "gcn:layers=2,hidden=16";
+  config.num_features = 8;
+  config.num_classes = 3;
+  FedTadParams small;
+  small.set_num_pseudo(12);
+  config.params.emplace_back().PackFrom(small);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedtad"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_OK_AND_ASSIGN(auto c, f.client(fl::testing::CsbmClient(120, 8, 3, 20 + k, k), config));
+    ASSERT_OK_AND_ASSIGN(std::optional<fl::proto::Message> prepared, c->Prepare());
+    ASSERT_OK(server->AcceptPreparation(*prepared));
+  }
+  ASSERT_OK_AND_ASSIGN(const fl::proto::Message saved, server->SaveState());
+  for (const auto& t : saved.tensors()) {
+    EXPECT_EQ(t.name().rfind("fedtad.reliability", 0), std::string::npos) << t.name();
+  }
+  ASSERT_OK_AND_ASSIGN(const FedTadServerState state, fl::UnpackState<FedTadServerState>(saved, "test"));
+  ASSERT_EQ(state.reliability_size(), 2);
+  EXPECT_EQ(state.reliability(0).client(), 0);
+  EXPECT_EQ(state.reliability(1).client(), 1);
+
+  ASSERT_OK_AND_ASSIGN(auto fresh, f.server(config));
+  ASSERT_OK(fresh->RestoreState(saved));
+  ASSERT_OK_AND_ASSIGN(const fl::proto::Message again, fresh->SaveState());
+  ASSERT_OK_AND_ASSIGN(const FedTadServerState restored, fl::UnpackState<FedTadServerState>(again, "test"));
+  EXPECT_EQ(restored.SerializeAsString(), state.SerializeAsString());
+
+  auto with = [&](const std::function<void(FedTadServerState*)>& change) {
+    FedTadServerState s = state;
+    change(&s);
+    fl::proto::Message m = saved;
+    fl::EraseState<FedTadServerState>(&m);
+    fl::PackState(s, &m);
+    return m;
+  };
+  const auto refused = [](const std::string& what) {
+    return StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(what));
+  };
+  EXPECT_THAT(fresh->RestoreState(with([](FedTadServerState* s) { s->mutable_reliability(1)->set_client(0); })),
+              refused("fedtad state: client 0 appears twice"));
+  EXPECT_THAT(fresh->RestoreState(with([](FedTadServerState* s) {
+                *s->mutable_reliability(1)->mutable_phi() = fl::EncodeTensor("phi", torch::ones({4}));
+              })),
+              refused("client 1: reliability has shape [4], not [3]"));
+  EXPECT_THAT(fresh->RestoreState(with([](FedTadServerState* s) {
+                *s->mutable_reliability(0)->mutable_phi() = fl::EncodeTensor("phi", torch::tensor({1.f, NAN, 1.f}));
+              })),
+              refused("client 0: reliability holds a non-finite value"));
+  fl::proto::Message none = saved;
+  fl::EraseState<FedTadServerState>(&none);
+  EXPECT_THAT(fresh->RestoreState(none), refused("expected typed state fgl.methods.fedtad.FedTadServerState"));
 }
 
 TEST(PluginTest, FedTadResumesExactly) {

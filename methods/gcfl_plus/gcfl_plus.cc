@@ -67,6 +67,7 @@ class GcflPlusClient final : public fl::ModelClient {
 class GcflPlusServer final : public fl::ServerAlgorithm {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Create(const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(GcflPlusParams params, fl::MethodParams<GcflPlusParams>(config));
     torch::manual_seed(config.seed);
     FGL_ASSIGN_OR_RETURN(std::shared_ptr<nn::GnnModel> model,
                          nn::MakeModel(config.model_spec, config.num_features, config.num_classes));
@@ -76,7 +77,7 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
       for (const auto& item : model->named_parameters(true)) initial.emplace_back(item.key(), item.value());
     }
     for (auto& [name, t] : initial) t = t.detach().clone();
-    return std::unique_ptr<fl::ServerAlgorithm>(new GcflPlusServer(config, std::move(initial)));
+    return std::unique_ptr<fl::ServerAlgorithm>(new GcflPlusServer(std::move(params), std::move(initial)));
   }
 
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
@@ -114,7 +115,7 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
   absl::Status FinishRound(const fl::RoundInfo& round) override {
     std::map<int, Reply> replies = std::exchange(replies_, {});
     for (const auto& [k, r] : replies) sequences_[k].push_back(r.grad_norm);
-    FGL_ASSIGN_OR_RETURN(const GcflPlusParams p, fl::MethodParams<GcflPlusParams>(config_));
+    const GcflPlusParams& p = params_;
     const double eps1 = p.eps1(), eps2 = p.eps2();
     const size_t seq_length = static_cast<size_t>(p.seq_length());
     const int min_round = p.min_round();
@@ -238,7 +239,7 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
     fl::NamedTensors update;  // W_k - W_cluster
     double grad_norm = 0, weight = 0;
   };
-  GcflPlusServer(const fl::MethodConfig& config, fl::NamedTensors initial) : config_(config) {
+  GcflPlusServer(GcflPlusParams params, fl::NamedTensors initial) : params_(std::move(params)) {
     models_.push_back(std::move(initial));
     clusters_.push_back({});
   }
@@ -287,7 +288,7 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
     return fl::ServerMessage(tensors, round, kType);
   }
 
-  fl::MethodConfig config_;
+  const GcflPlusParams params_;  // unpacked once, in Create
   std::vector<fl::NamedTensors> models_;   // one per cluster
   std::vector<std::vector<int>> clusters_;  // ascending client ids
   std::map<int, std::vector<double>> sequences_;

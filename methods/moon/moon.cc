@@ -21,11 +21,18 @@ constexpr char kPrevious[] = "moon.previous_embedding";
 
 class MoonClient final : public fl::ModelClient {
  public:
-  using ModelClient::ModelClient;
+  // The parameters are unpacked once, here (methods/README.md), not every round.
+  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
+                                                                   const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(MoonParams params, fl::MethodParams<MoonParams>(config));
+    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
+    return std::unique_ptr<fl::ClientAlgorithm>(
+        new MoonClient(std::move(data), config, std::move(model), std::move(params)));
+  }
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
-    FGL_ASSIGN_OR_RETURN(const MoonParams p, fl::MethodParams<MoonParams>(config_));
+    const MoonParams& p = params_;
     const double mu = p.mu(), tau = p.tau();
     const fl::NamedTensors params = model_->SharedParameters();
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, params));
@@ -57,6 +64,10 @@ class MoonClient final : public fl::ModelClient {
   }
 
  private:
+  MoonClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
+             std::unique_ptr<fl::LocalModel> model, MoonParams params)
+      : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
+
   // The current model's embedding of every local node, eval mode, no gradient.
   torch::Tensor Embedding() {
     torch::NoGradGuard no_grad;
@@ -65,12 +76,13 @@ class MoonClient final : public fl::ModelClient {
     torch::Tensor z = m.forward(*data_->features, *data_->view).embedding;
     return z;
   }
+  const MoonParams params_;
   torch::Tensor previous_;
 };
 
 }  // namespace
 
-FGL_REGISTER_METHOD("moon", fl::ModelClient::Make<MoonClient>,
+FGL_REGISTER_METHOD("moon", MoonClient::Make,
                     [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); },
                     {fl::TypedParams<MoonParams>()});
 
