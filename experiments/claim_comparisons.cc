@@ -148,6 +148,45 @@ std::vector<Comparison> Comparisons(const proto::Table& t, const proto::Claim& c
         }
       }
       break;
+    case proto::Claim::BEST_IN_REGION: {
+      auto in = [](const auto& keys, const std::string& key) {
+        return std::find(keys.begin(), keys.end(), key) != keys.end();
+      };
+      // The region's best cell by our mean (the first in table order on a tie), and every region
+      // cell as read: one still awaiting runs may become the best.
+      std::pair<std::string, std::string> best;
+      double best_mean = 0;
+      std::vector<std::pair<std::string, std::string>> region;
+      for (const proto::Row& r : t.rows()) {
+        if (!in(claim.region_rows(), r.key())) continue;
+        for (const proto::Column& c : t.columns()) {
+          if (!in(claim.region_columns(), c.key())) continue;
+          region.emplace_back(r.key(), c.key());
+          double mean;
+          if (OurMean(cells, r.key(), c.key(), &mean) && (best.first.empty() || mean > best_mean)) {
+            best = {r.key(), c.key()};
+            best_mean = mean;
+          }
+        }
+      }
+      if (best.first.empty()) break;
+      for (const proto::Row& r : t.rows()) {
+        for (const proto::Column& c : t.columns()) {
+          double mean;
+          if ((in(claim.region_rows(), r.key()) && in(claim.region_columns(), c.key())) ||
+              !OurMean(cells, r.key(), c.key(), &mean)) {
+            continue;
+          }
+          Comparison cmp{absl::StrCat(best.first, "/", best.second, " (the region's best) vs ", r.key(), "/", c.key()),
+                         best_mean, mean, 0, -1, region};
+          cmp.reads.emplace_back(r.key(), c.key());
+          cmp.differences = differences(best.first, best.second, r.key(), c.key());
+          cmp.paired = true;
+          out.push_back(std::move(cmp));
+        }
+      }
+      break;
+    }
     case proto::Claim::MATCHES_PAPER:
       for (const proto::Cell& cell : t.cells()) {
         double ours;

@@ -14,8 +14,6 @@
 namespace fgl::experiments {
 namespace {
 
-using Cells = std::map<std::pair<std::string, std::string>, CellResult>;
-
 const PlannedTable* FindTable(const FrontPageInput& in, const std::string& paper, const std::string& stem) {
   for (const PlannedTable& t : in.tables) {
     if (t.paper == paper && t.stem == stem) return &t;
@@ -56,156 +54,7 @@ std::string Escape(const std::string& s) {
   return out;
 }
 
-// Cells filled (every seed recorded) of those whose data is present (as the budget counts them).
-struct Fill {
-  int filled = 0, present = 0;
-};
-Fill FillOf(const PlannedTable& t) {
-  Fill f;
-  for (const auto& [key, r] : t.cells) {
-    if (r.state == CellResult::State::kDataNotPresent || r.state == CellResult::State::kNotPrinted) continue;
-    ++f.present;
-    f.filled += r.state == CellResult::State::kDone;
-  }
-  return f;
-}
-
-// How a table's claims came out: "2 reproduced, 1 not reproduced, 0 inconclusive; ...".
-std::string ClaimCounts(const std::vector<ClaimJudgement>& judged) {
-  if (judged.empty()) return "no claims";
-  std::map<ClaimJudgement::Outcome, int> n;
-  int so_far = 0;
-  for (const ClaimJudgement& j : judged) {
-    ++n[j.outcome];
-    so_far += j.so_far;
-  }
-  using O = ClaimJudgement::Outcome;
-  std::vector<std::string> parts;
-  if (n[O::kReproduced] + n[O::kNotReproduced] + n[O::kInconclusive] > 0) {
-    parts.push_back(absl::StrCat(n[O::kReproduced], " reproduced, ", n[O::kNotReproduced], " not reproduced, ",
-                                 n[O::kInconclusive], " inconclusive"));
-  }
-  if (n[O::kHolds] + n[O::kDoesNotHold] > 0) {
-    parts.push_back(absl::StrCat(n[O::kHolds], " hold", n[O::kHolds] == 1 ? "s" : "", " and ", n[O::kDoesNotHold],
-                                 n[O::kDoesNotHold] == 1 ? " does" : " do", " not on our means"));
-  }
-  if (n[O::kNotCheckable] > 0) parts.push_back(absl::StrCat(n[O::kNotCheckable], " not checkable"));
-  std::string out = absl::StrJoin(parts, "; ");
-  if (so_far > 0) absl::StrAppend(&out, " (", so_far, " so far: cells they compare await runs)");
-  return out;
-}
-
-// "k of n within ..." under the table's agreement rule; "" where it has none to apply.
-std::string AgreementText(const PlannedTable& t) {
-  const double min_points = t.table.agreement_min_points();
-  if (min_points <= 0 && !IsAccuracy(t.table.value())) return "";
-  const AgreementCount a = CountAgreement(t.table, t.cells);
-  if (a.filled == 0) return "";
-  if (min_points > 0) {
-    return absl::StrFormat("%d of %d filled cells agree (the table's rule: within the paper's ± or %g points)",
-                           a.within, a.filled, min_points);
-  }
-  return absl::StrFormat("%d of %d filled cells lie within the paper's printed ± (the table sets no wider agreement rule)",
-                         a.within, a.filled);
-}
-
-// The datasets of the columns with a cell whose data is not on this machine: "`ogbn_arxiv` (arXiv 5, ...)".
-std::string MissingDatasets(const PlannedTable& t) {
-  std::vector<std::pair<std::string, std::vector<std::string>>> by_dataset;
-  for (const proto::Column& c : t.table.columns()) {
-    bool missing = false;
-    for (const auto& [key, r] : t.cells) missing |= key.second == c.key() && r.state == CellResult::State::kDataNotPresent;
-    if (!missing) continue;
-    std::string dataset = c.overrides().dataset().empty() ? t.table.base().dataset() : c.overrides().dataset();
-    dataset = dataset.substr(0, dataset.find(':'));
-    auto it = std::find_if(by_dataset.begin(), by_dataset.end(), [&](const auto& d) { return d.first == dataset; });
-    if (it == by_dataset.end()) it = by_dataset.insert(by_dataset.end(), {dataset, {}});
-    it->second.push_back(Label(c));
-  }
-  std::vector<std::string> parts;
-  for (const auto& [dataset, columns] : by_dataset) {
-    parts.push_back(absl::StrCat("`", dataset, "` (", absl::StrJoin(columns, ", "), ")"));
-  }
-  return absl::StrJoin(parts, "; ");
-}
-
-// Where a gain's cell is not filled: why.
-std::string MissingReason(const CellResult& a, const CellResult& b) {
-  for (const CellResult* r : {&a, &b}) {
-    if (r->state == CellResult::State::kDataNotPresent) return "no data";
-  }
-  for (const CellResult* r : {&a, &b}) {
-    if (r->state == CellResult::State::kStale) return "stale";
-    if (r->state == CellResult::State::kFailed) return "RUN FAILED";
-  }
-  return "not run";
-}
-
 double Scale(const proto::Table& t) { return t.fraction() ? 100 : 1; }
-
-// The gain's markdown table and its summary lines.
-std::string KeyGainBlock(const PlannedTable& t, const KeyGain& g) {
-  const int d = AccuracyDecimals(t.table);
-  const double tolerance = t.table.fraction() ? 0.02 : 2;
-  const std::string row = RowLabel(t.table, g.row), base = RowLabel(t.table, g.base);
-  bool spread = false;
-  for (const GainColumn& c : g.columns) spread |= c.partitions > 1;
-  std::string md = absl::StrCat(
-      "\n**Key gain: ", row, " − ", base, "** (the rows of the claim \"", g.claim,
-      "\"). Ours: the mean over the seeds both cells recorded, with its paired 95% interval; the paper's: "
-      "the difference of its printed means; the verdict on reaching the paper's gain as for a claim; ✓: within ",
-      t.table.fraction() ? "0.02" : "2 points", " of the paper's gain",
-      spread ? "; the gain on each partition of the table's partition spread as lowest to highest" : "", ".\n\n",
-      "| dataset | ours | the paper's | ours − paper's | paper's gain reached? |", spread ? " gain over partitions |" : "",
-      "\n|---|---|---|---|---|", spread ? "---|" : "", "\n");
-  int n = 0, within = 0, ahead = 0;
-  double sum_ours = 0, sum_paper = 0;
-  std::map<Verdict, int> verdicts;
-  for (const GainColumn& c : g.columns) {
-    std::vector<std::string> line = {c.label};
-    if (!c.filled) {
-      line.push_back(c.missing);
-    } else if (c.interval.has_interval) {
-      line.push_back(absl::StrFormat("%+.*f [%+.*f, %+.*f] (n=%d)", d, c.ours, d, c.interval.low, d,
-                                     c.interval.high, c.interval.n));
-    } else {
-      line.push_back(absl::StrFormat("%+.*f (n=%d, no interval)", d, c.ours, c.interval.n));
-    }
-    line.push_back(c.has_paper ? absl::StrFormat("%+.*f", d, c.paper) : "–");
-    if (c.filled && c.has_paper) {
-      const bool ok = std::abs(c.ours - c.paper) <= tolerance;
-      const Verdict v = Judge(c.interval, c.paper);
-      ++verdicts[v];
-      ++n;
-      within += ok;
-      ahead += c.ours > 0;
-      sum_ours += c.ours;
-      sum_paper += c.paper;
-      line.push_back(absl::StrFormat("%+.*f%s", d, c.ours - c.paper, ok ? " ✓" : ""));
-      line.push_back(VerdictName(v));
-    } else {
-      line.push_back("–");
-      line.push_back("–");
-    }
-    if (spread) {
-      line.push_back(c.partitions > 1 ? absl::StrFormat("%+.*f to %+.*f (%d partitions)", d, c.partition_low, d,
-                                                        c.partition_high, c.partitions)
-                                      : "–");
-    }
-    absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
-  }
-  if (n > 0) {
-    absl::StrAppend(
-        &md, "\n", absl::StrFormat(
-                       "Over the %d datasets with both: mean gain %+.*f ours against %+.*f the paper's; ours ahead of "
-                       "%s in %d, within %s of the paper's gain in %d; the paper's gain reached in %d (reproduced), "
-                       "missed in %d (not reproduced), undecided in %d (inconclusive).\n",
-                       n, d + 1, sum_ours / n, d + 1, sum_paper / n, base, ahead, t.table.fraction() ? "0.02" : "2 points",
-                       within, verdicts[Verdict::kReproduced], verdicts[Verdict::kNotReproduced],
-                       verdicts[Verdict::kInconclusive]));
-  }
-  return md;
-}
 
 // The paper's own block: headline claims, key gain, cells.
 std::string PaperBlock(const FrontPageInput& in, const PaperHeadline& p) {
@@ -221,16 +70,11 @@ std::string PaperBlock(const FrontPageInput& in, const PaperHeadline& p) {
   absl::StrAppend(&md, "\n**Its claims: ", ClaimCounts(judged), "**", judged.empty() ? "." : ":", "\n\n");
   for (const ClaimJudgement& j : judged) absl::StrAppend(&md, "- ", j.text, " — ", j.verdict, "\n");
   if (const std::optional<KeyGain> gain = KeyGainOf(*t); gain.has_value()) {
-    absl::StrAppend(&md, KeyGainBlock(*t, *gain));
+    absl::StrAppend(&md, KeyGainBlock(t->table, *gain));
   } else {
     absl::StrAppend(&md, "\nNo key gain: no claim of this table sets one row against another in every column.\n");
   }
-  const Fill fill = FillOf(*t);
-  absl::StrAppend(&md, "\n**Cells**: ", fill.filled, " of ", fill.present, " cells whose data is present are filled");
-  if (const std::string agreement = AgreementText(*t); !agreement.empty()) absl::StrAppend(&md, "; ", agreement);
-  const std::string missing = MissingDatasets(*t);
-  absl::StrAppend(&md, "; ", missing.empty() ? "every dataset is present" : absl::StrCat("not present here: ", missing),
-                  ".\n");
+  absl::StrAppend(&md, "\n**Cells**: ", CellsSentence(t->table, t->cells), ".\n");
   // Ours beside the authors' code, where it has been run.
   for (const ReportFile& r : in.reports) {
     if (r.paper == p.paper && r.path == p.paper + "/authors_code.md") {
@@ -264,10 +108,10 @@ std::string ReportLine(const FrontPageInput& in, const ReportFile& r) {
                     ".\n");
     return line;
   }
-  const Fill fill = FillOf(*t);
+  const Fill fill = FillOf(t->cells);
   absl::StrAppend(&line, " ", t->table.title(), ": ", fill.filled, " / ", fill.present, " filled");
   if (const AgreementCount a = CountAgreement(t->table, t->cells);
-      a.filled > 0 && (t->table.agreement_min_points() > 0 || IsAccuracy(t->table.value()))) {
+      a.filled > 0 && AgreementApplies(t->table)) {
     absl::StrAppend(&line, t->table.agreement_min_points() > 0
                                ? absl::StrFormat("; %d / %d agree (± or %g points)", a.within, a.filled,
                                                  t->table.agreement_min_points())
@@ -297,7 +141,7 @@ std::string OverviewRow(const FrontPageInput& in, const PaperHeadline& p) {
     gain = absl::StrCat(RowLabel(t->table, g->row), " − ", RowLabel(t->table, g->base), ": ",
                         n == 0 ? "–" : absl::StrFormat("%+.*f / %+.*f (%d datasets)", d, ours / n, d, paper / n, n));
   }
-  const Fill fill = FillOf(*t);
+  const Fill fill = FillOf(t->cells);
   return absl::StrCat("| ", p.name, " | ", link, " | ", ClaimCounts(JudgeClaims(t->table, t->cells)), " | ", gain,
                       " | ", fill.filled, " / ", fill.present, " |\n");
 }
@@ -427,73 +271,7 @@ std::string LegendEntry(double& y, const std::string& color, const std::string& 
 
 }  // namespace
 
-std::optional<KeyGain> KeyGainOf(const PlannedTable& t) {
-  for (const proto::Claim& claim : t.table.claims()) {
-    std::string base;
-    if ((claim.kind() == proto::Claim::GAIN_AT_LEAST || claim.kind() == proto::Claim::MEAN_GAIN_AT_LEAST)) {
-      base = claim.base();
-    } else if (claim.kind() == proto::Claim::ROW_AT_LEAST_OTHERS && claim.others_size() == 1) {
-      base = claim.others(0);
-    }
-    if (base.empty() || claim.row().empty() || !claim.column().empty()) continue;
-    KeyGain gain{claim.row(), base, claim.text(), {}};
-    std::map<std::pair<std::string, std::string>, proto::PublishedValue> paper;
-    for (const proto::Cell& c : t.table.cells()) paper[{c.row(), c.column()}] = c.paper();
-    const auto& spread_rows = t.table.partition_spread().rows();
-    const bool spread = std::count(spread_rows.begin(), spread_rows.end(), gain.row) > 0 &&
-                        std::count(spread_rows.begin(), spread_rows.end(), gain.base) > 0;
-    for (const proto::Column& column : t.table.columns()) {
-      GainColumn c;
-      c.label = Label(column);
-      const auto p_row = paper.find({gain.row, column.key()}), p_base = paper.find({gain.base, column.key()});
-      c.has_paper = p_row != paper.end() && p_base != paper.end() && p_row->second.present() &&
-                    p_base->second.present();
-      if (c.has_paper) c.paper = p_row->second.mean() - p_base->second.mean();
-      const CellResult& a = Lookup(t.cells, gain.row, column.key());
-      const CellResult& b = Lookup(t.cells, gain.base, column.key());
-      double ours_row, ours_base;
-      c.filled = OurMean(t.cells, gain.row, column.key(), &ours_row) && OurMean(t.cells, gain.base, column.key(), &ours_base);
-      if (!c.filled && !c.has_paper) continue;  // neither side has a number here
-      if (c.filled) {
-        c.ours = ours_row - ours_base;
-        std::vector<double> differences;
-        for (const auto& [seed, value] : PairedDifferences(a.values, a.seeds, b.values, b.seeds)) {
-          differences.push_back(value);
-        }
-        c.interval = IntervalOf(differences);
-        // The gain on each partition: the table's own, then the spread's (all of them, or no range).
-        if (spread) {
-          std::vector<double> gains = {c.ours};
-          for (uint64_t seed : t.table.partition_spread().partition_seeds()) {
-            const auto it_row = t.spread.find({gain.row, column.key()});
-            const auto it_base = t.spread.find({gain.base, column.key()});
-            if (it_row == t.spread.end() || it_base == t.spread.end() || !it_row->second.count(seed) ||
-                !it_base->second.count(seed)) {
-              continue;
-            }
-            const CellResult& sr = it_row->second.at(seed);
-            const CellResult& sb = it_base->second.at(seed);
-            if (sr.state != CellResult::State::kDone || sb.state != CellResult::State::kDone || sr.values.empty() ||
-                sb.values.empty()) {
-              continue;
-            }
-            gains.push_back(MeanStd(sr.values).first - MeanStd(sb.values).first);
-          }
-          if (gains.size() == static_cast<size_t>(t.table.partition_spread().partition_seeds_size()) + 1) {
-            c.partitions = static_cast<int>(gains.size());
-            c.partition_low = *std::min_element(gains.begin(), gains.end());
-            c.partition_high = *std::max_element(gains.begin(), gains.end());
-          }
-        }
-      } else {
-        c.missing = MissingReason(a, b);
-      }
-      gain.columns.push_back(std::move(c));
-    }
-    return gain;
-  }
-  return std::nullopt;
-}
+std::optional<KeyGain> KeyGainOf(const PlannedTable& t) { return KeyGainOf(t.table, t.cells, t.spread); }
 
 std::string FrontPageMarkdown(const FrontPageInput& in) {
   std::string md = absl::StrCat(

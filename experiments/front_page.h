@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "experiments/paired_interval.h"
 #include "experiments/proto/table.pb.h"
 #include "experiments/report_cells.h"
+#include "experiments/table_summary.h"
 
 namespace fgl::experiments {
 
@@ -53,23 +53,7 @@ struct FrontPageInput {
   std::string gains_figure = "front_page_gains.svg";
 };
 
-// A table's key gain: the rows of its first claim that sets one row against one other row over
-// every column (GAIN_AT_LEAST, MEAN_GAIN_AT_LEAST, or ROW_AT_LEAST_OTHERS with one other row).
-struct GainColumn {
-  std::string label;            // the column's
-  bool filled = false;          // both our cells are filled
-  std::string missing;          // when not: why ("no data", "not run", "stale", "RUN FAILED")
-  double ours = 0;              // row mean − base mean
-  PairedInterval interval;      // the same on the seeds both cells recorded (95%)
-  bool has_paper = false;
-  double paper = 0;             // the paper's printed row − base
-  int partitions = 0;           // > 1: our gain on each partition of the partition spread
-  double partition_low = 0, partition_high = 0;
-};
-struct KeyGain {
-  std::string row, base, claim;  // row keys; the claim's text
-  std::vector<GainColumn> columns;
-};
+// The table's key gain (table_summary.h) on its planned cells.
 std::optional<KeyGain> KeyGainOf(const PlannedTable& t);
 
 // The page's Markdown; links are relative to the reports directory.

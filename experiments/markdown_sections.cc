@@ -22,15 +22,64 @@ std::map<std::string, std::pair<int, int>> AgreementByRow(
   for (const proto::Cell& c : t.cells()) {
     double ours;
     if (!c.paper().present() || !OurMean(cells, c.row(), c.column(), &ours)) continue;
-    const double band = std::max(c.paper().std(), t.agreement_min_points());
     auto& [within, filled] = per_row[c.row()];
-    within += std::abs(ours - c.paper().mean()) <= band + 1e-9;
+    within += WithinAgreement(t, c.paper(), ours);
     ++filled;
   }
   return per_row;
 }
 
+// Characters as a reader counts them: UTF-8 code points.
+size_t Width(const std::string& s) {
+  return std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+}
+
 }  // namespace
+
+std::string MarkdownGrid(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                         size_t max_width) {
+  if (header.empty()) return "";
+  const size_t columns = header.size() - 1;
+  // The widest entry of each column (label column first) over the header and the rows.
+  std::vector<size_t> widest(header.size(), 0);
+  for (size_t i = 0; i < header.size(); ++i) widest[i] = Width(header[i]);
+  for (const std::vector<std::string>& row : rows) {
+    for (size_t i = 0; i < row.size() && i < widest.size(); ++i) widest[i] = std::max(widest[i], Width(row[i]));
+  }
+  // Columns [begin, end) of a grid of k: near-equal counts, the first ones one larger.
+  auto bounds = [&](size_t k, size_t part) {
+    const size_t base = columns / k, extra = columns % k;
+    const size_t begin = part * base + std::min(part, extra);
+    return std::make_pair(begin, begin + base + (part < extra ? 1 : 0));
+  };
+  // "| label | a | b |": 4 characters around the label, 3 more per column.
+  auto fits = [&](size_t k) {
+    for (size_t part = 0; part < k; ++part) {
+      const auto [begin, end] = bounds(k, part);
+      size_t width = widest[0] + 4;
+      for (size_t c = begin; c < end; ++c) width += widest[c + 1] + 3;
+      if (width > max_width) return false;
+    }
+    return true;
+  };
+  size_t k = 1;
+  while (k < columns && !fits(k)) ++k;
+  std::string md;
+  for (size_t part = 0; part < k; ++part) {
+    const auto [begin, end] = bounds(k, part);
+    if (part > 0) absl::StrAppend(&md, "\n");
+    auto line = [&](const std::vector<std::string>& cells) {
+      std::vector<std::string> out = {cells.empty() ? "" : cells[0]};
+      for (size_t c = begin; c < end; ++c) out.push_back(c + 1 < cells.size() ? cells[c + 1] : "");
+      return absl::StrCat("| ", absl::StrJoin(out, " | "), " |\n");
+    };
+    absl::StrAppend(&md, line(header), "|");
+    for (size_t c = begin; c <= end; ++c) absl::StrAppend(&md, "---|");
+    absl::StrAppend(&md, "\n");
+    for (const std::vector<std::string>& row : rows) absl::StrAppend(&md, line(row));
+  }
+  return md;
+}
 
 AgreementCount CountAgreement(const proto::Table& t,
                               const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
@@ -115,17 +164,14 @@ std::string GainSection(const proto::Table& t,
   };
   std::vector<std::string> header = {"method"};
   for (const proto::Column& c : t.columns()) header.push_back(Label(c));
-  header.push_back("summary");
   // The "fedavg" row under its printed label (FedMpa's Table 2 calls FedAvg of a GCN "FedGCN").
   const std::string base_name = plugin_suffix.empty() ? RowLabel(t, "fedavg") : "its base method";
   std::string md = absl::StrCat(
       "\n**Gain over ", base_name, "** (what the papers claim): ours (row − ", base_name,
       ", same partition and seeds) / the paper's, ✓ when they are within ", t.fraction() ? "0.02" : "2 points",
-      ". Computed from the cells above.\n\n| ",
-      absl::StrJoin(header, " | "), " |\n|");
-  for (size_t i = 0; i < header.size(); ++i) absl::StrAppend(&md, "---|");
-  absl::StrAppend(&md, "\n");
-  int rows = 0;
+      ". Computed from the cells above.\n\n");
+  std::vector<std::vector<std::string>> lines;
+  std::vector<std::string> summaries;
   for (const proto::Row& r : t.rows()) {
     const std::string base = base_of(r.key());
     if (base.empty()) continue;
@@ -149,14 +195,14 @@ std::string GainSection(const proto::Table& t,
       line.push_back(absl::StrFormat("%+.*f / %+.*f%s", d, g, d, gp, ok ? " ✓" : ""));
     }
     if (n == 0) continue;
-    ++rows;
-    line.push_back(absl::StrFormat("within %s in %d/%d; ahead of %s in %d/%d; mean %+.*f (paper %+.*f)",
-                                   t.fraction() ? "0.02" : "2", within, n,
-                                   plugin_suffix.empty() ? base_name : "the base", ahead, n, t.fraction() ? 4 : 2,
-                                   sum_ours / n, t.fraction() ? 4 : 2, sum_paper / n));
-    absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
+    summaries.push_back(absl::StrFormat("- %s: within %s in %d/%d; ahead of %s in %d/%d; mean %+.*f (paper %+.*f)\n",
+                                        Label(r), t.fraction() ? "0.02" : "2", within, n,
+                                        plugin_suffix.empty() ? base_name : "the base", ahead, n,
+                                        t.fraction() ? 4 : 2, sum_ours / n, t.fraction() ? 4 : 2, sum_paper / n));
+    lines.push_back(std::move(line));
   }
-  return rows == 0 ? "" : md;
+  if (lines.empty()) return "";
+  return absl::StrCat(md, MarkdownGrid(header, lines), "\n", absl::StrJoin(summaries, ""));
 }
 
 std::string SpreadSection(const proto::Table& t,
@@ -170,10 +216,8 @@ std::string SpreadSection(const proto::Table& t,
       "\n**Partition spread**: the mean over training seeds on each of ", t.partition_spread().partition_seeds_size() + 1,
       " partitions (partition seeds: the table's and ", absl::StrJoin(t.partition_spread().partition_seeds(), ", "),
       "), as lowest–highest (range) / the paper's ±. A range wider than the paper's ± means the partition alone "
-      "moves the number more than the paper's error bar.\n\n| ",
-      absl::StrJoin(header, " | "), " |\n|");
-  for (size_t i = 0; i < header.size(); ++i) absl::StrAppend(&md, "---|");
-  absl::StrAppend(&md, "\n");
+      "moves the number more than the paper's error bar.\n\n");
+  std::vector<std::vector<std::string>> lines;
   for (const std::string& row : t.partition_spread().rows()) {
     std::vector<std::string> line = {RowLabel(t, row)};
     for (const proto::Column& c : t.columns()) {
@@ -200,9 +244,9 @@ std::string SpreadSection(const proto::Table& t,
                                      : "–";
       line.push_back(complete ? absl::StrFormat("%.1f–%.1f (%.1f) / %s", lo, hi, hi - lo, theirs) : "–");
     }
-    absl::StrAppend(&md, "| ", absl::StrJoin(line, " | "), " |\n");
+    lines.push_back(std::move(line));
   }
-  return md;
+  return absl::StrCat(md, MarkdownGrid(header, lines));
 }
 
 std::string RoundsRunSection(const proto::Table& t,

@@ -6,11 +6,19 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "experiments/proto/table.pb.h"
 #include "experiments/report_cells.h"
 
 namespace fgl::experiments {
+
+// A Markdown grid of `header` and `rows` (each: the row label, then one cell per column), split by
+// columns into the fewest grids of near-equal column counts whose lines fit in `max_width`
+// characters (code points), each grid repeating the label column, so that a wide table reads
+// without scrolling. One column per grid where even that does not fit.
+std::string MarkdownGrid(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                         size_t max_width = 200);
 
 // How many filled cells the paper prints a value for lie within max(the paper's std,
 // agreement_min_points) of its mean (the paper's std alone where the table sets no minimum).

@@ -1,5 +1,7 @@
-// A table's Markdown report: our numbers beside the paper's, then its sections (claims, gains,
-// protocol, provenance). Reports are built only from logged run results.
+// A table's Markdown report, built only from logged run results: what the table comes to first
+// (the claims' verdicts, the cells' fill and agreement, the key gain), then our numbers with their
+// signed difference from the paper's, then its sections (agreement per row, gains, protocol,
+// compute, provenance; the run keys folded away).
 #ifndef FGL_EXPERIMENTS_REPORT_H_
 #define FGL_EXPERIMENTS_REPORT_H_
 
@@ -20,7 +22,8 @@ struct Provenance {
   std::vector<std::pair<std::string, std::string>> spec_hashes;  // cell -> key
 };
 
-// Markdown: title, the table, the protocol card and notes, provenance; `svg_name` is linked if
+// Markdown: title; verdict, claims and key gain; our grid (split by columns to stay readable) with
+// the paper's values folded beneath; the other sections; provenance. `svg_name` is linked if
 // non-empty.
 std::string MarkdownReport(const proto::Table& table,
                            const std::map<std::pair<std::string, std::string>, CellResult>& cells,

@@ -82,36 +82,55 @@ bool IsAccuracy(proto::Table::Value value) {
   return value == proto::Table::TEST_ACCURACY || value == proto::Table::GLOBAL_TEST_ACCURACY;
 }
 
+namespace {
+
+// Communication is deterministic and printed as the paper prints it: 2 decimals, or 3 significant
+// digits in e-notation from 10^4 on.
+std::string Amount(double v, bool sign) {
+  if (std::abs(v) < 1e4) return absl::StrFormat(sign ? "%+.2f" : "%.2f", v);
+  return absl::StrFormat(sign ? "%+.3e" : "%.3e", v);
+}
+
+}  // namespace
+
+bool WithinAgreement(const proto::Table& t, const proto::PublishedValue& paper, double ours) {
+  const double band = std::max(paper.std(), t.agreement_min_points());
+  return std::abs(ours - paper.mean()) <= band + 1e-9;
+}
+
+bool AgreementApplies(const proto::Table& t) { return t.agreement_min_points() > 0 || IsAccuracy(t.value()); }
+
+std::string PaperValueText(const proto::PublishedValue& paper, proto::Table::Value value, int decimals) {
+  if (!paper.present()) return "–";
+  switch (value) {
+    case proto::Table::UPLOADED_MIB:
+      return Amount(paper.mean(), false);
+    case proto::Table::UPLOADED_TENSOR_MIB:
+    case proto::Table::TRAINING_MINUTES:
+      return absl::StrFormat("%g", paper.mean());
+    default:
+      break;
+  }
+  if (paper.std() == 0) return absl::StrFormat("%.*f", decimals, paper.mean());  // no ± printed
+  return absl::StrFormat("%.*f ± %.*f", decimals, paper.mean(), decimals, paper.std());
+}
+
 std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, proto::Table::Value value,
-                       int decimals) {
-  const bool mib = value == proto::Table::UPLOADED_MIB;
-  const bool tensor_mib = value == proto::Table::UPLOADED_TENSOR_MIB;
-  const bool minutes = value == proto::Table::TRAINING_MINUTES;
-  // Communication is deterministic and printed as the paper prints it: 2 decimals, or 3
-  // significant digits in e-notation from 10^4 on.
-  auto amount = [](double v) { return v < 1e4 ? absl::StrFormat("%.2f", v) : absl::StrFormat("%.3e", v); };
-  // FedEgo prints whole MiB: ours to one decimal beside it.
-  auto tensor_amount = [](double v) { return absl::StrFormat("%.1f", v); };
-  const std::string published = !paper.present()    ? "–"
-                                : mib               ? amount(paper.mean())
-                                : tensor_mib        ? absl::StrFormat("%g", paper.mean())
-                                : minutes           ? absl::StrFormat("%g", paper.mean())
-                                : paper.std() == 0 ? absl::StrFormat("%.*f", decimals, paper.mean())  // no ± printed
-                                                 : absl::StrFormat("%.*f ± %.*f", decimals, paper.mean(), decimals, paper.std());
+                       int decimals, bool outside_agreement) {
   switch (r.state) {
     case CellResult::State::kNotImplemented:
-      return absl::StrCat("not implemented / ", published);
+      return "not implemented";
     case CellResult::State::kDataNotPresent:
-      return absl::StrCat("no data / ", published);
+      return "no data";
     case CellResult::State::kFailed:
-      return absl::StrCat("RUN FAILED / ", published);
+      return "RUN FAILED";
     case CellResult::State::kNotPrinted:
       return "–";
     case CellResult::State::kStale:
-      return absl::StrCat("stale / ", published);
+      return "stale";
     case CellResult::State::kNotRun:
-      if (r.seeds_recorded > 0) return absl::StrCat(r.seeds_recorded, " of ", r.seeds_wanted, " seeds / ", published);
-      return absl::StrCat("not run / ", published);
+      if (r.seeds_recorded > 0) return absl::StrCat(r.seeds_recorded, " of ", r.seeds_wanted, " seeds");
+      return "not run";
     case CellResult::State::kDone:
       break;
   }
@@ -122,14 +141,34 @@ std::string FormatCell(const CellResult& r, const proto::PublishedValue& paper, 
                           *std::min_element(r.values.begin(), r.values.end());
     return spread == 0 ? std::string() : absl::StrFormat(" (seeds differ by %g)", spread);
   };
-  if (mib) {
-    return absl::StrCat(amount(mean), seeds_differ(), " (up+down ", amount(MeanStd(r.traffic_mib).first), ") / ",
-                        published);
+  const double d = mean - paper.mean();
+  std::string ours, difference;
+  switch (value) {
+    case proto::Table::UPLOADED_MIB:
+      ours = absl::StrCat(Amount(mean, false), seeds_differ());
+      difference = Amount(d, true);
+      break;
+    case proto::Table::UPLOADED_TENSOR_MIB:  // FedEgo prints whole MiB: ours to one decimal beside it
+      ours = absl::StrCat(absl::StrFormat("%.1f", mean), seeds_differ());
+      difference = absl::StrFormat("%+.1f", d);
+      break;
+    case proto::Table::TRAINING_MINUTES:
+      ours = absl::StrFormat("%.1f ± %.1f", mean, std);
+      difference = absl::StrFormat("%+.1f", d);
+      break;
+    case proto::Table::CLIENT_REPORT:
+      ours = absl::StrFormat("%.4f ± %.4f", mean, std);
+      difference = absl::StrFormat("%+.4f", d);
+      break;
+    default:
+      ours = absl::StrFormat("%.*f ± %.*f", decimals, mean, decimals, std);
+      difference = absl::StrFormat("%+.*f", decimals, d);
+      break;
   }
-  if (tensor_mib) return absl::StrCat(tensor_amount(mean), seeds_differ(), " / ", published);
-  if (minutes) return absl::StrFormat("%.1f ± %.1f / %s", mean, std, published);
-  if (value == proto::Table::CLIENT_REPORT) return absl::StrFormat("%.4f ± %.4f / %s", mean, std, published);
-  return absl::StrFormat("%.*f ± %.*f / %s", decimals, mean, decimals, std, published);
+  std::string out = ours;
+  if (paper.present()) absl::StrAppend(&out, " (", difference, ")", outside_agreement ? "†" : "");
+  if (value == proto::Table::UPLOADED_MIB) absl::StrAppend(&out, ", up+down ", Amount(MeanStd(r.traffic_mib).first, false));
+  return out;
 }
 
 }  // namespace fgl::experiments

@@ -64,10 +64,25 @@ int64_t SelectedTensorBytes(const std::map<std::string, int64_t>& by_group, cons
 // Whether a value kind is an accuracy (shown as percent or fraction, compared with the paper's).
 bool IsAccuracy(proto::Table::Value value);
 
-// "ours 76.3 ± 0.2 (paper 73.6 ± 0.4, Δ +2.7)"; markers for the other states.
+// A cell as a report's grid prints it: our value (mean ± std over seeds; amounts as the paper
+// prints them) or what stands in for it ("no data", "not run", "k of n seeds", "stale",
+// "RUN FAILED", "not implemented"; "–" where the table has no such cell), then, where the cell is
+// filled and the paper prints a value, the signed difference ours − the paper's in parentheses
+// ("77.0 ± 1.0 (+3.4)"), and "†" when `outside_agreement` (the caller applies WithinAgreement).
 // `decimals`: of accuracies (3 where the paper prints fractions).
 std::string FormatCell(const CellResult& result, const proto::PublishedValue& paper,
-                       proto::Table::Value value = proto::Table::TEST_ACCURACY, int decimals = 1);
+                       proto::Table::Value value = proto::Table::TEST_ACCURACY, int decimals = 1,
+                       bool outside_agreement = false);
+// The paper's value as a grid prints it: "73.6 ± 0.4", "80.6" where it prints no ±, "–" where it
+// prints nothing.
+std::string PaperValueText(const proto::PublishedValue& paper, proto::Table::Value value = proto::Table::TEST_ACCURACY,
+                           int decimals = 1);
+// The one agreement rule, shared by every report and the front page: our mean lies within the
+// paper's printed ± of its mean, or within the table's agreement_min_points where that is larger.
+bool WithinAgreement(const proto::Table& t, const proto::PublishedValue& paper, double ours);
+// Whether reports judge a table's cells by that rule (mark, count): the table sets a band, or its
+// cells are accuracies. Byte counts and minutes printed without ± are judged by their claims.
+bool AgreementApplies(const proto::Table& t);
 // Decimals of a table's accuracies: 3 for fractions (Table.fraction), else 1.
 int AccuracyDecimals(const proto::Table& t);
 
