@@ -112,10 +112,7 @@ std::string ReportLine(const FrontPageInput& in, const ReportFile& r) {
   absl::StrAppend(&line, " ", t->table.title(), ": ", fill.filled, " / ", fill.present, " filled");
   if (const AgreementCount a = CountAgreement(t->table, t->cells);
       a.filled > 0 && AgreementApplies(t->table)) {
-    absl::StrAppend(&line, t->table.agreement_min_points() > 0
-                               ? absl::StrFormat("; %d / %d agree (± or %g points)", a.within, a.filled,
-                                                 t->table.agreement_min_points())
-                               : absl::StrFormat("; %d / %d within the paper's ±", a.within, a.filled));
+    absl::StrAppend(&line, absl::StrFormat("; %d / %d agree", a.within, a.filled));
   }
   if (!t->table.claims().empty()) absl::StrAppend(&line, "; claims: ", ClaimCounts(JudgeClaims(t->table, t->cells)));
   absl::StrAppend(&line, ".\n");
@@ -291,8 +288,9 @@ std::string FrontPageMarkdown(const FrontPageInput& in) {
   for (const PaperHeadline& p : in.papers) absl::StrAppend(&md, PaperBlock(in, p));
 
   absl::StrAppend(&md, "\n## Every report\n\nPer report: its cells filled of those whose data is present; where its "
-                       "cells are accuracies, how many lie within the paper's printed ± (or the table's own agreement "
-                       "rule); its claims' verdicts.\n");
+                       "cells are accuracies, how many agree with the paper's by the one rule (|ours − paper| ≤ max(2 points, 2 "
+                       "SE of the difference), the SE from our seeds and the paper's printed ± over its runs, 3 unless "
+                       "it says otherwise); its claims' verdicts.\n");
   std::string paper;
   for (const ReportFile& r : in.reports) {
     if (r.paper != paper) {
@@ -305,20 +303,11 @@ std::string FrontPageMarkdown(const FrontPageInput& in) {
   absl::StrAppend(&md, "\n## Figures\n");
   const std::vector<CellPoint> points = CellPoints(in);
   if (!points.empty()) {
-    std::set<std::pair<std::string, double>> bands;
-    for (const PlannedTable& t : in.tables) {
-      if (t.table.agreement_min_points() > 0) bands.insert({t.paper, t.table.agreement_min_points()});
-    }
-    std::vector<std::string> band_text;
-    for (const auto& [p, b] : bands) band_text.push_back(absl::StrFormat("%s ±%g points", PaperName(in, p), b));
     absl::StrAppend(
         &md, "\n![ours against the paper, every filled accuracy cell](", in.cells_figure, ")\n\n", points.size(),
         " filled accuracy cells of the reports above (a cell that two tables share with the same runs once): our "
         "mean against the paper's, coloured by paper, fractions (F1) as percent. The grey line is ours = the "
-        "paper's",
-        band_text.empty() ? "" : absl::StrCat("; dashed, the agreement bands of the tables that set one (",
-                                              absl::StrJoin(band_text, ", "), ")"),
-        ".\n");
+        "paper's; dashed, ±2 points, the agreement rule's floor (a cell with wide seeds may agree farther out).\n");
   }
   if (const std::string gains = GainsFigureSvg(in); !gains.empty()) {
     absl::StrAppend(&md, "\n![key gains, ours against the paper's](", in.gains_figure,
@@ -348,18 +337,13 @@ std::string CellsFigureSvg(const FrontPageInput& in) {
   std::string svg = Frame("Ours against the paper: every filled accuracy cell",
                           absl::StrCat(points.size(), " cells, mean over seeds, in % (F1 fractions × 100); grey: ours = the paper's"),
                           range, range, "the paper's value (%)", "ours (%)");
-  // The agreement bands of the tables that set one: dashed lines at ± the band, in the paper's colour.
-  std::set<std::pair<std::string, double>> bands;
-  for (const PlannedTable& t : in.tables) {
-    if (t.table.agreement_min_points() > 0) bands.insert({t.paper, t.table.agreement_min_points()});
-  }
-  for (const auto& [paper, b] : bands) {
-    for (double sign : {1.0, -1.0}) {
-      const double x0 = sign > 0 ? lo : lo + b, x1 = sign > 0 ? hi - b : hi;
-      absl::StrAppend(&svg, absl::StrFormat(
-          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-dasharray=\"5,3\"/>\n", x(x0),
-          y(x0 + sign * b), x(x1), y(x1 + sign * b), PaperColor(in, paper)));
-    }
+  // The agreement rule's floor: dashed grey lines at ±2 points (one rule for every table).
+  constexpr double kFloor = 2;
+  for (double sign : {1.0, -1.0}) {
+    const double x0 = sign > 0 ? lo : lo + kFloor, x1 = sign > 0 ? hi - kFloor : hi;
+    absl::StrAppend(&svg, absl::StrFormat(
+        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888888\" stroke-dasharray=\"5,3\"/>\n",
+        x(x0), y(x0 + sign * kFloor), x(x1), y(x1 + sign * kFloor)));
   }
   for (const CellPoint& p : points) {
     absl::StrAppend(&svg, absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" fill-opacity=\"0.6\"/>\n",
@@ -372,10 +356,7 @@ std::string CellsFigureSvg(const FrontPageInput& in) {
     absl::StrAppend(&svg, LegendEntry(legend_y, PaperColor(in, paper), "dot", PaperName(in, paper),
                                       absl::StrCat(per_paper[paper], " cells")));
   }
-  for (const auto& [paper, b] : bands) {
-    absl::StrAppend(&svg, LegendEntry(legend_y, PaperColor(in, paper), "dash", absl::StrFormat("±%g points", b),
-                                      absl::StrCat("agreement, ", PaperName(in, paper))));
-  }
+  absl::StrAppend(&svg, LegendEntry(legend_y, "#888888", "dash", "±2 points", "the agreement rule's floor"));
   return svg + "</svg>\n";
 }
 

@@ -23,7 +23,7 @@ std::map<std::string, std::pair<int, int>> AgreementByRow(
     double ours;
     if (!c.paper().present() || !OurMean(cells, c.row(), c.column(), &ours)) continue;
     auto& [within, filled] = per_row[c.row()];
-    within += WithinAgreement(t, c.paper(), ours);
+    within += WithinAgreement(t, c.paper(), Lookup(cells, c.row(), c.column()).values);
     ++filled;
   }
   return per_row;
@@ -93,7 +93,7 @@ AgreementCount CountAgreement(const proto::Table& t,
 
 std::string AgreementSection(const proto::Table& t,
                              const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
-  if (t.agreement_min_points() <= 0) return "";
+  if (!AgreementApplies(t)) return "";
   const std::map<std::string, std::pair<int, int>> per_row = AgreementByRow(t, cells);  // row -> (within, filled)
   int within = 0, filled = 0;
   std::vector<std::string> rows;
@@ -105,9 +105,8 @@ std::string AgreementSection(const proto::Table& t,
     rows.push_back(absl::StrCat(Label(r), " ", it->second.first, "/", it->second.second));
   }
   return absl::StrFormat(
-      "\n**Agreement with the paper**: %d of %d filled cells lie within the paper's std of its mean, or within "
-      "%g points where that is larger. Per row: %s.\n",
-      within, filled, t.agreement_min_points(), rows.empty() ? "none filled" : absl::StrJoin(rows, ", "));
+      "\n**Agreement with the paper** (%s): %d of %d filled cells. Per row: %s.\n", AgreementRuleText(t), within,
+      filled, rows.empty() ? "none filled" : absl::StrJoin(rows, ", "));
 }
 
 std::string AveragesSection(const proto::Table& t,

@@ -39,7 +39,7 @@ std::string ResultGrid(const proto::Table& t, const std::map<std::pair<std::stri
       printed += it->second.present();
       double mean;
       const bool compared = it->second.present() && OurMean(cells, r.key(), c.key(), &mean);
-      const bool out = rule_applies && compared && !WithinAgreement(t, it->second, mean);
+      const bool out = rule_applies && compared && !WithinAgreement(t, it->second, Lookup(cells, r.key(), c.key()).values);
       filled += compared;
       outside += out;
       line.push_back(FormatCell(Lookup(cells, r.key(), c.key()), it->second, value, AccuracyDecimals(t), out));
@@ -65,12 +65,9 @@ std::string ResultGrid(const proto::Table& t, const std::map<std::pair<std::stri
   if (filled > 0) {
     absl::StrAppend(&md, ", then (ours − the paper's mean) where the paper prints a value");
     if (rule_applies) {
-      absl::StrAppend(&md, absl::StrFormat("; † (%d of %d such cells): outside the agreement rule, farther from the "
-                                           "paper's mean than ",
-                                           outside, filled),
-                      t.agreement_min_points() > 0
-                          ? absl::StrFormat("its printed ± or %g points, whichever is larger", t.agreement_min_points())
-                          : "its printed ± (by any amount where it prints none)");
+      absl::StrAppend(&md, absl::StrFormat("; † (%d of %d such cells): outside the agreement rule (%s; the SE from "
+                                           "our seeds and the paper's ± over %d runs)",
+                                           outside, filled, AgreementRuleText(t), t.paper_runs() > 0 ? t.paper_runs() : 3));
     }
   }
   absl::StrAppend(&md, traffic ? "; \"up+down\": the MiB uploaded and downloaded" : "",

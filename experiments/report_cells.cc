@@ -93,12 +93,26 @@ std::string Amount(double v, bool sign) {
 
 }  // namespace
 
-bool WithinAgreement(const proto::Table& t, const proto::PublishedValue& paper, double ours) {
-  const double band = std::max(paper.std(), t.agreement_min_points());
-  return std::abs(ours - paper.mean()) <= band + 1e-9;
+bool WithinAgreement(const proto::Table& t, const proto::PublishedValue& paper, const std::vector<double>& ours) {
+  if (ours.empty()) return false;
+  const auto [mean, std] = MeanStd(ours);
+  double band;
+  if (IsAccuracy(t.value())) {
+    const double paper_runs = t.paper_runs() > 0 ? t.paper_runs() : 3;
+    const double standard_error = std::sqrt(std * std / ours.size() + paper.std() * paper.std() / paper_runs);
+    band = std::max((t.fraction() ? 0.01 : 1.0) * 2, 2 * standard_error);
+  } else {
+    band = std::max(paper.std(), t.agreement_min_points());
+  }
+  return std::abs(mean - paper.mean()) <= band + 1e-9;
 }
 
-bool AgreementApplies(const proto::Table& t) { return t.agreement_min_points() > 0 || IsAccuracy(t.value()); }
+bool AgreementApplies(const proto::Table& t) { return IsAccuracy(t.value()) || t.agreement_min_points() > 0; }
+
+std::string AgreementRuleText(const proto::Table& t) {
+  if (IsAccuracy(t.value())) return "|ours − paper| ≤ max(2 points, 2 SE of the difference)";
+  return absl::StrFormat("within the paper's ± or %g", t.agreement_min_points());
+}
 
 std::string PaperValueText(const proto::PublishedValue& paper, proto::Table::Value value, int decimals) {
   if (!paper.present()) return "–";

@@ -77,12 +77,19 @@ std::string FormatCell(const CellResult& result, const proto::PublishedValue& pa
 // prints nothing.
 std::string PaperValueText(const proto::PublishedValue& paper, proto::Table::Value value = proto::Table::TEST_ACCURACY,
                            int decimals = 1);
-// The one agreement rule, shared by every report and the front page: our mean lies within the
-// paper's printed ± of its mean, or within the table's agreement_min_points where that is larger.
-bool WithinAgreement(const proto::Table& t, const proto::PublishedValue& paper, double ours);
-// Whether reports judge a table's cells by that rule (mark, count): the table sets a band, or its
-// cells are accuracies. Byte counts and minutes printed without ± are judged by their claims.
+// The one agreement rule, shared by every report and the front page (issue #65). An accuracy cell
+// agrees when |ours − paper| ≤ max(2 points, 2·√(σ_ours²/n_ours + σ_paper²/n_paper)): the larger
+// of a fixed floor and twice the standard error of the difference, with σ the sample std over
+// seeds (MeanStd), the paper's σ its printed ± (0 where it prints none) and n_paper
+// Table.paper_runs (3 unless the paper says otherwise); in a fraction table 2 points are 0.02.
+// Other values (bytes, minutes) keep the table's own band: within the paper's ± or
+// agreement_min_points, whichever is larger. `ours` holds one value per seed.
+bool WithinAgreement(const proto::Table& t, const proto::PublishedValue& paper, const std::vector<double>& ours);
+// Whether reports judge a table's cells by that rule (mark, count): its cells are accuracies, or
+// it sets its own band. Byte counts and minutes without one are judged by their claims.
 bool AgreementApplies(const proto::Table& t);
+// "|ours − paper| ≤ max(2 points, 2 SE)", or the table's own band: the rule in words.
+std::string AgreementRuleText(const proto::Table& t);
 // Decimals of a table's accuracies: 3 for fractions (Table.fraction), else 1.
 int AccuracyDecimals(const proto::Table& t);
 

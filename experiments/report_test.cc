@@ -56,19 +56,32 @@ TEST(ReportTest, CellsShowOursAndTheSignedDifference) {
   EXPECT_THAT(FormatCell(r, Paper(1, 0)), HasSubstr("RUN FAILED"));
 }
 
-// The one agreement rule: within the paper's ±, or the table's band where that is larger.
-TEST(ReportTest, AgreementRuleIsThePapersStdOrTheTablesBand) {
+// The one agreement rule: accuracies within max(2 points, 2 SE of the difference); a table of
+// another value within its own band.
+TEST(ReportTest, AgreementRuleIsTwoPointsOrTwoStandardErrors) {
   proto::Table t;
-  EXPECT_TRUE(WithinAgreement(t, Paper(80, 0.5), 80.5));
-  EXPECT_FALSE(WithinAgreement(t, Paper(80, 0.5), 79.4));
-  EXPECT_FALSE(WithinAgreement(t, Paper(0.794, 0), 0.7941));  // no ± printed: any difference is outside
-  EXPECT_TRUE(AgreementApplies(t));                            // accuracies
-  t.set_agreement_min_points(3);
-  EXPECT_TRUE(WithinAgreement(t, Paper(80, 0.5), 77.1));
-  EXPECT_FALSE(WithinAgreement(t, Paper(80, 0.5), 76.9));
+  EXPECT_TRUE(AgreementApplies(t));  // accuracies
+  EXPECT_TRUE(WithinAgreement(t, Paper(80, 0), {82, 82}));  // the 2-point floor
+  EXPECT_FALSE(WithinAgreement(t, Paper(80, 0), {82.1, 82.1}));
+  EXPECT_FALSE(WithinAgreement(t, Paper(80, 0), {}));
+  // Seeds 70 and 80 (SE² 25) against the paper's ± 3 over 3 runs (SE² 3): band 2·√28 = 10.58.
+  EXPECT_TRUE(WithinAgreement(t, Paper(85, 3), {70, 80}));   // |75 − 85| = 10
+  EXPECT_FALSE(WithinAgreement(t, Paper(86, 3), {70, 80}));  // 11
+  t.set_paper_runs(1);  // its ± over one run: band 2·√34 = 11.66
+  EXPECT_TRUE(WithinAgreement(t, Paper(86, 3), {70, 80}));
+  t.set_agreement_min_points(5);  // an accuracy table's own band is ignored
+  EXPECT_FALSE(WithinAgreement(t, Paper(80, 0), {84, 84}));
+  proto::Table fraction;  // F1 printed as fractions: 2 points are 0.02
+  fraction.set_fraction(true);
+  EXPECT_TRUE(WithinAgreement(fraction, Paper(0.80, 0), {0.82, 0.82}));
+  EXPECT_FALSE(WithinAgreement(fraction, Paper(0.80, 0), {0.821, 0.821}));
   proto::Table bytes;
   bytes.set_value(proto::Table::UPLOADED_MIB);
-  EXPECT_FALSE(AgreementApplies(bytes));  // byte counts are judged by their claims
+  EXPECT_FALSE(AgreementApplies(bytes));  // byte counts without a band are judged by their claims
+  bytes.set_agreement_min_points(1);
+  EXPECT_TRUE(AgreementApplies(bytes));
+  EXPECT_TRUE(WithinAgreement(bytes, Paper(10, 0), {11}));
+  EXPECT_FALSE(WithinAgreement(bytes, Paper(10, 0), {11.5}));
 }
 
 TEST(ReportTest, TensorGroupsSelectAndCostsPrintAsAmounts) {
@@ -219,9 +232,9 @@ TEST(ReportTest, MarkdownAndCsvCoverEveryCell) {
   Provenance p;
   p.commits = "abc123";
   const std::string md = MarkdownReport(t, cells, p, "t2.svg");
-  // 81.0 − 80.6 = +0.4, more than the paper's ± 0.3: outside the agreement rule.
-  EXPECT_THAT(md, HasSubstr("| FedAvg | 81.0 ± 1.4 (+0.4)† | no data |"));
-  EXPECT_THAT(md, HasSubstr("† (1 of 1 such cells): outside the agreement rule"));
+  // 81.0 − 80.6 = +0.4: within the rule's 2-point floor, so no †.
+  EXPECT_THAT(md, HasSubstr("| FedAvg | 81.0 ± 1.4 (+0.4) | no data |"));
+  EXPECT_THAT(md, HasSubstr("† (0 of 1 such cells): outside the agreement rule"));
   // The paper's values, folded beneath our grid.
   EXPECT_THAT(md, HasSubstr("<details><summary>The paper's values (mean ± std as printed)</summary>\n\n"
                             "| method | Cora 5 | PubMed 5 |\n|---|---|---|\n| FedAvg | 80.6 ± 0.3 | 80.6 ± 0.3 |\n"));
@@ -342,13 +355,13 @@ TEST(ReportTest, VerdictAndKeyGainComeFirstAndRunKeysFoldAway) {
   p.spec_hashes = {{"fedavg/a/seed 1", "k1"}, {"fedavg/a/seed 2", "k2"}, {"x/a/seed 1", "k3"}};
   const std::string md = MarkdownReport(t, cells, p, "");
   EXPECT_THAT(md, HasSubstr("# T\n\nP, Table 1 — accuracy (%).\n\n**Verdict**: its 1 claim: 0 reproduced, "));
-  EXPECT_THAT(md, HasSubstr("**Cells**: 4 of 4 cells whose data is present are filled; 2 of 4 filled cells lie within "
-                            "the paper's printed ±"));
+  EXPECT_THAT(md, HasSubstr("**Cells**: 4 of 4 cells whose data is present are filled; 2 of 4 filled cells agree "
+                            "(|ours − paper| ≤ max(2 points, 2 SE of the difference))"));
   EXPECT_THAT(md, HasSubstr("| method | a | b |\n|---|---|---|\n"
                             "| FedAvg | 70.5 ± 0.7 (+0.5) | 62.5 ± 0.7 (+2.5)† |\n"
                             "| X | 72.0 ± 0.0 (-3.0)† | 62.0 ± 0.0 (-3.0) |\n"));
-  EXPECT_THAT(md, HasSubstr("† (2 of 4 such cells): outside the agreement rule, farther from the paper's mean than "
-                            "its printed ± (by any amount where it prints none)."));
+  EXPECT_THAT(md, HasSubstr("† (2 of 4 such cells): outside the agreement rule (|ours − paper| ≤ max(2 points, 2 SE "
+                            "of the difference); the SE from our seeds and the paper's ± over 3 runs)."));
   const std::vector<std::string> order = {"**Verdict**", "**Claims**", "**Key gain: X − FedAvg**",
                                           "**Our numbers against the paper's**", "The paper's values",
                                           "**Gain over FedAvg**", "**Provenance.**", "<summary>Run keys (3)</summary>"};
@@ -364,12 +377,6 @@ TEST(ReportTest, VerdictAndKeyGainComeFirstAndRunKeysFoldAway) {
     EXPECT_GT(at, open) << key;
     EXPECT_LT(at, close) << key;
   }
-  // A band of 3 points takes in every cell (X on a is 3.0 below the paper).
-  t.set_agreement_min_points(3);
-  const std::string banded = MarkdownReport(t, cells, p, "");
-  EXPECT_THAT(banded, HasSubstr("| FedAvg | 70.5 ± 0.7 (+0.5) | 62.5 ± 0.7 (+2.5) |"));
-  EXPECT_THAT(banded, HasSubstr("† (0 of 4 such cells): outside the agreement rule, farther from the paper's mean "
-                                "than its printed ± or 3 points, whichever is larger."));
 }
 
 // A wide grid splits by columns into grids whose lines fit, each repeating the row labels.
@@ -617,8 +624,8 @@ TEST(ReportTest, ColumnClaimComparesWithinRows) {
                         "64.0 vs 65.0"));
 }
 
-// The agreement count: within the paper's std, or the table's minimum band where that is larger.
-TEST(ReportTest, AgreementCountsCellsWithinTheBand) {
+// The agreement count per row, by the one rule (one seed each: the paper's ± alone sets the SE).
+TEST(ReportTest, AgreementCountsCellsWithinTheRule) {
   proto::Table t;
   for (const char* key : {"x", "y"}) t.add_rows()->set_key(key);
   t.add_columns()->set_key("a");
@@ -633,18 +640,18 @@ TEST(ReportTest, AgreementCountsCellsWithinTheBand) {
     c->mutable_paper()->set_mean(paper_mean);
     c->mutable_paper()->set_std(paper_std);
   };
-  cell("x", "a", 70, 1);   // ours 74: outside the std, inside 5 points
-  cell("x", "b", 70, 8);   // ours 62: inside the std of 8
-  cell("y", "a", 70, 1);   // ours 80: outside both
+  cell("x", "a", 70, 1);   // ours 74: outside max(2, 2·1/√3)
+  cell("x", "b", 70, 8);   // ours 62: inside 2·8/√3 = 9.24
+  cell("y", "a", 70, 1);   // ours 80: outside
   cell("y", "b", 70, 1);   // not run: not counted
   cells[{"x", "a"}] = done(74);
   cells[{"x", "b"}] = done(62);
   cells[{"y", "a"}] = done(80);
-  EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""), Not(HasSubstr("Agreement")));
-  t.set_agreement_min_points(5);
   EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""),
-              HasSubstr("2 of 3 filled cells lie within the paper's std of its mean, or within 5 points where that "
-                        "is larger. Per row: x 2/2, y 0/1."));
+              HasSubstr("**Agreement with the paper** (|ours − paper| ≤ max(2 points, 2 SE of the difference)): 1 of 3 "
+                        "filled cells. Per row: x 1/2, y 0/1."));
+  t.set_value(proto::Table::UPLOADED_MIB);  // bytes without a band of their own: no agreement section
+  EXPECT_THAT(MarkdownReport(t, cells, Provenance(), ""), Not(HasSubstr("Agreement with the paper")));
 }
 
 TEST(ReportTest, CommunicationCellsMatchThePaperToItsPrintedPrecision) {

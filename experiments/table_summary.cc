@@ -62,15 +62,9 @@ std::string ClaimCounts(const std::vector<ClaimJudgement>& judged) {
 
 std::string AgreementText(const proto::Table& t, const Cells& cells) {
   if (!AgreementApplies(t)) return "";
-  const double min_points = t.agreement_min_points();
   const AgreementCount a = CountAgreement(t, cells);
   if (a.filled == 0) return "";
-  if (min_points > 0) {
-    return absl::StrFormat("%d of %d filled cells agree (the table's rule: within the paper's ± or %g points)",
-                           a.within, a.filled, min_points);
-  }
-  return absl::StrFormat("%d of %d filled cells lie within the paper's printed ± (the table sets no wider agreement rule)",
-                         a.within, a.filled);
+  return absl::StrFormat("%d of %d filled cells agree (%s)", a.within, a.filled, AgreementRuleText(t));
 }
 
 std::string MissingDatasets(const proto::Table& t, const Cells& cells) {

@@ -62,8 +62,13 @@ absl::Status LocalModel::Train(int epochs, uint64_t seed, const Hooks& hooks) {
   for (int e = 0; e < epochs; ++e) {
     optimizer_->zero_grad();
     const nn::ModelOutput out = model_->forward(*data_->features, *data_->view);
-    FGL_ASSIGN_OR_RETURN(last_loss_,
-                         OptimiserStep(out, nn::MaskedCrossEntropy(out.logits, data_->labels, data_->split.train), hooks, e));
+    const torch::Tensor& train = data_->split.train;
+    FGL_ASSIGN_OR_RETURN(
+        last_loss_,
+        OptimiserStep(out,
+                      hooks.task_loss ? hooks.task_loss(out.logits.index({train}), data_->labels.index({train}))
+                                      : nn::MaskedCrossEntropy(out.logits, data_->labels, train),
+                      hooks, e));
   }
   return absl::OkStatus();
 }
@@ -112,10 +117,12 @@ absl::Status LocalModel::TrainMiniBatches(int epochs, uint64_t seed, const Hooks
           torch::from_blob(pool.data() + begin, {size}, torch::kInt64).clone().to(data_->labels.device());
       optimizer_->zero_grad();
       const nn::ModelOutput out = model_->forward_centres(*data_->features, *data_->view, centres);
-      FGL_ASSIGN_OR_RETURN(
-          const double value,
-          OptimiserStep(out, torch::nn::functional::cross_entropy(out.logits, data_->labels.index_select(0, centres)),
-                        hooks, e));
+      const torch::Tensor labels = data_->labels.index_select(0, centres);
+      FGL_ASSIGN_OR_RETURN(const double value,
+                           OptimiserStep(out,
+                                         hooks.task_loss ? hooks.task_loss(out.logits, labels)
+                                                         : torch::nn::functional::cross_entropy(out.logits, labels),
+                                         hooks, e));
       sum += value;
       ++batches;
     }

@@ -41,6 +41,10 @@ class LocalModel {
 
   // What a method adds to plain local training; every member is optional.
   struct Hooks {
+    // Replaces the cross-entropy: the loss of the trained nodes' logits [n, C] against their
+    // labels [n] (the full batch's training nodes, or a mini-batch's centres). FedEgo's authors'
+    // −log(softmax + 1e-7).
+    std::function<torch::Tensor(const torch::Tensor& logits, const torch::Tensor& labels)> task_loss;
     // A term added to the cross-entropy, given this epoch's forward pass (FedProx's proximal
     // term, MOON's contrastive term).
     std::function<torch::Tensor(const nn::ModelOutput&)> extra_loss;

@@ -23,6 +23,7 @@
 #include "graph/ego_graph.h"
 #include "graph/random.h"
 #include "methods/fedego/fedego.pb.h"
+#include "methods/fedego/loss.h"
 #include "methods/fedego/mixup.h"
 #include "nn/adam.h"
 #include "nn/models/ego_sage.h"
@@ -50,6 +51,7 @@ struct Options {
   double server_epoch_fraction = 0.2;
   FedEgoParams::ServerTree server_tree = FedEgoParams::RESAMPLE;
   FedEgoParams::GlobalDistribution global_distribution = FedEgoParams::ALL_POSITIONS;
+  FedEgoParams::Loss loss = FedEgoParams::CROSS_ENTROPY;
   // λ ≡ 0 ("w/o PL"): no mashed ego-graphs and no server training at all.
   bool personalise() const { return !(fixed && fixed_lambda == 0); }
 };
@@ -66,6 +68,7 @@ Options Resolve(const FedEgoParams& p) {
   o.server_epoch_fraction = p.server_epoch_fraction();
   o.server_tree = p.server_tree();
   o.global_distribution = p.global_distribution();
+  o.loss = p.loss();
   return o;
 }
 
@@ -129,7 +132,7 @@ class FedEgoClient final : public fl::ClientAlgorithm {
       const fl::NamedTensors mine = model_->Parameters("reduction");
       for (size_t i = 0; i < mine.size(); ++i) mine[i].second.copy_(theta[i].second);
     }
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
+    FGL_RETURN_IF_ERROR(TrainLocally(round.seed));
 
     fl::proto::Message reply;
     reply.mutable_header()->set_round(round.round);
@@ -173,6 +176,17 @@ class FedEgoClient final : public fl::ClientAlgorithm {
         ego_(dynamic_cast<nn::EgoSage*>(&model_->model())),
         p_local_(LabelDistribution(data_->labels, config.num_classes)) {
     CHECK(ego_ != nullptr) << "fedego: the model is not an EgoSage";
+  }
+
+  // Step 2: local training, with the authors' loss in place of the cross-entropy when asked.
+  absl::Status TrainLocally(uint64_t seed) {
+    fl::LocalModel::Hooks hooks;
+    if (options_.loss == FedEgoParams::AUTHORS_CODE) {
+      hooks.task_loss = [this](const torch::Tensor& logits, const torch::Tensor& labels) {
+        return AuthorsCodeLoss(logits, torch::one_hot(labels, config_.num_classes).to(logits.dtype()));
+      };
+    }
+    return model_->Train(config_.local_epochs, seed, hooks);
   }
 
   // Eqs. 13–15 on `phi` (the model's Φ tensors or copies of them); nothing when the broadcast
@@ -402,8 +416,8 @@ class FedEgoServer final : public fl::ServerAlgorithm {
     return absl::OkStatus();
   }
 
-  // Step 4: E_s epochs, each on a random fraction of the mashed ego-graphs in batches, soft-label
-  // cross-entropy at the centre.
+  // Step 4: E_s epochs, each on a random fraction of the mashed ego-graphs in batches, the
+  // soft-label loss (cross-entropy, or the authors' form) at the centre.
   void TrainPhi(const torch::Tensor& x, const torch::Tensor& y, const fl::RoundInfo& round) {
     nn::DropoutSeedScope dropout_stream(graph::Rng::Derive(round.seed, "fedego/server/dropout"));
     graph::Rng rng(round.seed, "fedego/server");
@@ -427,7 +441,8 @@ class FedEgoServer final : public fl::ServerAlgorithm {
         const torch::Tensor target = y.index_select(0, idx).select(1, 0);
         adam_->zero_grad();
         const nn::ModelOutput out = phi_->Personalise(trees, valid.narrow(0, 0, b));
-        const torch::Tensor loss = -(target * torch::log_softmax(out.logits, 1)).sum(1).mean();
+        const torch::Tensor loss = options_.loss == FedEgoParams::AUTHORS_CODE ? AuthorsCodeLoss(out.logits, target)
+                                                                               : SoftLabelCrossEntropy(out.logits, target);
         loss.backward();
         adam_->step();
       }

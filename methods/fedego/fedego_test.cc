@@ -11,6 +11,7 @@
 #include "graph/ego_graph.h"
 #include "gtest/gtest.h"
 #include "methods/fedego/fedego.pb.h"
+#include "methods/fedego/loss.h"
 #include "methods/fedego/mixup.h"
 #include "nn/models/ego_sage.h"
 #include "nn/ops/dropout.h"
@@ -46,6 +47,39 @@ TEST(MixupTest, MashedEgoGraphsAveragePositionWise) {
   m = MashEgoGraphs(trees, emb, labels, 2, 2, /*first_only=*/true);
   EXPECT_TRUE(torch::allclose(m.embeddings[0].squeeze(1), torch::tensor({0.0f, 1.0f, 2.0f})));
   EXPECT_TRUE(torch::allclose(m.labels[0], torch::tensor({{1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 0.0f}})));
+}
+
+// Both losses against their formulas in double precision, on one-hot and soft targets, and a node
+// whose p_y underflows in float: the authors' 1e-7 caps its loss at −log(1e-7) and zeroes its
+// gradient, where the cross-entropy charges 200 and pushes with gradient ≈ ±1.
+TEST(LossTest, AuthorsCodeLossIsNllOfSoftmaxPlusEpsilon) {
+  const torch::Tensor z = torch::tensor({{1.0f, 2.0f, 3.0f}, {0.5f, -1.0f, 2.0f}});
+  const torch::Tensor y = torch::tensor({{0.0f, 0.0f, 1.0f}, {0.25f, 0.75f, 0.0f}});
+  const torch::Tensor p = torch::softmax(z.to(torch::kFloat64), 1);
+  const torch::Tensor yd = y.to(torch::kFloat64);
+  const double ce = -(yd * p.log()).sum(1).mean().item<double>();
+  const double authors = -(yd * (p + 1e-7).log()).sum(1).mean().item<double>();
+  // By hand, row 1: p_2 = e^3 / (e + e^2 + e^3) = 0.66524, so −log p_2 = 0.40761.
+  EXPECT_NEAR(-std::log(p[0][2].item<double>()), 0.4076059644, 1e-9);
+  EXPECT_NEAR(SoftLabelCrossEntropy(z, y).item<double>(), ce, 1e-6);
+  EXPECT_NEAR(AuthorsCodeLoss(z, y).item<double>(), authors, 1e-6);
+
+  // p_1 = e^-200 / (2 + e^-200) underflows to 0 in float32.
+  const torch::Tensor wrong = torch::tensor({{0.0f, -200.0f, 0.0f}}).requires_grad_(true);
+  const torch::Tensor label = torch::tensor({{0.0f, 1.0f, 0.0f}});
+  const torch::Tensor a = AuthorsCodeLoss(wrong, label);
+  EXPECT_NEAR(a.item<double>(), -std::log(1e-7), 1e-5);  // 16.118
+  a.backward();
+  EXPECT_EQ(wrong.grad().abs().max().item<float>(), 0.0f);
+  wrong.mutable_grad().zero_();
+  const torch::Tensor c = SoftLabelCrossEntropy(wrong, label);
+  EXPECT_NEAR(c.item<double>(), 200.0 + std::log(2.0), 1e-4);
+  c.backward();
+  EXPECT_TRUE(torch::allclose(wrong.grad(), torch::tensor({{0.5f, -1.0f, 0.5f}})));
+  // In the batch mean with the first two rows, the capped row weighs 16.118 / 3.
+  const torch::Tensor batch = torch::cat({z, wrong.detach()});
+  const torch::Tensor labels = torch::cat({y, label});
+  EXPECT_NEAR(AuthorsCodeLoss(batch, labels).item<double>(), (2 * authors - std::log(1e-7)) / 3, 1e-5);
 }
 
 TEST(EgoTreeTest, ResampledChildrenComeFromTheSourcesChildren) {
@@ -313,6 +347,36 @@ TEST(FedEgoTest, WithoutEgoGraphsUploadsOneNodePerChunk) {
     EXPECT_EQ(round.tensor_bytes_up.at("reduction"), theta);
     EXPECT_EQ(round.tensor_bytes_up.at("mashed") % ((32 + 4) * 4), 0);  // one node per mashed graph
   }
+}
+
+// loss: AUTHORS_CODE trains the clients through FedEgo's own loop. Its draws (nodes, trees and
+// dropout masks at dropout 0.5) must be fl::LocalModel's: at the code's lr 3e-4 the first round's
+// train losses then differ by 7.5e-4 at most (the epsilon, mostly in the loss values of nodes with
+// p_y below ~1e-6), where one local epoch less moves them by 0.5 to 0.9 (both measured once).
+TEST(FedEgoTest, AuthorsLossChangesTheLossAlone) {
+  auto run = [](FedEgoParams::Loss loss) {
+    FedEgoParams p;
+    if (loss != FedEgoParams::CROSS_ENTROPY) p.set_loss(loss);
+    fl::FederationOptions o = EgoFederation(p);
+    o.spec.set_rounds(1);
+    o.spec.set_lr(3e-4);
+    return fl::RunFederation(o);
+  };
+  ASSERT_OK_AND_ASSIGN(const fl::FederationResult ce, run(FedEgoParams::CROSS_ENTROPY));
+  ASSERT_OK_AND_ASSIGN(const fl::FederationResult authors, run(FedEgoParams::AUTHORS_CODE));
+  ASSERT_OK_AND_ASSIGN(const fl::FederationResult again, run(FedEgoParams::AUTHORS_CODE));
+  ASSERT_EQ(ce.rounds.size(), 1u);
+  ASSERT_EQ(authors.rounds.size(), 1u);
+  ASSERT_EQ(authors.rounds[0].clients.size(), 3u);
+  double largest = 0;
+  for (size_t k = 0; k < 3; ++k) {
+    const double a = authors.rounds[0].clients[k].train_loss;
+    ASSERT_TRUE(std::isfinite(a)) << k;
+    largest = std::max(largest, std::abs(a - ce.rounds[0].clients[k].train_loss));
+    EXPECT_EQ(a, again.rounds[0].clients[k].train_loss) << k;  // repeats bit for bit
+  }
+  EXPECT_GT(largest, 0.0);  // the option acts
+  EXPECT_LT(largest, 5e-3);
 }
 
 TEST(FedEgoTest, VariantsChangeWhatTheyName) {

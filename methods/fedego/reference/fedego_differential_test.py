@@ -27,6 +27,10 @@ What is made like-for-like (methods/fedego/README.md, "Held against the authors'
   * The server joins the uploads with each one's edge ids shifted (server_edge_offset=True).
     Upstream does not shift them (utils.py:86-89), so every mashed graph past the largest upload's
     count has no edge at all; test_upstream_server_graph_drops_the_later_uploads_edges measures it.
+
+The loss is run both ways, each configuration twice: ours with FedEgoParams `loss: AUTHORS_CODE`
+against the port's own, unmodified -log(softmax + 1e-7) (Client.py:108-113, Server.py:62-67),
+and ours by default (Eq. 2's cross-entropy) against the port with loss_epsilon=None.
 """
 import os
 import sys
@@ -81,13 +85,19 @@ CLIENT_NAMES = {**THETA_NAMES, **PHI_NAMES}
 SERVER_NAMES = {'phi.' + k: v for k, v in PHI_NAMES.items()}
 
 
-def spec(c):
+# Our FedEgoParams.loss -> the port's loss_epsilon for the same loss (AUTHORS_CODE: the port's
+# default, upstream's 1e-7, passed as nothing at all).
+LOSSES = {'CROSS_ENTROPY': dict(loss_epsilon=None), 'AUTHORS_CODE': {}}
+
+
+def spec(c, loss):
     model = f'ego_sage:hidden={c["hidden"]},layers=2,fanout=6,dropout=0,batch={c["batch"]}{c["model_options"]}'
     text = (f'dataset: "{DATASET}" {PARTITION} clients: {CLIENTS} method: "fedego" rounds: {ROUNDS} '
             f'local_epochs: {c["local_epochs"]} model: "{model}" lr: {c["lr"]} weight_decay: 0 '
             'eval { model: "personalized" }')
-    if c['params']:
-        text += f' method_params {{ [type.googleapis.com/fgl.methods.fedego.FedEgoParams] {{ {c["params"]} }} }}'
+    params = c['params'] + ('' if loss == 'CROSS_ENTROPY' else f' loss: {loss}')
+    if params.strip():
+        text += f' method_params {{ [type.googleapis.com/fgl.methods.fedego.FedEgoParams] {{ {params.strip()} }} }}'
     return text
 
 
@@ -141,35 +151,39 @@ class DifferentialTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.traces = {name: trace_io.run_trace(spec(c), os.path.join(cls.tmp.name, name + '.npz'))
-                      for name, c in CONFIGS.items()}
+        cls.traces = {(name, loss): trace_io.run_trace(spec(c, loss), os.path.join(cls.tmp.name, f'{name}_{loss}.npz'))
+                      for name, c in CONFIGS.items() for loss in LOSSES}
 
     @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
-    def port(self, name, **options):
-        trace, c = self.traces[name], CONFIGS[name]
+    def port(self, name, loss='CROSS_ENTROPY', port_loss=None, **options):
+        """The port on our trace of `name` run with FedEgoParams.loss `loss`, with the port's loss
+        for `port_loss` (default: the same loss)."""
+        trace, c = self.traces[(name, loss)], CONFIGS[name]
         initial = {'clients': [gcn_state(trace, f'init/client{k}', CLIENT_NAMES) for k in range(CLIENTS)],
                    'server': gcn_state(trace, 'init/server', SERVER_NAMES)}
         args = dict(hidden=c['hidden'], lr=c['lr'], batch_size=c['batch'], client_train_epoch=c['local_epochs'],
-                    server_train_epoch=SERVER_EPOCHS, dropout=0.0, server_edge_offset=True, loss_epsilon=None)
+                    server_train_epoch=SERVER_EPOCHS, dropout=0.0, server_edge_offset=True)
+        args.update(LOSSES[port_loss or loss])
         args.update(c['port'])
         args.update(options)
         return ref.FedEgoReference([Subgraph(trace, k) for k in range(CLIENTS)], NUM_CLASSES, initial, **args)
 
-    def check_rounds(self, name, tolerance=TOLERANCE, **options):
+    def check_rounds(self, name, loss='CROSS_ENTROPY', tolerance=TOLERANCE, port_loss=None, **options):
         """Runs the port through our rounds; every difference must be <= tolerance (None: only
         measured). Returns the largest difference of each compared tensor, by name."""
-        trace, c = self.traces[name], CONFIGS[name]
+        trace, c = self.traces[(name, loss)], CONFIGS[name]
         h = c['hidden']
-        port = self.port(name, **options)
+        port = self.port(name, loss, port_loss, **options)
+        label = f'{name} [{loss}' + (f' vs port {port_loss}]' if port_loss else ']')
         worst = {}
 
         def check(what, d):
             worst[what] = max(worst.get(what, 0.0), d)
             if tolerance is not None:
-                self.assertLessEqual(d, tolerance, f'{name}: {what}')
+                self.assertLessEqual(d, tolerance, f'{label}: {what}')
 
         previous = None
         for r in range(1, ROUNDS + 1):
@@ -202,15 +216,26 @@ class DifferentialTest(unittest.TestCase):
             check(f'round {r} server Adam', adam_difference(trace, state, SERVER_NAMES, port.server))
             before = previous['server'] if previous else gcn_state(trace, 'init/server', SERVER_NAMES)
             moved = max_difference(got['server'], before)
-            self.assertGreater(moved, 100 * TOLERANCE, f'{name} round {r}: Phi_g must move for the test to mean anything')
+            self.assertGreater(moved, 100 * TOLERANCE, f'{label} round {r}: Phi_g must move for the test to mean anything')
             previous = got
         if tolerance is not None:
             for what, d in worst.items():
-                print(f'{name}: {what}: max |ours - port| = {d:.2e}')
-            print(f'{name}: largest difference {max(worst.values()):.2e}; lambda per client (last round) '
+                print(f'{label}: {what}: max |ours - port| = {d:.2e}')
+            print(f'{label}: largest difference {max(worst.values()):.2e}; lambda per client (last round) '
                   f'{[round(v, 4) for v in previous["lamb"]]}')
         return worst
 
+    # Ours with the authors' loss against the port as upstream computes it.
+    def test_adaptive_lambda_with_the_authors_loss_agrees(self):
+        self.check_rounds('adaptive', 'AUTHORS_CODE')
+
+    def test_linear_without_mixup_fixed_lambda_with_the_authors_loss_agrees(self):
+        self.check_rounds('linear_without_mixup_fixed_lambda', 'AUTHORS_CODE')
+
+    def test_code_defaults_with_the_authors_loss_agree(self):
+        self.check_rounds('code_defaults', 'AUTHORS_CODE')
+
+    # Ours by default (Eq. 2's cross-entropy) against the port with the same loss.
     def test_adaptive_lambda_rounds_agree_with_the_authors_code(self):
         self.check_rounds('adaptive')
 
@@ -220,19 +245,20 @@ class DifferentialTest(unittest.TestCase):
     def test_code_defaults_rounds_agree(self):
         self.check_rounds('code_defaults')
 
-    def test_the_codes_loss_epsilon_is_the_one_numerical_difference(self):
-        # Upstream's loss is -log(softmax + 1e-7) (Client.py:108-113, Server.py:62-67), ours Eq.
-        # 2's cross-entropy (fl::LocalModel's cross_entropy, FedEgoServer::TrainPhi's soft-label
-        # -sum y log_softmax). The 1e-7 scales each node's gradient by p_y / (p_y + 1e-7): it
-        # changes the rounds by more than rounding, most where the model is confidently wrong.
+    def test_the_loss_option_is_needed(self):
+        # Upstream's 1e-7 scales each node's gradient by p_y / (p_y + 1e-7): with the losses
+        # crossed (ours one way, the port the other) the rounds drift by more than rounding where
+        # the model is confidently wrong (lr 0.01), so the option is what makes them agree.
+        crossed = {}
         for name in CONFIGS:
-            exact = self.check_rounds(name, tolerance=None)
-            code = self.check_rounds(name, tolerance=None, loss_epsilon=1e-7)
-            models = {k: v for k, v in code.items() if 'Adam' not in k and 'loss' not in k}
-            what = max(models, key=models.get)
-            print(f'{name}: with the code\'s 1e-7 the largest difference of a model or message tensor is '
-                  f'{models[what]:.2e} ({what}); with cross-entropy {max(exact.values()):.2e}')
-            self.assertLessEqual(max(exact.values()), TOLERANCE)
+            for ours, theirs in (('CROSS_ENTROPY', 'AUTHORS_CODE'), ('AUTHORS_CODE', 'CROSS_ENTROPY')):
+                d = self.check_rounds(name, ours, tolerance=None, port_loss=theirs)
+                models = {k: v for k, v in d.items() if 'Adam' not in k and 'loss' not in k}
+                what = max(models, key=models.get)
+                crossed[(name, ours)] = models[what]
+                print(f'{name}: ours {ours}, port {theirs}: largest difference of a model or message tensor '
+                      f'{models[what]:.2e} ({what})')
+        self.assertGreater(max(crossed.values()), 10 * TOLERANCE)
 
     def test_upstream_server_graph_drops_the_later_uploads_edges(self):
         # utils.py:86-89 concatenates the uploads' edge_index without shifting each by the rows
@@ -240,7 +266,7 @@ class DifferentialTest(unittest.TestCase):
         # graph j >= max_i M_i has no edge and the server trains on its centre alone. Our server
         # trees (the mashed trees, resampled) are then not trees of the server graph.
         name = 'adaptive'
-        trace, c = self.traces[name], CONFIGS[name]
+        trace, c = self.traces[(name, 'CROSS_ENTROPY')], CONFIGS[name]
         got = self.port(name).train_round(round_draws(trace, 1, c))
         sizes = [u['x'].shape[0] // ref.EGO_NODES for u in got['uploads']]
         upstream = torch.cat([u['edge_index'] for u in got['uploads']], 1)
@@ -259,7 +285,7 @@ class DifferentialTest(unittest.TestCase):
         # appears; ours draws every position of every tree anew (note §3). Count the local
         # batches whose trees no NeighborLoader sample could give, and the epochs that ours
         # trains in an order other than upstream's ascending ids.
-        trace, c = self.traces['adaptive'], CONFIGS['adaptive']
+        trace, c = self.traces[('adaptive', 'CROSS_ENTROPY')], CONFIGS['adaptive']
         inconsistent = total = unsorted = epochs = 0
         for r in range(1, ROUNDS + 1):
             for k in range(CLIENTS):
