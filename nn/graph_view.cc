@@ -144,19 +144,66 @@ NodeFeatures NodeFeatures::Dropout(double p, bool training) const {
   return out;
 }
 
+namespace {
+
+// The CSR form of a dense [rows, cols] matrix (row-major: rows ascending, then columns), or false
+// when it has more than `max_nnz` non-zeros. Two passes over the values and no temporaries the
+// size of the matrix: a tensor-op version (a bool mask, its sum, nonzero) spent most of a
+// Physics-10 client set-up zeroing fresh pages for the mask.
+template <typename T>
+bool DenseToCsr(const torch::Tensor& cpu, double max_nnz, torch::Tensor* row_ptr, torch::Tensor* col,
+                torch::Tensor* values) {
+  const int64_t rows = cpu.size(0), cols = cpu.size(1);
+  const T* x = cpu.data_ptr<T>();
+  *row_ptr = torch::empty({rows + 1}, torch::kInt64);
+  int64_t* ptr = row_ptr->data_ptr<int64_t>();
+  ptr[0] = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = x + r * cols;
+    int64_t n = 0;
+    for (int64_t c = 0; c < cols; ++c) n += row[c] != T(0);  // NaN counts, -0 does not: as != 0
+    ptr[r + 1] = ptr[r] + n;
+  }
+  const int64_t nnz = ptr[rows];
+  if (static_cast<double>(nnz) > max_nnz) return false;
+  *col = torch::empty({nnz}, torch::kInt64);
+  *values = torch::empty({nnz}, cpu.options());
+  int64_t* c_out = col->data_ptr<int64_t>();
+  T* v_out = values->data_ptr<T>();
+  for (int64_t r = 0, k = 0; r < rows; ++r) {
+    const T* row = x + r * cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      if (row[c] != T(0)) {
+        c_out[k] = c;
+        v_out[k++] = row[c];
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 NodeFeatures NodeFeatures::WithSparseCopy(torch::Tensor dense, double max_density) {
   NodeFeatures out(dense);
   if (dense.dim() != 2 || dense.numel() == 0) return out;
   torch::Tensor cpu = dense.detach().to(torch::kCPU).contiguous();
-  torch::Tensor nz = cpu != 0;
-  const int64_t nnz = nz.sum().item<int64_t>();
-  if (static_cast<double>(nnz) > max_density * static_cast<double>(cpu.numel())) return out;
   const int64_t rows = cpu.size(0), cols = cpu.size(1);
-  torch::Tensor row_ptr = torch::zeros({rows + 1}, torch::kInt64);
-  row_ptr.slice(0, 1).copy_(nz.sum(1).cumsum(0));
-  torch::Tensor idx = nz.nonzero();  // row-major order: rows ascending, then columns
-  torch::Tensor col = idx.select(1, 1).contiguous();
-  torch::Tensor values = cpu.index({idx.select(1, 0), idx.select(1, 1)}).contiguous();
+  const double max_nnz = max_density * static_cast<double>(cpu.numel());
+  torch::Tensor row_ptr, col, values;
+  if (cpu.scalar_type() == torch::kFloat32) {
+    if (!DenseToCsr<float>(cpu, max_nnz, &row_ptr, &col, &values)) return out;
+  } else if (cpu.scalar_type() == torch::kFloat64) {
+    if (!DenseToCsr<double>(cpu, max_nnz, &row_ptr, &col, &values)) return out;
+  } else {
+    torch::Tensor nz = cpu != 0;
+    if (static_cast<double>(nz.sum().item<int64_t>()) > max_nnz) return out;
+    row_ptr = torch::zeros({rows + 1}, torch::kInt64);
+    row_ptr.slice(0, 1).copy_(nz.sum(1).cumsum(0));
+    torch::Tensor idx = nz.nonzero();  // row-major order: rows ascending, then columns
+    col = idx.select(1, 1).contiguous();
+    values = cpu.index({idx.select(1, 0), idx.select(1, 1)}).contiguous();
+  }
   auto p = CsrPattern::Create(rows, cols, row_ptr, col);
   CHECK(p.ok()) << p.status();
   out.sparse_ = std::make_shared<const Sparse>(

@@ -1,6 +1,7 @@
 // Each layer against values worked out by hand on the path 0-1-2, gradients against finite
 // differences, and the cached GCN normalisation against a dense computation.
 #include <cmath>
+#include <limits>
 
 #include "graph/testing/tiny_graphs.h"
 #include "gtest/gtest.h"
@@ -165,6 +166,25 @@ TEST(NodeFeaturesTest, SparseProductEqualsDense) {
   torch::Tensor w = torch::randn({40, 6});
   EXPECT_TRUE(torch::allclose(sparse.MatMul(w), torch::matmul(x, w), 1e-5, 1e-5));
   EXPECT_FALSE(NodeFeatures::WithSparseCopy(torch::randn({5, 4})).has_sparse());
+}
+
+// The CSR copy holds exactly the entries != 0 (a NaN is one, −0 is not), for float and double,
+// and is kept up to max_density inclusive.
+TEST(NodeFeaturesTest, SparseCopyKeepsExactlyTheNonZeros) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const torch::Tensor x = torch::tensor({0.f, 1.5f, 0.f, -0.f, 2.f,  //
+                                         0.f, 0.f, 0.f, 0.f, 0.f,    //
+                                         0.f, 0.f, 0.f, nan, 0.f,    //
+                                         0.f, 0.f, 0.f, 0.f, -1.f})
+                              .view({4, 5});
+  for (const torch::Tensor& v : {x, x.to(torch::kFloat64)}) {
+    EXPECT_TRUE(NodeFeatures::WithSparseCopy(v, 4.0 / 20).has_sparse()) << v.dtype();
+    EXPECT_FALSE(NodeFeatures::WithSparseCopy(v, 3.9 / 20).has_sparse()) << v.dtype();
+  }
+  // The sparse product (float32 only) sees the same entries as the dense one.
+  const torch::Tensor eye = torch::eye(5);
+  const torch::Tensor product = NodeFeatures::WithSparseCopy(x, 0.2).MatMul(eye);
+  EXPECT_TRUE(torch::equal(product.nan_to_num(7), torch::matmul(x, eye).nan_to_num(7))) << product;
 }
 
 TEST(NodeFeaturesTest, MaskedColumnsMultiplyLikeMaskedDense) {
