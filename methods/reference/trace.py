@@ -6,6 +6,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import numpy as np
@@ -20,6 +21,30 @@ def run_trace(spec, path, flags=()):
     subprocess.run([TRACE_BINARY, f'--spec={spec}', f'--out={path}', *flags], check=True)
     with np.load(path) as npz:
         return {k: npz[k] for k in npz.files}
+
+
+class TracedConfigsTest(unittest.TestCase):
+    """A differential test over CONFIGS (name -> configuration): before the tests, write_trace(name,
+    config, out_dir) writes each configuration's trace into a temporary directory (self.traces by
+    name); assertClose checks a difference against TOLERANCE."""
+    CONFIGS = {}
+    TOLERANCE = 1e-5
+
+    @classmethod
+    def write_trace(cls, name, config, out_dir):
+        raise NotImplementedError
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.traces = {name: cls.write_trace(name, config, cls.tmp.name) for name, config in cls.CONFIGS.items()}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def assertClose(self, d, what):
+        self.assertLessEqual(d, self.TOLERANCE, what)
 
 
 def main():

@@ -10,8 +10,6 @@ that nothing else is random. Clients are all GCNs (the reference has one archite
 """
 import os
 import sys
-import tempfile
-import unittest
 
 import torch
 
@@ -45,7 +43,7 @@ def views_of(trace, r):
               for v in ('weak', 'strong')} for e in range(EPOCHS)] for k in range(CLIENTS)]
 
 
-class DifferentialTest(unittest.TestCase):
+class DifferentialTest(trace_io.TracedConfigsTest):
     # Our FedGkcParams text -> the reference's options, for each configuration checked.
     # name -> (our FedGkcParams text, the reference's options, whether the clients draw views).
     CONFIGS = {
@@ -54,15 +52,12 @@ class DifferentialTest(unittest.TestCase):
         'copilot_first_no_kama': ('order: COPILOT_FIRST kama: false', {'schedule': 'sequential', 'kama': False}, True),
     }
 
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.traces = {name: run_trace(text, cls.tmp.name, name, views)
-                      for name, (text, _, views) in cls.CONFIGS.items()}
+    TOLERANCE = TOLERANCE
 
     @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
+    def write_trace(cls, name, config, out_dir):
+        text, _, views = config
+        return run_trace(text, out_dir, name, views)
 
     def check(self, name):
         trace = self.traces[name]

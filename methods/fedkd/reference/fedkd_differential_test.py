@@ -17,8 +17,6 @@ port's post-round mentee of every client against our next broadcast.
 """
 import os
 import sys
-import tempfile
-import unittest
 
 import torch
 
@@ -45,7 +43,7 @@ def run_trace(name, lr, weight_decay, epochs, mentor_hidden, out_dir):
     return trace_io.run_trace(spec, os.path.join(out_dir, f'{name}.npz'))
 
 
-class DifferentialTest(unittest.TestCase):
+class DifferentialTest(trace_io.TracedConfigsTest):
     # name -> (lr, weight decay, local epochs, both models' hidden width, the port's options).
     CONFIGS = {
         # A graph-sized lr (the note's 1e-2) without weight decay (the authors' Adam has none).
@@ -56,17 +54,11 @@ class DifferentialTest(unittest.TestCase):
         'lr_5e-2_wd': (0.05, 5e-4, 3, 32, dict(lr=0.05, weight_decay=5e-4, local_steps=3)),
     }
 
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.traces = {name: run_trace(name, *c[:4], cls.tmp.name) for name, c in cls.CONFIGS.items()}
+    TOLERANCE = TOLERANCE
 
     @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def assertClose(self, d, what):
-        self.assertLessEqual(d, TOLERANCE, what)
+    def write_trace(cls, name, config, out_dir):
+        return run_trace(name, *config[:4], out_dir)
 
     def check(self, name):
         trace = self.traces[name]

@@ -13,8 +13,6 @@ GCNs of another width than the meme (the port has one architecture).
 """
 import os
 import sys
-import tempfile
-import unittest
 
 import torch
 
@@ -40,7 +38,7 @@ def run_trace(name, optimizer, lr, weight_decay, epochs, params, out_dir):
     return trace_io.run_trace(spec, os.path.join(out_dir, f'{name}.npz'))
 
 
-class DifferentialTest(unittest.TestCase):
+class DifferentialTest(trace_io.TracedConfigsTest):
     # name -> (our spec's optimiser, lr, weight decay, local epochs, further FmlParams, the port's options).
     # The port hard-codes weight decay 5e-4 for SGD and 1e-4 for Adam [Node.py:19-25]; its LR
     # schedule decays every int(num_rounds / 3) rounds before stop_decay [utils.py:67-79].
@@ -58,17 +56,11 @@ class DifferentialTest(unittest.TestCase):
                                     num_rounds=3, stop_decay=3)),
     }
 
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.traces = {name: run_trace(name, *c[:5], cls.tmp.name) for name, c in cls.CONFIGS.items()}
+    TOLERANCE = TOLERANCE
 
     @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def assertClose(self, d, what):
-        self.assertLessEqual(d, TOLERANCE, what)
+    def write_trace(cls, name, config, out_dir):
+        return run_trace(name, *config[:5], out_dir)
 
     def check(self, name):
         trace = self.traces[name]
