@@ -60,6 +60,30 @@ std::vector<std::string> RunCommand(const Job& j, const QueueOptions& options) {
 
 }  // namespace
 
+int64_t ExpectedCosts::Peak(const proto::Experiment& e) const {
+  auto it = peak_bytes.find(BudgetKey(e));
+  return it == peak_bytes.end() ? int64_t{0} : it->second;
+}
+
+std::optional<double> ExpectedCosts::Wall(const proto::Experiment& e) const {
+  auto it = wall_s.find(BudgetKey(e));
+  return it == wall_s.end() ? std::nullopt : std::optional<double>(it->second);
+}
+
+ExpectedCosts ReadExpectedCosts(const std::string& records) {
+  ExpectedCosts costs;
+  for (const auto& [key, cost] : RecordedCosts(records)) {
+    costs.peak_bytes[key] = cost.peak_rss_bytes;
+    costs.wall_s[key] = cost.wall_s;
+  }
+  // A configuration without a record: its timing run's (a few rounds, so its peak is a lower bound).
+  for (const auto& [key, timing] : CommittedTimings(records)) {
+    costs.peak_bytes.emplace(key, timing.peak_rss_bytes());
+    costs.wall_s.emplace(key, timing.estimate_s());
+  }
+  return costs;
+}
+
 void ForgetRunsNotStarted(const std::set<CellResult*>& cut, TablePlan& plan) {
   for (CellResult* r : cut) {
     if (r->state != CellResult::State::kFailed) ClearRuns(*r, CellResult::State::kNotRun);
@@ -96,23 +120,10 @@ absl::StatusOr<QueueResult> RunPending(const proto::Table& table, const QueueOpt
   const int64_t memory_limit = options.memory_gb > 0
                                    ? static_cast<int64_t>(options.memory_gb * 1e9)
                                    : MemInfoBytes("MemTotal") / 10 * 9;
-  std::map<std::string, int64_t> expected_peak;
-  std::map<std::string, double> expected_wall;  // seconds per run, for the checkpoint interval
-  if (total > 0) {
-    for (const auto& [key, cost] : RecordedCosts(options.records)) {
-      expected_peak[key] = cost.peak_rss_bytes;
-      expected_wall[key] = cost.wall_s;
-    }
-    // A configuration without a record: its timing run's peak (a few rounds, so a lower bound).
-    for (const auto& [key, timing] : CommittedTimings(options.records)) {
-      expected_peak.emplace(key, timing.peak_rss_bytes());
-      expected_wall.emplace(key, timing.estimate_s());
-    }
-  }
-  auto peak_of = [&](const Job& j) {
-    auto it = expected_peak.find(BudgetKey(j.resolved));
-    return it == expected_peak.end() ? int64_t{0} : it->second;
-  };
+  ExpectedCosts expected_costs;
+  if (total > 0) expected_costs = ReadExpectedCosts(options.records);
+  std::map<std::string, int64_t>& expected_peak = expected_costs.peak_bytes;
+  auto peak_of = [&](const Job& j) { return expected_costs.Peak(j.resolved); };
   std::vector<size_t> waiting(total);
   std::iota(waiting.begin(), waiting.end(), 0);
   int64_t running_peaks = 0;
@@ -126,9 +137,7 @@ absl::StatusOr<QueueResult> RunPending(const proto::Table& table, const QueueOpt
     const double left = absl::ToDoubleSeconds(stop_by - absl::Now());
     for (auto it = waiting.begin(); it != waiting.end();) {
       const Job& j = pending[*it];
-      auto wall = expected_wall.find(BudgetKey(j.resolved));
-      const std::optional<double> expected =
-          wall == expected_wall.end() ? std::nullopt : std::optional<double>(wall->second);
+      const std::optional<double> expected = expected_costs.Wall(j.resolved);
       if (FinishesInTime(expected, left)) {
         ++it;
         continue;

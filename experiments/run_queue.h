@@ -4,11 +4,15 @@
 #define FGL_EXPERIMENTS_RUN_QUEUE_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "experiments/proto/experiment.pb.h"
 #include "experiments/proto/table.pb.h"
 #include "experiments/table_plan.h"
 
@@ -26,6 +30,17 @@ struct QueueOptions {
   std::string run_binary;         // the //experiments:run binary
   std::string commit, machine;    // what each new record says produced it
 };
+
+// What each configuration (BudgetKey) is expected to cost a run, for both executors: the largest
+// recorded peak and the mean recorded wall time, else (no record) its committed timing's (a few
+// rounds, so its peak is a lower bound).
+struct ExpectedCosts {
+  std::map<std::string, int64_t> peak_bytes;
+  std::map<std::string, double> wall_s;
+  int64_t Peak(const proto::Experiment& e) const;                // 0: unknown
+  std::optional<double> Wall(const proto::Experiment& e) const;  // nullopt: unknown
+};
+ExpectedCosts ReadExpectedCosts(const std::string& records);
 
 struct QueueResult {
   size_t total = 0;  // the runs that were pending

@@ -8,13 +8,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include <google/protobuf/text_format.h>
 
@@ -28,7 +31,6 @@
 #include "absl/time/clock.h"
 #include "experiments/peak_file.h"
 #include "experiments/run_checkpoint.h"
-#include "experiments/run_costs.h"
 #include "experiments/run_records.h"
 #include "experiments/run_scheduling.h"
 #include "fl/proto/federation.pb.h"
@@ -132,7 +134,65 @@ std::string NodeDescription(const std::string& run_dir) {
                       nn::CpuKernels(), "; slurm node ", node[3]);
 }
 
+// Writes job `j`'s run directory under `slurm_dir` (spec, record path, commit, stamped checkpoint
+// directory) and returns it.
+absl::StatusOr<std::string> PrepareRunDir(const Job& j, const std::string& slurm_dir, const std::string& commit) {
+  const std::string run_dir = absl::StrCat(slurm_dir, "/runs/", j.cell_key);
+  const std::string ckpt = run_dir + "/ckpt";
+  if (absl::Status s = graph::io::MakeDirs(ckpt); !s.ok()) return s;
+  const std::string stamp = CheckpointStamp(j.resolved);
+  if (UsableCheckpoint(ckpt, stamp)) {
+    LOG(INFO) << "resuming " << j.cell.first << "/" << j.cell.second << " seed " << j.seed << " from " << ckpt
+              << "/checkpoint.pb";
+  }
+  for (const auto& [file, text] : std::vector<std::pair<std::string, std::string>>{
+           {"/spec.textproto", Slurp(j.spec_path)},
+           {"/record_path", j.record_path + "\n"},
+           {"/commit", commit + "\n"},
+           {"/ckpt/stamp", stamp}}) {
+    if (absl::Status s = WriteText(run_dir + file, text); !s.ok()) return s;
+  }
+  return run_dir;
+}
+
+// `sbatch --parsable [extra_args] script_path`; returns the job id.
+absl::StatusOr<std::string> Submit(const std::string& script_path, const std::vector<std::string>& extra_args) {
+  std::vector<std::string> args = {"sbatch", "--parsable"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  args.push_back(script_path);
+  absl::StatusOr<std::string> printed = Capture(args);
+  if (!printed.ok()) return printed.status();
+  // --parsable prints "<job id>" or "<job id>;<cluster>".
+  const std::string line = Trimmed(*printed);
+  const std::string job_id(absl::StripAsciiWhitespace(line.substr(0, line.find(';'))));
+  if (job_id.empty()) return absl::UnavailableError(absl::StrCat("sbatch printed no job id for ", script_path));
+  return job_id;
+}
+
+// The class of `value`: 0 when at most `base`, else how many times `base` is multiplied by `factor`
+// to reach it.
+int SizeClass(int64_t value, int64_t base, int64_t factor) {
+  int c = 0;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  for (int64_t limit = base; value > limit && limit <= kMax / factor; limit *= factor) ++c;
+  return c;
+}
+
 }  // namespace
+
+std::vector<ArrayGroup> GroupByResources(const std::vector<TaskRequest>& requests) {
+  std::map<std::pair<int, int>, ArrayGroup> groups;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const TaskRequest& r = requests[i];
+    ArrayGroup& g = groups[{SizeClass(r.mem_mib, kMemoryClassMib, 2), SizeClass(r.time_minutes, kTimeClassMinutes, 4)}];
+    g.mem_mib = std::max(g.mem_mib, r.mem_mib);
+    g.time_minutes = std::max(g.time_minutes, r.time_minutes);
+    g.tasks.push_back(i);
+  }
+  std::vector<ArrayGroup> out;
+  for (auto& [cls, g] : groups) out.push_back(std::move(g));
+  return out;
+}
 
 int64_t SlurmMemoryMib(int64_t peak_bytes, double default_mem_gb) {
   if (peak_bytes <= 0) return static_cast<int64_t>(std::ceil(default_mem_gb * 1024));
@@ -248,22 +308,12 @@ absl::StatusOr<QueueResult> RunPendingOnSlurm(const proto::Table& table, const Q
   std::vector<Job>& pending = plan.pending;
   const size_t total = pending.size();
   if (total == 0) return QueueResult{0, 0};
-  std::map<std::string, int64_t> expected_peak;
-  std::map<std::string, double> expected_wall;
-  for (const auto& [key, cost] : RecordedCosts(options.records)) {
-    expected_peak[key] = cost.peak_rss_bytes;
-    expected_wall[key] = cost.wall_s;
-  }
-  for (const auto& [key, timing] : CommittedTimings(options.records)) {
-    expected_peak.emplace(key, timing.peak_rss_bytes());
-    expected_wall.emplace(key, timing.estimate_s());
-  }
-  auto wall_of = [&](const Job& j) -> std::optional<double> {
-    auto it = expected_wall.find(BudgetKey(j.resolved));
-    return it == expected_wall.end() ? std::nullopt : std::optional<double>(it->second);
-  };
+  const ExpectedCosts costs = ReadExpectedCosts(options.records);
+  auto wall_of = [&](const Job& j) { return costs.Wall(j.resolved); };
 
-  // Runs already in the queue (an earlier --no_wait) are followed, not submitted again.
+  // Runs already in the queue (an earlier --no_wait) are followed, not submitted again; squeue is
+  // asked once per job, not once per run.
+  std::map<std::string, absl::StatusOr<std::string>> queue_of_job;
   std::vector<Task> tasks;
   std::vector<Job*> to_submit;
   std::set<CellResult*> cut;  // cells with a run not submitted (--stop_by) or not waited for
@@ -273,10 +323,15 @@ absl::StatusOr<QueueResult> RunPendingOnSlurm(const proto::Table& table, const Q
     const std::string run_dir = absl::StrCat(slurm.slurm_dir, "/runs/", j.cell_key);
     std::vector<std::string> submitted = absl::StrSplit(Trimmed(Slurp(run_dir + "/submitted")), ' ');
     if (submitted.size() == 3) {
-      absl::StatusOr<std::string> queued = Capture({"squeue", "-h", "-r", "-j", submitted[0], "-o", "%i %T"});
+      auto queued = queue_of_job.find(submitted[0]);
+      if (queued == queue_of_job.end()) {
+        queued = queue_of_job
+                     .emplace(submitted[0], Capture({"squeue", "-h", "-r", "-j", submitted[0], "-o", "%i %T"}))
+                     .first;
+      }
       int index = 0;
-      if (queued.ok() && absl::SimpleAtoi(submitted[1], &index) &&
-          ParseTaskStates(*queued, submitted[0]).count(index)) {
+      if (queued->second.ok() && absl::SimpleAtoi(submitted[1], &index) &&
+          ParseTaskStates(*queued->second, submitted[0]).count(index)) {
         LOG(INFO) << "already queued: " << j.cell.first << "/" << j.cell.second << " seed " << j.seed << " (job "
                   << submitted[0] << "_" << index << ")";
         tasks.push_back(Task{&j, run_dir, submitted[0], submitted[2], index});
@@ -296,7 +351,20 @@ absl::StatusOr<QueueResult> RunPendingOnSlurm(const proto::Table& table, const Q
   }
 
   if (!to_submit.empty()) {
-    // One array; its tasks share --mem and --time, so both are the largest any of its runs needs.
+    // Each run's --mem and --time from its configuration's costs, then one array per class of them.
+    std::vector<TaskRequest> requests;
+    std::vector<std::string> run_dirs;
+    for (Job* j : to_submit) {
+      TaskRequest r{SlurmMemoryMib(costs.Peak(j->resolved), slurm.default_mem_gb),
+                    SlurmTimeMinutes(wall_of(*j), slurm.default_time_minutes)};
+      if (options.stop_by != absl::InfiniteFuture()) {
+        r.time_minutes = std::max<int64_t>(1, std::min<int64_t>(r.time_minutes, static_cast<int64_t>(left / 60)));
+      }
+      requests.push_back(r);
+      absl::StatusOr<std::string> run_dir = PrepareRunDir(*j, slurm.slurm_dir, options.commit);
+      if (!run_dir.ok()) return run_dir.status();
+      run_dirs.push_back(*run_dir);
+    }
     ArrayScript a;
     a.job_name = slurm.job_name;
     a.partition = slurm.partition;
@@ -307,61 +375,43 @@ absl::StatusOr<QueueResult> RunPendingOnSlurm(const proto::Table& table, const Q
     a.run_args = {"--checkpoint_dir=\"$dir/ckpt\"", absl::StrCat("--checkpoint_every=", options.checkpoint_rounds),
                   absl::StrCat("--checkpoint_minutes=", options.checkpoint_minutes), "--resume"};
     if (options.stop_by != absl::InfiniteFuture()) a.deadline = options.stop_by;
-    const std::string name =
-        absl::StrCat(table.id().empty() ? "table" : table.id(), "-", absl::FormatTime("%Y%m%dT%H%M%S", absl::Now(), absl::UTCTimeZone()),
-                     "-", getpid());
-    const std::string array_dir = absl::StrCat(slurm.slurm_dir, "/arrays/", name);
-    if (absl::Status s = graph::io::MakeDirs(array_dir); !s.ok()) return s;
-    a.log_pattern = array_dir + "/task_%a.log";
-    for (Job* j : to_submit) {
-      const std::string run_dir = absl::StrCat(slurm.slurm_dir, "/runs/", j->cell_key);
-      const std::string ckpt = run_dir + "/ckpt";
-      if (absl::Status s = graph::io::MakeDirs(ckpt); !s.ok()) return s;
-      const std::string stamp = CheckpointStamp(j->resolved);
-      if (UsableCheckpoint(ckpt, stamp)) {
-        LOG(INFO) << "resuming " << j->cell.first << "/" << j->cell.second << " seed " << j->seed << " from "
-                  << ckpt << "/checkpoint.pb";
+    const std::string stem = absl::StrCat(table.id().empty() ? "table" : table.id(), "-",
+                                          absl::FormatTime("%Y%m%dT%H%M%S", absl::Now(), absl::UTCTimeZone()), "-",
+                                          getpid());
+    const std::vector<ArrayGroup> groups = GroupByResources(requests);
+    for (const ArrayGroup& g : groups) {
+      // The classes differ, so no two arrays ask the same --mem and --time.
+      const std::string array_dir =
+          absl::StrCat(slurm.slurm_dir, "/arrays/", stem, "-", g.mem_mib, "M-", g.time_minutes, "min");
+      if (absl::Status s = graph::io::MakeDirs(array_dir); !s.ok()) return s;
+      a.mem_mib = g.mem_mib;
+      a.time_minutes = g.time_minutes;
+      a.log_pattern = array_dir + "/task_%a.log";
+      a.run_dirs.clear();
+      for (size_t i : g.tasks) a.run_dirs.push_back(run_dirs[i]);
+      const std::string script_path = array_dir + "/run.sbatch";
+      if (absl::Status s = WriteText(script_path, BatchScript(a)); !s.ok()) return s;
+      absl::StatusOr<std::string> job_id = Submit(script_path, slurm.extra_args);
+      if (!job_id.ok()) {
+        LOG(ERROR) << job_id.status();
+        return job_id.status();
       }
-      for (const auto& [file, text] : std::vector<std::pair<std::string, std::string>>{
-               {"/spec.textproto", Slurp(j->spec_path)},
-               {"/record_path", j->record_path + "\n"},
-               {"/commit", options.commit + "\n"},
-               {"/ckpt/stamp", stamp}}) {
-        if (absl::Status s = WriteText(run_dir + file, text); !s.ok()) return s;
+      if (absl::Status s = WriteText(array_dir + "/job_id", *job_id + "\n"); !s.ok()) return s;
+      for (size_t k = 0; k < g.tasks.size(); ++k) {
+        const std::string log = absl::StrCat(array_dir, "/task_", k, ".log");
+        if (absl::Status s = WriteText(a.run_dirs[k] + "/submitted", absl::StrCat(*job_id, " ", k, " ", log, "\n"));
+            !s.ok()) {
+          return s;
+        }
+        tasks.push_back(Task{to_submit[g.tasks[k]], a.run_dirs[k], *job_id, log, static_cast<int>(k)});
       }
-      const auto peak = expected_peak.find(BudgetKey(j->resolved));
-      a.mem_mib = std::max(a.mem_mib, SlurmMemoryMib(peak == expected_peak.end() ? 0 : peak->second,
-                                                     slurm.default_mem_gb));
-      a.time_minutes = std::max(a.time_minutes, SlurmTimeMinutes(wall_of(*j), slurm.default_time_minutes));
-      a.run_dirs.push_back(run_dir);
+      LOG(INFO) << "submitted job array " << *job_id << ": " << g.tasks.size() << " runs (--mem=" << a.mem_mib
+                << "M --time=" << a.time_minutes << " each), script " << script_path;
     }
-    if (options.stop_by != absl::InfiniteFuture()) {
-      a.time_minutes = std::max<int64_t>(1, std::min<int64_t>(a.time_minutes, static_cast<int64_t>(left / 60)));
+    if (groups.size() > 1) {
+      LOG(INFO) << "submitted " << to_submit.size() << " runs as " << groups.size()
+                << " job arrays (one per memory and time class)";
     }
-    const std::string script_path = array_dir + "/run.sbatch";
-    if (absl::Status s = WriteText(script_path, BatchScript(a)); !s.ok()) return s;
-    std::vector<std::string> args = {"sbatch", "--parsable"};
-    args.insert(args.end(), slurm.extra_args.begin(), slurm.extra_args.end());
-    args.push_back(script_path);
-    absl::StatusOr<std::string> submitted = Capture(args);
-    if (!submitted.ok()) {
-      LOG(ERROR) << submitted.status();
-      return submitted.status();
-    }
-    // --parsable prints "<job id>" or "<job id>;<cluster>".
-    const std::string job_id = std::string(absl::StripAsciiWhitespace(Trimmed(*submitted).substr(0, Trimmed(*submitted).find(';'))));
-    if (job_id.empty()) return absl::UnavailableError("sbatch printed no job id");
-    if (absl::Status s = WriteText(array_dir + "/job_id", job_id + "\n"); !s.ok()) return s;
-    for (size_t i = 0; i < to_submit.size(); ++i) {
-      const std::string log = absl::StrCat(array_dir, "/task_", i, ".log");
-      if (absl::Status s = WriteText(a.run_dirs[i] + "/submitted", absl::StrCat(job_id, " ", i, " ", log, "\n"));
-          !s.ok()) {
-        return s;
-      }
-      tasks.push_back(Task{to_submit[i], a.run_dirs[i], job_id, log, static_cast<int>(i)});
-    }
-    LOG(INFO) << "submitted job array " << job_id << ": " << to_submit.size() << " runs (--mem=" << a.mem_mib
-              << "M --time=" << a.time_minutes << " each), script " << script_path;
   }
 
   int failed = 0;
@@ -370,9 +420,9 @@ absl::StatusOr<QueueResult> RunPendingOnSlurm(const proto::Table& table, const Q
     LOG(INFO) << tasks.size() << " runs in the Slurm queue; collect them later with --executor=slurm (e.g. with "
               << "--cached_only)";
   } else {
-    // Wait: a task is finished once it has left squeue (sacct then says how it ended).
+    // Wait for every array: a task is finished once it has left squeue (sacct then says how it ended).
     const auto start = std::chrono::steady_clock::now();
-    int blind_polls = 0;  // polls where neither squeue nor sacct answered
+    std::map<std::string, int> blind_polls;  // by job: polls in a row where neither squeue nor sacct answered
     while (true) {
       std::set<std::string> job_ids;
       for (const Task& t : tasks) {
@@ -385,7 +435,8 @@ absl::StatusOr<QueueResult> RunPendingOnSlurm(const proto::Table& table, const Q
             queued.ok() ? ParseTaskStates(*queued, id) : std::map<int, std::string>{};
         const std::map<int, std::string> in_accounting =
             accounted.ok() ? ParseTaskStates(*accounted, id) : std::map<int, std::string>{};
-        blind_polls = queued.ok() || accounted.ok() ? 0 : blind_polls + 1;
+        int& blind = blind_polls[id];
+        blind = queued.ok() || accounted.ok() ? 0 : blind + 1;
         for (Task& t : tasks) {
           if (t.finished || t.job_id != id) continue;
           if (auto it = in_queue.find(t.index); it != in_queue.end()) {
@@ -397,7 +448,7 @@ absl::StatusOr<QueueResult> RunPendingOnSlurm(const proto::Table& table, const Q
             t.state = acct->second;
             continue;
           }
-          if (!queued.ok() && acct == in_accounting.end() && blind_polls < 5) continue;  // no answer yet
+          if (!queued.ok() && acct == in_accounting.end() && blind < 5) continue;  // no answer yet
           t.finished = true;
           if (!ResultPath(t.run_dir).empty()) {
             t.state = "COMPLETED";

@@ -83,8 +83,9 @@ ABSL_FLAG(absl::Time, stop_by, absl::InfiniteFuture(),
 ABSL_FLAG(int, checkpoint_rounds, 0,
           "Also checkpoint every this many rounds; 0 = by --checkpoint_minutes alone.");
 ABSL_FLAG(std::string, executor, "local",
-          "local: the runs as processes here (--jobs, --memory_gb); slurm: one Slurm job array (sbatch), "
-          "each task one run writing into --slurm_dir, then wait for it (squeue/sacct) and record the outputs.");
+          "local: the runs as processes here (--jobs, --memory_gb); slurm: Slurm job arrays (sbatch), one per "
+          "memory and time class, each task one run writing into --slurm_dir, then wait for them (squeue/sacct) "
+          "and record the outputs.");
 ABSL_FLAG(std::string, slurm_dir, "",
           "--executor=slurm: the runs' specs, outputs, checkpoints, batch scripts and logs; must be on storage "
           "the compute nodes share (as must --run_binary and the data root). Default <cache_dir>/slurm.");
@@ -93,7 +94,8 @@ ABSL_FLAG(std::string, slurm_account, "", "--executor=slurm: sbatch --account.")
 ABSL_FLAG(std::string, slurm_qos, "", "--executor=slurm: sbatch --qos.");
 ABSL_FLAG(std::string, slurm_extra_args, "",
           "--executor=slurm: further sbatch arguments, separated by spaces (e.g. \"--constraint=avx2 --requeue\").");
-ABSL_FLAG(int, slurm_max_parallel, 0, "--executor=slurm: at most this many tasks at once (--array=0-N%P); 0 = no limit.");
+ABSL_FLAG(int, slurm_max_parallel, 0,
+          "--executor=slurm: at most this many tasks of each array at once (--array=0-N%P); 0 = no limit.");
 ABSL_FLAG(double, slurm_poll_seconds, 30, "--executor=slurm: seconds between squeue/sacct polls.");
 ABSL_FLAG(double, slurm_default_mem_gb, 4,
           "--executor=slurm: --mem of a run whose configuration has no recorded peak (else the peak + 25% + 512 MiB).");
