@@ -201,9 +201,11 @@ TEST(ReportTest, GridHeatmapLabelsEveryCellAndShadesByMean) {
   EXPECT_THAT(svg, HasSubstr(">61.0 ± 1.4<"));
   EXPECT_THAT(svg, HasSubstr(">80.0 ± 0.0<"));
   EXPECT_THAT(svg, HasSubstr(">–<"));                 // a2/b2 has no result
-  EXPECT_THAT(svg, HasSubstr("fill=\"rgb(255,255,255)\""));  // the lowest mean
-  EXPECT_THAT(svg, HasSubstr("fill=\"rgb(30,100,255)\""));   // the highest
-  EXPECT_THAT(svg, HasSubstr("61.0 to 80.0"));  // the range of the means
+  // The squares (the scale's swatches have a thinner stroke): white for the lowest mean, the darkest
+  // blue for the highest, the scale spanning the means' 19 points (wider than 4 seed stds or 4 points).
+  EXPECT_THAT(svg, HasSubstr("fill=\"rgb(255,255,255)\" stroke=\"#999\"/>"));
+  EXPECT_THAT(svg, HasSubstr("fill=\"rgb(30,100,255)\" stroke=\"#999\"/>"));
+  EXPECT_THAT(svg, HasSubstr("colour scale 61.0 (white) to 80.0 (dark blue)"));
 }
 
 TEST(ReportTest, MarkdownAndCsvCoverEveryCell) {

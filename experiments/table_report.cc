@@ -1,6 +1,7 @@
 #include "experiments/table_report.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <utility>
@@ -19,6 +20,18 @@
 namespace fgl::experiments {
 namespace {
 
+using Curve = google::protobuf::RepeatedField<double>;
+
+// Each seed's curve as `Series::seeds` (the plot draws them faint beside the mean).
+void AddSeedCurves(const std::vector<proto::RunRecord>& recs,
+                   const std::function<const Curve&(const proto::RunRecord&)>& curve, Series& series) {
+  for (const proto::RunRecord& rec : recs) {
+    std::vector<std::pair<int, double>> points;
+    for (int i = 0; i < curve(rec).size(); ++i) points.emplace_back(i + 1, curve(rec)[i]);
+    series.seeds.push_back(std::move(points));
+  }
+}
+
 // Per column, every row's mean curve over its seeds (test accuracy; training loss where recorded):
 // <stem>_<column>.svg, <stem>_<column>_loss.svg and one <stem>_curves.csv. Returns the markdown
 // that shows them.
@@ -31,7 +44,7 @@ absl::StatusOr<std::string> WriteColumnCurves(
   for (const proto::Column& c : table.columns()) {
     // A global-test column (FedEgo Fig. 4 a/c) draws the shared global test graph's curve.
     const bool global = (c.has_value() ? c.value() : table.value()) == proto::Table::GLOBAL_TEST_ACCURACY;
-    auto curve = [global](const proto::RunRecord& rec) -> const google::protobuf::RepeatedField<double>& {
+    auto curve = [global](const proto::RunRecord& rec) -> const Curve& {
       return global ? rec.global_test_curve() : rec.test_curve();
     };
     std::vector<Series> accuracy, loss;
@@ -57,6 +70,10 @@ absl::StatusOr<std::string> WriteColumnCurves(
         csv << row.key() << "," << c.key() << "," << recs.size() << "," << i + 1 << ","
             << absl::StrFormat("%.4f", acc) << "," << (has_loss ? absl::StrFormat("%.6g", lo) : "") << "\n";
       }
+      AddSeedCurves(recs, curve, a);
+      if (has_loss) {
+        AddSeedCurves(recs, [](const proto::RunRecord& rec) -> const Curve& { return rec.loss_curve(); }, l);
+      }
       accuracy.push_back(std::move(a));
       if (has_loss) loss.push_back(std::move(l));
     }
@@ -65,12 +82,14 @@ absl::StatusOr<std::string> WriteColumnCurves(
     const std::string name = absl::StrCat(stem, "_", c.key());
     FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(
         absl::StrCat(report_dir, "/", name, ".svg"),
-        AccuracySvg(absl::StrCat(label, global ? ": global test" : ": test", " accuracy (mean over seeds)"), accuracy)));
+        CurveSvg(absl::StrCat(label, global ? ": global test" : ": test", " accuracy per round, every row"), accuracy,
+                 /*percent=*/true, global ? "global test accuracy (%)" : "test accuracy (%)")));
     absl::StrAppend(&md, "\n### ", label, "\n\n![", label, global ? " global" : "", " test accuracy](", name, ".svg)\n");
     if (!loss.empty()) {
       FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(
           absl::StrCat(report_dir, "/", name, "_loss.svg"),
-          CurveSvg(absl::StrCat(label, ": training loss (mean over seeds)"), loss, /*percent=*/false)));
+          CurveSvg(absl::StrCat(label, ": training loss per round, every row"), loss, /*percent=*/false,
+                   "training loss (log scale)")));
       absl::StrAppend(&md, "![", label, " training loss](", name, "_loss.svg)\n");
     }
   }
@@ -83,18 +102,28 @@ absl::StatusOr<std::string> WriteColumnCurves(
 absl::StatusOr<bool> WriteTableReport(const proto::Table& table, const TablePlan& plan, const std::string& report_dir,
                                       const std::string& stem) {
   const std::map<std::pair<std::string, std::string>, CellResult>& results = plan.results;
-  const auto& first_runs = plan.first_runs;
-  // The plot: every row's first-seed curve on the first column with a finished cell.
+  // The plot: on the first column with a finished cell, every row's seeds (faint) and their mean
+  // (bold) over the rounds all of them recorded.
   std::vector<Series> series;
   std::string plot_column;
+  size_t plot_seeds = 0;
   for (const proto::Column& c : table.columns()) {
     for (const proto::Row& row : table.rows()) {
-      auto it = first_runs.find({row.key(), c.key()});
-      if (it == first_runs.end()) continue;
-      plot_column = c.label().empty() ? c.key() : c.label();
+      auto it = plan.all_runs.find({row.key(), c.key()});
+      if (it == plan.all_runs.end() || it->second.empty()) continue;
+      const std::vector<proto::RunRecord>& recs = it->second;
+      plot_column = Label(c);
+      plot_seeds = std::max(plot_seeds, recs.size());
       Series s;
-      s.label = row.label().empty() ? row.key() : row.label();
-      for (int i = 0; i < it->second.test_curve_size(); ++i) s.points.emplace_back(i + 1, it->second.test_curve(i));
+      s.label = Label(row);
+      int rounds = recs[0].test_curve_size();
+      for (const proto::RunRecord& rec : recs) rounds = std::min(rounds, rec.test_curve_size());
+      for (int i = 0; i < rounds; ++i) {
+        double sum = 0;
+        for (const proto::RunRecord& rec : recs) sum += rec.test_curve(i);
+        s.points.emplace_back(i + 1, sum / recs.size());
+      }
+      AddSeedCurves(recs, [](const proto::RunRecord& rec) -> const Curve& { return rec.test_curve(); }, s);
       series.push_back(std::move(s));
     }
     if (!series.empty()) break;
@@ -108,7 +137,9 @@ absl::StatusOr<bool> WriteTableReport(const proto::Table& table, const TablePlan
     svg_name = stem + ".svg";
     FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(
         report_dir + "/" + svg_name,
-        AccuracySvg(absl::StrCat(table.title(), " — test accuracy per round, ", plot_column, " (first seed)"), series)));
+        AccuracySvg(absl::StrCat(table.title(), " — test accuracy per round on ", plot_column, ", every row (",
+                                 plot_seeds, plot_seeds == 1 ? " seed)" : " seeds)"),
+                    series)));
   }
   Provenance prov;
   prov.spec_hashes = plan.spec_hashes;
