@@ -302,6 +302,19 @@ absl::Status ValidateTable(const proto::Table& t, const std::string& where) {
     if (!claim.row().empty()) named_rows.push_back(claim.row());
     if (!claim.base().empty()) named_rows.push_back(claim.base());
     if (!claim.column().empty()) named_columns.push_back(claim.column());
+    // A region names its rows and columns; a misspelt key would silently leave a cell out of it.
+    const bool region_claim = claim.kind() == proto::Claim::BEST_IN_REGION;
+    const bool has_region = !claim.region_rows().empty() || !claim.region_columns().empty();
+    if (region_claim && (claim.region_rows().empty() || claim.region_columns().empty())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": claim '", claim.text(), "': BEST_IN_REGION needs region_rows and region_columns"));
+    }
+    if (!region_claim && has_region) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": claim '", claim.text(), "': region_rows/region_columns belong to BEST_IN_REGION claims"));
+    }
+    named_rows.insert(named_rows.end(), claim.region_rows().begin(), claim.region_rows().end());
+    named_columns.insert(named_columns.end(), claim.region_columns().begin(), claim.region_columns().end());
     if (column_claim && claim.column().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": column claim '", claim.text(), "' names no column"));
     }

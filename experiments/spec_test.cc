@@ -347,6 +347,19 @@ TEST(TableTest, CellsMergeBaseRowColumnAndRejectBadKeys) {
   const std::string claim = Write("claim.textproto", R"(
     id: "t" rows { key: "a" } columns { key: "c" } claims { text: "x" row: "a" others: "b" })");
   EXPECT_THAT(LoadTable(claim), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown row 'b'")));
+  // A region's keys are rows and columns of the table, and only a region claim has one.
+  const std::string region = Write("region.textproto", R"(
+    id: "t" rows { key: "a" } columns { key: "c" }
+    claims { text: "x" kind: BEST_IN_REGION region_rows: "a" region_columns: "d" })");
+  EXPECT_THAT(LoadTable(region), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown column 'd'")));
+  const std::string half_region = Write("half_region.textproto", R"(
+    id: "t" rows { key: "a" } columns { key: "c" } claims { text: "x" kind: BEST_IN_REGION region_rows: "a" })");
+  EXPECT_THAT(LoadTable(half_region),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs region_rows and region_columns")));
+  const std::string stray_region = Write("stray_region.textproto", R"(
+    id: "t" rows { key: "a" } columns { key: "c" } claims { text: "x" row: "a" region_rows: "a" })");
+  EXPECT_THAT(LoadTable(stray_region),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("belong to BEST_IN_REGION")));
   // A column claim's `others` are columns.
   const std::string column_claim = Write("column_claim.textproto", R"(
     id: "t" rows { key: "a" } columns { key: "c" } columns { key: "d" }
