@@ -90,7 +90,6 @@ void ForgetRunsNotStarted(const std::set<CellResult*>& cut, TablePlan& plan) {
   }
   for (auto& [cell, r] : plan.results) {
     if (!cut.count(&r)) continue;
-    plan.first_runs.erase(cell);
     plan.all_runs.erase(cell);
     const std::string label = absl::StrCat(cell.first, "/", cell.second, "/seed ");
     auto& hashes = plan.spec_hashes;
@@ -213,7 +212,6 @@ absl::StatusOr<QueueResult> RunPending(const proto::Table& table, const QueueOpt
       plan.machines.insert(machine);
       std::filesystem::remove_all(j.checkpoint_dir, ec);
       for (CellResult* r : j.targets) AddRun(table, *record, *r);
-      if (j.plot && !plan.first_runs.count(j.cell)) plan.first_runs[j.cell] = *record;
       if (j.plot) plan.all_runs[j.cell].push_back(*record);
     } else {
       for (CellResult* r : j.targets) {

@@ -489,7 +489,6 @@ absl::StatusOr<QueueResult> RunPendingOnSlurm(const proto::Table& table, const Q
         plan.commits.insert(record->result().code_commit());
         plan.machines.insert(record->result().machine());
         for (CellResult* r : j.targets) AddRun(table, *record, *r);
-        if (j.plot && !plan.first_runs.count(j.cell)) plan.first_runs[j.cell] = *record;
         if (j.plot) plan.all_runs[j.cell].push_back(*record);
         continue;
       }

@@ -85,7 +85,6 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PlanRuns(
       plan.commits.insert(record.result().code_commit().empty() ? "unknown" : record.result().code_commit());
       plan.machines.insert(record.result().machine().empty() ? "unknown" : record.result().machine());
       AddRun(p.table, record, r);
-      if (plot && !plan.first_runs.count(key)) plan.first_runs[key] = record;
       if (plot) plan.all_runs[key].push_back(record);
       continue;
     }
@@ -109,7 +108,6 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PlanRuns(
         if (!usable.ok()) return usable.status();
         r.seeds_recorded += *usable;
       }
-      if (plot) plan.first_runs.erase(key);
       if (plot) plan.all_runs.erase(key);
       break;
     }

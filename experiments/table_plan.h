@@ -45,8 +45,8 @@ struct TablePlan {
   std::map<std::pair<std::string, std::string>, CellResult> results;  // (row, column) -> cell
   PartitionSpread spread;
   std::vector<Job> pending;  // the runs to make, in the table's cell order, each once
-  std::map<std::pair<std::string, std::string>, proto::RunRecord> first_runs;  // for the plot
-  std::map<std::pair<std::string, std::string>, std::vector<proto::RunRecord>> all_runs;  // for curves
+  // Every seed's record of each plotted cell: the figures draw each seed and their mean.
+  std::map<std::pair<std::string, std::string>, std::vector<proto::RunRecord>> all_runs;
   // The report's provenance: each filled cell's runs ("row/column/seed s", cache key), the
   // commits and machines of the runs the cells hold, and the filled cells' training seeds.
   std::vector<std::pair<std::string, std::string>> spec_hashes;
