@@ -14,12 +14,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
 #include "fl/tensor_codec.h"
+#include "fl/typed_state.h"
 #include "glog/logging.h"
 #include "graph/csr_graph.h"
 #include "graph/random.h"
@@ -274,26 +274,37 @@ class FedGcnYaoServer final : public fl::ServerAlgorithm {
   absl::Status FinishRound(const fl::RoundInfo& round) override { return average_->FinishRound(round); }
   std::vector<fl::ServerAggregate> Aggregates() override { return average_->Aggregates(); }
 
-  // The global model plus "pending/<k>": the features not yet delivered.
+  // The global model plus FedGcnYaoServerState: the features not yet delivered.
   absl::StatusOr<fl::proto::Message> SaveState() const override {
     FGL_ASSIGN_OR_RETURN(fl::proto::Message state, average_->SaveState());
-    fl::NamedTensors pending;
-    for (const auto& [k, x] : pending_) pending.emplace_back(absl::StrCat("pending/", k), x);
-    fl::AddTensors(pending, &state);
+    FedGcnYaoServerState typed;
+    for (const auto& [k, x] : pending_) {  // a std::map: ascending clients
+      FedGcnYaoServerState::PendingFeatures* p = typed.add_pending();
+      p->set_client(k);
+      *p->mutable_features() = fl::EncodeTensor("features", x);
+    }
+    fl::PackState(typed, &state);
     return state;
   }
   absl::Status RestoreState(const fl::proto::Message& state) override {
-    fl::proto::Message model;
-    FGL_ASSIGN_OR_RETURN(auto pending, fl::SplitTensors("pending/", state, &model));
+    FGL_ASSIGN_OR_RETURN(const FedGcnYaoServerState typed,
+                         fl::UnpackState<FedGcnYaoServerState>(state, "fedgcn_yao state"));
     std::map<int, torch::Tensor> restored;
-    for (auto& [key, x] : pending) {
-      int k = -1;
-      if (!absl::SimpleAtoi(key, &k) || k < 0 || k >= n_ || x.dim() != 2 || x.size(1) != width_ ||
-          x.scalar_type() != torch::kFloat32 || !torch::isfinite(x).all().item<bool>()) {
-        return absl::InvalidArgumentError(absl::StrCat("fedgcn_yao state: bad tensor 'pending/", key, "'"));
+    for (const FedGcnYaoServerState::PendingFeatures& p : typed.pending()) {
+      const std::string what = absl::StrCat("fedgcn_yao state: pending features of client ", p.client());
+      if (!p.has_client() || p.client() < 0 || p.client() >= n_ || restored.count(p.client())) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": no such client, or listed twice"));
       }
-      restored[k] = x;
+      absl::StatusOr<torch::Tensor> x = fl::DecodeTensor(p.features());
+      if (!x.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", x.status().message()));
+      if (x->dim() != 2 || x->size(1) != width_ || x->scalar_type() != torch::kFloat32 ||
+          !torch::isfinite(*x).all().item<bool>()) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": not a finite float32 [nodes, ", width_, "] matrix"));
+      }
+      restored[p.client()] = *x;
     }
+    fl::proto::Message model = state;
+    fl::EraseState<FedGcnYaoServerState>(&model);
     FGL_RETURN_IF_ERROR(average_->RestoreState(model));
     pending_ = std::move(restored);
     return absl::OkStatus();

@@ -8,15 +8,20 @@
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
+#include "fl/typed_state.h"
 #include "fl/testing/client_data.h"
 #include "graph/csr_graph.h"
 #include "methods/fedgcn_yao/code_as_run.h"
 #include "methods/fedgcn_yao/fedgcn_yao.pb.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "third_party/absl_ext/status_matchers.h"
 
 namespace fgl::methods::fedgcn_yao {
 namespace {
+
+using ::fgl::testing::StatusIs;
+using ::testing::HasSubstr;
 
 fl::MethodConfig Config() {
   fl::MethodConfig config;
@@ -72,6 +77,27 @@ TEST(FedGcnYaoServerTest, AveragesEachNodeOverTheClientsHoldingIt) {
   ASSERT_OK(restored->RestoreState(saved));
   EXPECT_FALSE(Features(*restored->BroadcastTo(0, {2, 2})).defined());
   EXPECT_TRUE(torch::allclose(Features(*restored->BroadcastTo(2, {2, 2})), torch::tensor({3.0f, 3.0f}).view({1, 2})));
+  // The pending features are a typed state, checked before anything changes.
+  ASSERT_OK_AND_ASSIGN(FedGcnYaoServerState typed,
+                       fl::UnpackState<FedGcnYaoServerState>(saved, "test"));
+  ASSERT_EQ(typed.pending_size(), 2);  // clients 1 and 2; client 0 replied, so has its features
+  EXPECT_EQ(typed.pending(0).client(), 1);
+  EXPECT_EQ(typed.pending(1).client(), 2);
+  fl::proto::Message bad = saved;
+  fl::EraseState<FedGcnYaoServerState>(&bad);
+  EXPECT_THAT(restored->RestoreState(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("holds none")));
+  FedGcnYaoServerState twice = typed;
+  *twice.add_pending() = typed.pending(0);
+  bad = saved;
+  fl::EraseState<FedGcnYaoServerState>(&bad);
+  fl::PackState(twice, &bad);
+  EXPECT_THAT(restored->RestoreState(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("listed twice")));
+  FedGcnYaoServerState narrow = typed;
+  *narrow.mutable_pending(0)->mutable_features() = fl::EncodeTensor("features", torch::zeros({2, 3}));
+  bad = saved;
+  fl::EraseState<FedGcnYaoServerState>(&bad);
+  fl::PackState(narrow, &bad);
+  EXPECT_THAT(restored->RestoreState(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("client 1: not a finite float32")));
 }
 
 TEST(FedGcnYaoRunTest, LearnsOnAveragedFeatures) {
