@@ -13,11 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "fl/tensor_codec.h"
+#include "fl/typed_state.h"
 #include "methods/fedgta/fedgta.pb.h"
 #include "methods/fedgta/topology_moments.h"
 #include "nn/models/gnn_model.h"
@@ -164,32 +165,37 @@ class FedGtaServer final : public fl::ServerAlgorithm {
     return out;
   }
 
+  // Each client's personalised model as FedGtaServerState.
   absl::StatusOr<fl::proto::Message> SaveState() const override {
     fl::proto::Message m;
     m.mutable_header()->set_type("fedgta.state");
-    for (const auto& [id, a] : personalised_) fl::AddTensors(fl::WithPrefix(absl::StrCat("client", id, "."), a.parameters), &m);
+    FedGtaServerState state;
+    for (const auto& [id, a] : personalised_) {  // a std::map: ascending clients
+      FedGtaServerState::Personalised* p = state.add_personalised();
+      p->set_client(id);
+      for (const auto& [name, t] : a.parameters) *p->add_parameters() = fl::EncodeTensor(name, t);
+    }
+    fl::PackState(state, &m);
     return m;
   }
+  // Every model is checked against the initial model's names and shapes before anything changes.
   absl::Status RestoreState(const fl::proto::Message& state) override {
-    personalised_.clear();
-    last_round_.clear();
-    FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
-    std::map<int, std::map<std::string, torch::Tensor>> by_client;
-    for (auto& [name, t] : tensors) {
-      const size_t dot = name.find('.');
-      int id = -1;
-      if (name.rfind("client", 0) != 0 || dot == std::string::npos ||
-          !absl::SimpleAtoi(name.substr(6, dot - 6), &id) || id < 0) {
-        return absl::InvalidArgumentError("fedgta state: unexpected tensor '" + name + "'");
+    FGL_ASSIGN_OR_RETURN(const FedGtaServerState saved, fl::UnpackState<FedGtaServerState>(state, "fedgta state"));
+    std::map<int, fl::ServerAggregate> restored;
+    for (const FedGtaServerState::Personalised& p : saved.personalised()) {
+      const std::string who = absl::StrCat("fedgta state: client ", p.client());
+      if (!p.has_client() || p.client() < 0 || restored.count(p.client())) {
+        return absl::InvalidArgumentError(absl::StrCat(who, ": no valid client id, or listed twice"));
       }
-      by_client[id][name.substr(dot + 1)] = t;
-    }
-    for (auto& [id, tensors_of] : by_client) {
+      fl::proto::Message tensors;
+      *tensors.mutable_tensors() = p.parameters();
+      FGL_ASSIGN_OR_RETURN(auto decoded, fl::DecodeTensors(tensors));
       fl::ServerAggregate a;
-      FGL_ASSIGN_OR_RETURN(a.parameters, fl::MatchTensors(tensors_of, initial_, absl::StrCat("fedgta state: client ", id),
-                                                          /*require_finite=*/false));
-      personalised_[id] = std::move(a);
+      FGL_ASSIGN_OR_RETURN(a.parameters, fl::MatchTensors(decoded, initial_, who, /*require_finite=*/false));
+      restored[p.client()] = std::move(a);
     }
+    personalised_ = std::move(restored);
+    last_round_.clear();
     return absl::OkStatus();
   }
 

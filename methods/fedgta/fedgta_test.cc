@@ -8,6 +8,7 @@
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
+#include "fl/typed_state.h"
 #include "fl/testing/client_data.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -89,6 +90,26 @@ TEST(FedGtaServerTest, SimilarClientsShareConfidenceWeightedModels) {
   ASSERT_OK_AND_ASSIGN(auto restored, f.server(config));
   ASSERT_OK(restored->RestoreState(saved));
   auto m = restored->BroadcastTo(2, {2, 2});
+  EXPECT_FLOAT_EQ(fl::DecodeTensors(*m)->begin()->second.flatten()[0].item<float>(), 9.0f);
+  // The personalised models are a typed state; a bad one is refused naming the client and
+  // changes nothing.
+  ASSERT_OK_AND_ASSIGN(FedGtaServerState typed, fl::UnpackState<FedGtaServerState>(saved, "test"));
+  ASSERT_EQ(typed.personalised_size(), 3);
+  FedGtaServerState twice = typed;
+  *twice.add_personalised() = typed.personalised(0);
+  fl::proto::Message bad;
+  fl::PackState(twice, &bad);
+  EXPECT_THAT(restored->RestoreState(bad),
+              fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("listed twice")));
+  FedGtaServerState wrong = typed;
+  wrong.mutable_personalised(2)->mutable_parameters(0)->set_name("no_such_parameter");
+  bad.Clear();
+  fl::PackState(wrong, &bad);
+  EXPECT_THAT(restored->RestoreState(bad),
+              fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("fedgta state: client")));
+  EXPECT_THAT(restored->RestoreState(fl::proto::Message()),
+              fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("holds none")));
+  m = restored->BroadcastTo(2, {2, 2});  // unchanged by the refused states
   EXPECT_FLOAT_EQ(fl::DecodeTensors(*m)->begin()->second.flatten()[0].item<float>(), 9.0f);
 }
 
