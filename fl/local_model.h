@@ -127,6 +127,18 @@ class ModelClient : public ClientAlgorithm {
     if (!model.ok()) return model.status();
     return std::unique_ptr<ClientAlgorithm>(new Client(std::move(data), config, *std::move(model)));
   }
+  // The same for a client that keeps its method's typed parameters: unpacked once, here, and
+  // handed to `Client(data, config, model, params)` (methods/README.md), never in Train.
+  template <typename Client, typename Params>
+  static absl::StatusOr<std::unique_ptr<ClientAlgorithm>> MakeWithParams(std::shared_ptr<const ClientData> data,
+                                                                         const MethodConfig& config) {
+    absl::StatusOr<Params> params = MethodParams<Params>(config);
+    if (!params.ok()) return params.status();
+    auto model = LocalModel::Create(data, config, config.seed);
+    if (!model.ok()) return model.status();
+    return std::unique_ptr<ClientAlgorithm>(
+        new Client(std::move(data), config, *std::move(model), *std::move(params)));
+  }
 
   absl::StatusOr<torch::Tensor> Predict(const proto::Message* global) override {
     return model_->Predict(global);

@@ -22,15 +22,6 @@ constexpr char kType[] = "fedavg.weights";
 
 class FedAvgClient final : public fl::ModelClient {
  public:
-  // The parameters are unpacked once, here (methods/README.md), not every round.
-  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
-                                                                   const fl::MethodConfig& config) {
-    FGL_ASSIGN_OR_RETURN(FedAvgParams params, fl::MethodParams<FedAvgParams>(config));
-    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
-    return std::unique_ptr<fl::ClientAlgorithm>(
-        new FedAvgClient(std::move(data), config, std::move(model), std::move(params)));
-  }
-
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));
@@ -40,6 +31,7 @@ class FedAvgClient final : public fl::ModelClient {
   }
 
  private:
+  friend class fl::ModelClient;  // MakeWithParams: the params unpacked once, at creation
   FedAvgClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
                std::unique_ptr<fl::LocalModel> model, FedAvgParams params)
       : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
@@ -77,6 +69,6 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
   return std::unique_ptr<fl::ServerAlgorithm>(std::move(server));
 }
 
-FGL_REGISTER_METHOD("fedavg", FedAvgClient::Make, MakeServer, {fl::TypedParams<FedAvgParams>()});
+FGL_REGISTER_METHOD("fedavg", fl::ModelClient::MakeWithParams<FedAvgClient, FedAvgParams>, MakeServer, {fl::TypedParams<FedAvgParams>()});
 
 }  // namespace fgl::methods::fedavg

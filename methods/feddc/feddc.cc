@@ -28,15 +28,6 @@ constexpr char kUpdate[] = "update.";
 
 class FedDcClient final : public fl::ModelClient {
  public:
-  // The parameters are unpacked once, here (methods/README.md), not every round.
-  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
-                                                                   const fl::MethodConfig& config) {
-    FGL_ASSIGN_OR_RETURN(FedDcParams params, fl::MethodParams<FedDcParams>(config));
-    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
-    return std::unique_ptr<fl::ClientAlgorithm>(
-        new FedDcClient(std::move(data), config, std::move(model), std::move(params)));
-  }
-
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server,
                                            const fl::RoundInfo& round) override {
     const FedDcParams& p = params_;
@@ -130,6 +121,7 @@ class FedDcClient final : public fl::ModelClient {
   }
 
  private:
+  friend class fl::ModelClient;  // MakeWithParams: the params unpacked once, at creation
   FedDcClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
               std::unique_ptr<fl::LocalModel> model, FedDcParams params)
       : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
@@ -182,7 +174,7 @@ class FedDcServer final : public fl::ServerAlgorithm {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("feddc", FedDcClient::Make,
+FGL_REGISTER_METHOD("feddc", fl::ModelClient::MakeWithParams<FedDcClient, FedDcParams>,
                     [](const fl::MethodConfig& config) -> absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> {
                       FGL_ASSIGN_OR_RETURN(auto inner, fl::ModelAndMeanServer::Create(config, kType, kUpdate));
                       return std::unique_ptr<fl::ServerAlgorithm>(new FedDcServer(std::move(inner)));

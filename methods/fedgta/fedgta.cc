@@ -33,15 +33,6 @@ constexpr char kConfidence[] = "confidence";
 
 class FedGtaClient final : public fl::ModelClient {
  public:
-  // The parameters are unpacked once, here (methods/README.md), not every round.
-  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
-                                                                   const fl::MethodConfig& config) {
-    FGL_ASSIGN_OR_RETURN(FedGtaParams params, fl::MethodParams<FedGtaParams>(config));
-    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
-    return std::unique_ptr<fl::ClientAlgorithm>(
-        new FedGtaClient(std::move(data), config, std::move(model), std::move(params)));
-  }
-
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server,
                                            const fl::RoundInfo& round) override {
     const fl::NamedTensors params = model_->SharedParameters();
@@ -71,6 +62,7 @@ class FedGtaClient final : public fl::ModelClient {
   }
 
  private:
+  friend class fl::ModelClient;  // MakeWithParams: the params unpacked once, at creation
   FedGtaClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
                std::unique_ptr<fl::LocalModel> model, FedGtaParams params)
       : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
@@ -221,7 +213,7 @@ class FedGtaServer final : public fl::ServerAlgorithm {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedgta", FedGtaClient::Make, FedGtaServer::Create,
+FGL_REGISTER_METHOD("fedgta", fl::ModelClient::MakeWithParams<FedGtaClient, FedGtaParams>, FedGtaServer::Create,
                     {fl::TypedParams<FedGtaParams>()});
 
 }  // namespace fgl::methods::fedgta

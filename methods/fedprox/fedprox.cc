@@ -20,15 +20,6 @@ constexpr char kType[] = "fedprox.weights";
 
 class FedProxClient final : public fl::ModelClient {
  public:
-  // The parameters are unpacked once, here (methods/README.md), not every round.
-  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
-                                                                   const fl::MethodConfig& config) {
-    FGL_ASSIGN_OR_RETURN(FedProxParams params, fl::MethodParams<FedProxParams>(config));
-    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
-    return std::unique_ptr<fl::ClientAlgorithm>(
-        new FedProxClient(std::move(data), config, std::move(model), std::move(params)));
-  }
-
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
     const FedProxParams& p = params_;
@@ -79,6 +70,7 @@ class FedProxClient final : public fl::ModelClient {
   }
 
  private:
+  friend class fl::ModelClient;  // MakeWithParams: the params unpacked once, at creation
   FedProxClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
                 std::unique_ptr<fl::LocalModel> model, FedProxParams params)
       : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
@@ -89,7 +81,7 @@ class FedProxClient final : public fl::ModelClient {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedprox", FedProxClient::Make,
+FGL_REGISTER_METHOD("fedprox", fl::ModelClient::MakeWithParams<FedProxClient, FedProxParams>,
                     [](const fl::MethodConfig& config) -> absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> {
                       FGL_ASSIGN_OR_RETURN(const FedProxParams p, fl::MethodParams<FedProxParams>(config));
                       return fl::MakeModelAverageServer(config, kType, {fl::WeightScalar(p.weighting())});

@@ -44,15 +44,6 @@ std::pair<fl::NamedTensors, fl::NamedTensors> Split(const fl::NamedTensors& all)
 
 class FedPubClient final : public fl::ModelClient {
  public:
-  // The parameters are unpacked once, here (methods/README.md), not every round.
-  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
-                                                                   const fl::MethodConfig& config) {
-    FGL_ASSIGN_OR_RETURN(FedPubParams params, fl::MethodParams<FedPubParams>(config));
-    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
-    return std::unique_ptr<fl::ClientAlgorithm>(
-        new FedPubClient(std::move(data), config, std::move(model), std::move(params)));
-  }
-
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& from_server,
                                            const fl::RoundInfo& round) override {
     const FedPubParams& p = params_;
@@ -108,6 +99,7 @@ class FedPubClient final : public fl::ModelClient {
   }
 
  private:
+  friend class fl::ModelClient;  // MakeWithParams: the params unpacked once, at creation
   struct Proxy {
     nn::NodeFeatures features;
     nn::GraphView view;
@@ -276,7 +268,7 @@ class FedPubServer final : public fl::ServerAlgorithm {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedpub", FedPubClient::Make, FedPubServer::Create,
+FGL_REGISTER_METHOD("fedpub", fl::ModelClient::MakeWithParams<FedPubClient, FedPubParams>, FedPubServer::Create,
                     {fl::TypedParams<FedPubParams>()});
 
 }  // namespace fgl::methods::fedpub

@@ -21,15 +21,6 @@ constexpr char kPrevious[] = "moon.previous_embedding";
 
 class MoonClient final : public fl::ModelClient {
  public:
-  // The parameters are unpacked once, here (methods/README.md), not every round.
-  static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
-                                                                   const fl::MethodConfig& config) {
-    FGL_ASSIGN_OR_RETURN(MoonParams params, fl::MethodParams<MoonParams>(config));
-    FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
-    return std::unique_ptr<fl::ClientAlgorithm>(
-        new MoonClient(std::move(data), config, std::move(model), std::move(params)));
-  }
-
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global,
                                            const fl::RoundInfo& round) override {
     const MoonParams& p = params_;
@@ -64,6 +55,7 @@ class MoonClient final : public fl::ModelClient {
   }
 
  private:
+  friend class fl::ModelClient;  // MakeWithParams: the params unpacked once, at creation
   MoonClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
              std::unique_ptr<fl::LocalModel> model, MoonParams params)
       : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
@@ -82,7 +74,7 @@ class MoonClient final : public fl::ModelClient {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("moon", MoonClient::Make,
+FGL_REGISTER_METHOD("moon", fl::ModelClient::MakeWithParams<MoonClient, MoonParams>,
                     [](const fl::MethodConfig& config) { return fl::MakeModelAverageServer(config, kType); },
                     {fl::TypedParams<MoonParams>()});
 
