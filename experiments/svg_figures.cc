@@ -286,40 +286,53 @@ std::string CurveSvg(const std::string& title, const std::vector<Series>& series
   return svg + "</svg>\n";
 }
 
-double GridColourSpan(const proto::Table& t,
-                      const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
-  double lo = std::numeric_limits<double>::infinity(), hi = -lo, largest_std = 0;
-  bool all_accuracies = true;  // each cell's own value: a column may set one (FedEgo Fig. 5's divergences)
+namespace {
+
+// What a grid's filled cells span: their means' range, the largest std over seeds, the smallest
+// non-zero |mean|, and whether every cell is an accuracy (a column may set its own value: FedEgo
+// Fig. 5's divergences). lo > hi when no cell is filled.
+struct GridStats {
+  double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
+  double largest_std = 0, smallest = std::numeric_limits<double>::infinity();
+  bool all_accuracies = true;
+};
+
+GridStats GridStatsOf(const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  GridStats g;
   for (const auto& [key, r] : cells) {
     if (r.state != CellResult::State::kDone || r.values.empty()) continue;
-    all_accuracies &= IsAccuracy(r.value);
+    g.all_accuracies &= IsAccuracy(r.value);
     const auto [mean, std] = MeanStd(r.values);
-    lo = std::min(lo, mean);
-    hi = std::max(hi, mean);
-    largest_std = std::max(largest_std, std);
+    g.lo = std::min(g.lo, mean);
+    g.hi = std::max(g.hi, mean);
+    g.largest_std = std::max(g.largest_std, std);
+    if (mean != 0) g.smallest = std::min(g.smallest, std::abs(mean));
   }
-  if (lo > hi) return 0;
-  const double floor = all_accuracies ? (t.fraction() ? 0.04 : 4.0) : 0.0;
-  return std::max({hi - lo, 4 * largest_std, floor});
+  return g;
+}
+
+double ColourSpan(const proto::Table& t, const GridStats& g) {
+  if (g.lo > g.hi) return 0;
+  const double floor = g.all_accuracies ? (t.fraction() ? 0.04 : 4.0) : 0.0;
+  return std::max({g.hi - g.lo, 4 * g.largest_std, floor});
+}
+
+}  // namespace
+
+double GridColourSpan(const proto::Table& t,
+                      const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
+  return ColourSpan(t, GridStatsOf(cells));
 }
 
 std::string GridHeatmapSvg(const proto::Table& t,
                            const std::map<std::pair<std::string, std::string>, CellResult>& cells) {
   constexpr double kCellH = 34, kMinCellW = 110, kMaxLeft = 280, kBarW = 200, kPanelGap = 18;
-  double lo = std::numeric_limits<double>::infinity(), hi = -lo, smallest = lo, largest_std = 0;
-  bool all_accuracies = true;
-  for (const auto& [key, r] : cells) {
-    if (r.state != CellResult::State::kDone || r.values.empty()) continue;
-    all_accuracies &= IsAccuracy(r.value);
-    const auto [mean, std] = MeanStd(r.values);
-    lo = std::min(lo, mean);
-    hi = std::max(hi, mean);
-    largest_std = std::max(largest_std, std);
-    if (mean != 0) smallest = std::min(smallest, std::abs(mean));
-  }
+  const GridStats stats = GridStatsOf(cells);
+  const double lo = stats.lo, hi = stats.hi, smallest = stats.smallest, largest_std = stats.largest_std;
+  const bool all_accuracies = stats.all_accuracies;
   if (lo > hi) return "";
   // Centred on the means, never narrower than the seeds' spread (GridColourSpan).
-  const double span = GridColourSpan(t, cells), mid = (lo + hi) / 2;
+  const double span = ColourSpan(t, stats), mid = (lo + hi) / 2;
   const double scale_lo = mid - span / 2, scale_hi = mid + span / 2;
   // Decimals that show small values (a weight divergence of 0.02) with two significant digits.
   int decimals = 1;
