@@ -26,6 +26,7 @@
 #include "methods/fedego/loss.h"
 #include "methods/fedego/mixup.h"
 #include "nn/adam.h"
+#include "nn/losses/losses.h"
 #include "nn/models/ego_sage.h"
 #include "nn/ops/dropout.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -442,7 +443,7 @@ class FedEgoServer final : public fl::ServerAlgorithm {
         adam_->zero_grad();
         const nn::ModelOutput out = phi_->Personalise(trees, valid.narrow(0, 0, b));
         const torch::Tensor loss = options_.loss == FedEgoParams::AUTHORS_CODE ? AuthorsCodeLoss(out.logits, target)
-                                                                               : SoftLabelCrossEntropy(out.logits, target);
+                                                                               : nn::SoftCrossEntropy(out.logits, target);
         loss.backward();
         adam_->step();
       }

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "methods/fedego/fedego.pb.h"
 #include "methods/fedego/loss.h"
+#include "nn/losses/losses.h"
 #include "methods/fedego/mixup.h"
 #include "nn/models/ego_sage.h"
 #include "nn/ops/dropout.h"
@@ -61,7 +62,7 @@ TEST(LossTest, AuthorsCodeLossIsNllOfSoftmaxPlusEpsilon) {
   const double authors = -(yd * (p + 1e-7).log()).sum(1).mean().item<double>();
   // By hand, row 1: p_2 = e^3 / (e + e^2 + e^3) = 0.66524, so −log p_2 = 0.40761.
   EXPECT_NEAR(-std::log(p[0][2].item<double>()), 0.4076059644, 1e-9);
-  EXPECT_NEAR(SoftLabelCrossEntropy(z, y).item<double>(), ce, 1e-6);
+  EXPECT_NEAR(nn::SoftCrossEntropy(z, y).item<double>(), ce, 1e-6);
   EXPECT_NEAR(AuthorsCodeLoss(z, y).item<double>(), authors, 1e-6);
 
   // p_1 = e^-200 / (2 + e^-200) underflows to 0 in float32.
@@ -72,7 +73,7 @@ TEST(LossTest, AuthorsCodeLossIsNllOfSoftmaxPlusEpsilon) {
   a.backward();
   EXPECT_EQ(wrong.grad().abs().max().item<float>(), 0.0f);
   wrong.mutable_grad().zero_();
-  const torch::Tensor c = SoftLabelCrossEntropy(wrong, label);
+  const torch::Tensor c = nn::SoftCrossEntropy(wrong, label);
   EXPECT_NEAR(c.item<double>(), 200.0 + std::log(2.0), 1e-4);
   c.backward();
   EXPECT_TRUE(torch::allclose(wrong.grad(), torch::tensor({{0.5f, -1.0f, 0.5f}})));

@@ -1,15 +1,12 @@
-// FedEgo's training losses at the centres: logits [B, C] against label distributions [B, C]
-// (one-hot for a client's own nodes, the mashed soft labels on the server). FedEgoParams.loss
-// picks one for the clients' local training and the server's training alike.
+// FedEgo's authors' training loss at the centres: logits [B, C] against label distributions
+// [B, C] (one-hot for a client's own nodes, the mashed soft labels on the server). FedEgoParams.loss
+// picks it or Eq. 2's cross-entropy (nn::SoftCrossEntropy) for local and server training alike.
 #ifndef FGL_METHODS_FEDEGO_LOSS_H_
 #define FGL_METHODS_FEDEGO_LOSS_H_
 
 #include <torch/torch.h>
 
 namespace fgl::methods::fedego {
-
-// Eq. 2's cross-entropy: −mean_b Σ_c y_bc · log_softmax(z_b)_c (CROSS_ENTROPY).
-torch::Tensor SoftLabelCrossEntropy(const torch::Tensor& logits, const torch::Tensor& targets);
 
 // The epsilon inside the authors' log [FedEgo/FedEgo@534c1de Client.py:111, Server.py:65].
 inline constexpr double kAuthorsCodeEpsilon = 1e-7;
