@@ -215,17 +215,36 @@ bool CheckpointReader::AtEnd() {
   return !*got;
 }
 
-absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenCheckpointToResume(const std::string& path) {
+namespace {
+
+// Renames `path` to `aside` so that the run starts from round 1; `why` says what is wrong with it.
+absl::StatusOr<std::unique_ptr<CheckpointReader>> MoveAside(const std::string& path, const std::string& aside,
+                                                            absl::string_view why) {
+  if (std::rename(path.c_str(), aside.c_str()) != 0) {
+    return absl::DataLossError(absl::StrCat(why, "; and it cannot be moved aside to ", aside, ": ", std::strerror(errno)));
+  }
+  LOG(WARNING) << why << ": moved aside to " << aside << "; the run starts from round 1";
+  return std::unique_ptr<CheckpointReader>();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenCheckpointToResume(const std::string& path, uint32_t version,
+                                                                        const std::string& fingerprint) {
   if (!graph::io::FileExists(path)) return std::unique_ptr<CheckpointReader>();
   absl::StatusOr<std::unique_ptr<CheckpointReader>> reader = CheckpointReader::Open(path);
-  if (reader.ok() || !absl::IsDataLoss(reader.status())) return reader;
-  const std::string aside = path + ".damaged";
-  if (std::rename(path.c_str(), aside.c_str()) != 0) {
-    return absl::DataLossError(absl::StrCat(reader.status().message(), "; and it cannot be moved aside to ", aside, ": ",
-                                            std::strerror(errno)));
+  if (!reader.ok()) {
+    if (!absl::IsDataLoss(reader.status())) return reader;
+    return MoveAside(path, path + ".damaged", reader.status().message());
   }
-  LOG(WARNING) << reader.status().message() << ": moved aside to " << aside << "; the run starts from round 1";
-  return std::unique_ptr<CheckpointReader>();
+  const proto::Checkpoint& header = (*reader)->header();
+  if (header.run_fingerprint() == fingerprint && header.version() != version) {
+    const uint32_t found = header.version();
+    reader->reset();  // closed before the rename
+    return MoveAside(path, absl::StrCat(path, ".version", found),
+                     absl::StrCat(path, ": checkpoint version ", found, ", this binary reads ", version));
+  }
+  return reader;
 }
 
 absl::StatusOr<bool> WriteCheckpointBestEffort(const std::string& path, const proto::Checkpoint& header, int round,

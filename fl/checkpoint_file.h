@@ -71,9 +71,13 @@ class CheckpointReader {
   int read_ = 0;
 };
 
-// The checkpoint to resume from: null when there is none, or when the file is damaged (DataLoss):
-// then it is renamed to PATH.damaged, logged, and the run starts afresh rather than being blocked.
-absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenCheckpointToResume(const std::string& path);
+// The checkpoint to resume from: null when there is none, when the file is damaged (DataLoss),
+// or when it is this run's (`fingerprint`) but of another checkpoint `version`, whose state may
+// not read back: such a file is renamed to PATH.damaged or PATH.version<N>, logged, and the run
+// starts afresh rather than being blocked. A checkpoint of another run is returned: the caller
+// refuses it.
+absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenCheckpointToResume(const std::string& path, uint32_t version,
+                                                                        const std::string& fingerprint);
 
 // Writes a checkpoint taken after `round`: `header`, then whatever `add_client_states` adds. A
 // file that cannot be written (a full disk) is logged and its temporary file removed: the run goes

@@ -111,17 +111,28 @@ TEST(CheckpointFileTest, EveryBitFlipIsCaughtByTheChecksum) {
 // A damaged checkpoint does not block resuming: it is set aside and the run starts afresh.
 TEST(CheckpointFileTest, ADamagedCheckpointIsSetAsideWhenResuming) {
   const std::string path = TempPath("resume.pb");
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> none, OpenCheckpointToResume(path));
+  const std::string run = Header(0).run_fingerprint();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> none, OpenCheckpointToResume(path, 2, run));
   EXPECT_EQ(none, nullptr);
   ASSERT_OK(WriteThree(path, 5).status());
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> whole, OpenCheckpointToResume(path));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> whole, OpenCheckpointToResume(path, 2, run));
   ASSERT_NE(whole, nullptr);
   EXPECT_EQ(whole->header().round(), 5);
   std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1);
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> damaged, OpenCheckpointToResume(path));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> damaged, OpenCheckpointToResume(path, 2, run));
   EXPECT_EQ(damaged, nullptr);
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_TRUE(std::filesystem::exists(path + ".damaged"));
+  // Another run's checkpoint is returned (the caller refuses it); this run's of another version
+  // is set aside like a damaged one.
+  ASSERT_OK(WriteThree(path, 5).status());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> other_run, OpenCheckpointToResume(path, 3, "another run"));
+  EXPECT_NE(other_run, nullptr);
+  other_run.reset();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<CheckpointReader> older, OpenCheckpointToResume(path, 3, run));
+  EXPECT_EQ(older, nullptr);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_TRUE(std::filesystem::exists(path + ".version2"));
 }
 
 // Files of layout 3 (no trailer) still open.

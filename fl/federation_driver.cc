@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
@@ -156,19 +155,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
   const std::string ckpt_path = o.checkpoint_dir.empty() ? "" : o.checkpoint_dir + "/checkpoint.pb";
   std::unique_ptr<CheckpointReader> file;
   if (o.resume && !ckpt_path.empty()) {
-    FGL_ASSIGN_OR_RETURN(file, OpenCheckpointToResume(ckpt_path));
-  }
-  if (file && file->header().version() != kCheckpointVersion && file->header().run_fingerprint() == o.Fingerprint()) {
-    // This run's checkpoint from an older binary: its state may not read back. Kept, not resumed.
-    const uint32_t version = file->header().version();
-    file.reset();
-    const std::string aside = absl::StrCat(ckpt_path, ".version", version);
-    if (std::rename(ckpt_path.c_str(), aside.c_str()) != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(ckpt_path, ": checkpoint version ", version, ", this binary reads ",
-                                                        kCheckpointVersion, ", and it cannot be moved aside"));
-    }
-    LOG(WARNING) << ckpt_path << ": checkpoint version " << version << " (this binary writes " << kCheckpointVersion
-                 << "): moved aside to " << aside << "; the run starts from round 1";
+    FGL_ASSIGN_OR_RETURN(file, OpenCheckpointToResume(ckpt_path, kCheckpointVersion, o.Fingerprint()));
   }
   if (file) {
     const proto::Checkpoint& ckpt = file->header();

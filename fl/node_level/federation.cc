@@ -139,7 +139,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   Clock::time_point last_checkpoint = start;
   std::unique_ptr<fl::CheckpointReader> file;
   if (o.resume && !ckpt_path.empty()) {
-    FGL_ASSIGN_OR_RETURN(file, fl::OpenCheckpointToResume(ckpt_path));
+    FGL_ASSIGN_OR_RETURN(file, fl::OpenCheckpointToResume(ckpt_path, kCheckpointVersion, o.Fingerprint()));
   }
   if (file) {
     const fl::proto::Checkpoint& ckpt = file->header();
