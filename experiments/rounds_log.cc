@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "fl/federation_setup.h"
 #include "fl/proto/federation.pb.h"
 #include "fl/proto_json.h"
+#include "fl/round_records.h"
 #include "glog/logging.h"
 
 namespace fgl::experiments {

@@ -9,10 +9,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "fl/catch_exceptions.h"
 #include "fl/checkpoint_file.h"
-#include "fl/federation_setup.h"
+#include "fl/evaluation.h"
 #include "fl/phase_profile.h"
 #include "fl/proto/checkpoint.pb.h"
+#include "fl/round_records.h"
+#include "fl/round_schedule.h"
 #include "fl/tensor_codec.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"

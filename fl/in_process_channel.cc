@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "fl/federation_setup.h"
+#include "fl/catch_exceptions.h"
+#include "fl/evaluation.h"
 #include "fl/phase_profile.h"
+#include "fl/round_schedule.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::fl {

@@ -5,11 +5,13 @@
 #include <optional>
 
 #include "fl/algorithm.h"
+#include "fl/catch_exceptions.h"
+#include "fl/federated_data.h"
 #include "fl/federation_driver.h"
-#include "fl/federation_setup.h"
 #include "fl/in_process_channel.h"
 #include "fl/phase_profile.h"
 #include "fl/registry.h"
+#include "fl/run_setup.h"
 #include "graph/split.h"
 #include "nn/device.h"
 #include "nn/threads.h"

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "fl/federation_driver.h"
-#include "fl/federation_setup.h"
 #include "fl/registry.h"
+#include "fl/run_setup.h"
 #include "fl/transport/session_hub.h"
 #include "glog/logging.h"
 #include "graph/datasets.h"

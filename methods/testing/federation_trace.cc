@@ -12,6 +12,8 @@
 #include "fl/node_level/federation.h"
 #include "fl/node_level/split_server.h"
 #include "fl/registry.h"
+#include "fl/round_schedule.h"
+#include "fl/run_setup.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
 #include "graph/augment.h"

@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "fl/federated_data.h"
 #include "fl/federation.h"
-#include "fl/federation_setup.h"
 #include "fl/proto/message.pb.h"
 #include "graph/io/npz_writer.h"
 

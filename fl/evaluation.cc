@@ -1,0 +1,92 @@
+#include "fl/evaluation.h"
+
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "graph/random.h"
+#include "nn/ops/dropout.h"
+#include "third_party/absl_ext/status_macros.h"
+
+namespace fgl::fl {
+
+absl::StatusOr<EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, const ClientData& client,
+                                          const proto::Message* global, const RoundInfo& round) {
+  nn::DropoutSeedScope eval_stream(graph::Rng::Derive(round.seed, absl::StrCat("eval/", client.id)));
+  FGL_ASSIGN_OR_RETURN(torch::Tensor logits, algorithm.Predict(global));
+  if (logits.dim() != 2 || logits.size(0) != client.labels.size(0)) {
+    return absl::InternalError(absl::StrCat("client ", client.id, ": Predict returned shape ",
+                                            logits.dim() == 2 ? absl::StrCat(logits.size(0), "x", logits.size(1)) : "not 2-d"));
+  }
+  torch::Tensor correct = logits.argmax(1) == client.labels;
+  EvalCounts c;
+  c.num_nodes = client.data.num_nodes();
+  c.val_n = client.split.val.sum().item<int64_t>();
+  c.val_correct = correct.logical_and(client.split.val).sum().item<int64_t>();
+  c.test_n = client.split.test.sum().item<int64_t>();
+  c.test_correct = correct.logical_and(client.split.test).sum().item<int64_t>();
+  if (c.test_n > 0) {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor test = client.split.test.nonzero().flatten();
+    const torch::Tensor p = torch::softmax(logits.index_select(0, test).to(torch::kFloat), 1);
+    const torch::Tensor p_true = p.gather(1, client.labels.index_select(0, test).unsqueeze(1));
+    c.test_loss_sum = -(p_true + 1e-7).log().sum().item<double>();
+  }
+  if (client.global_test) {
+    const ClientData& g = *client.global_test;
+    FGL_ASSIGN_OR_RETURN(torch::Tensor global_logits, algorithm.PredictGraph(g, global));
+    if (global_logits.dim() != 2 || global_logits.size(0) != g.labels.size(0)) {
+      return absl::InternalError(absl::StrCat("client ", client.id, ": PredictGraph returned the wrong shape"));
+    }
+    // Its test nodes only: all of a server-node graph, the clients' test nodes of the whole graph.
+    c.global_n = g.split.test.sum().item<int64_t>();
+    c.global_correct = (global_logits.argmax(1) == g.labels).logical_and(g.split.test).sum().item<int64_t>();
+  }
+  return c;
+}
+
+RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalCounts>& counts,
+                               const std::vector<int64_t>& sizes) {
+  // A client without val (test) nodes has no val (test) accuracy: it is left out of that average
+  // instead of counting as 0 (node-level FL: most one-node users hold no test node).
+  double val = 0, test = 0, val_weight = 0, test_weight = 0, global = 0, global_weight = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    const double w = eval.node_weighted ? static_cast<double>(sizes[k]) : 1.0;
+    if (counts[k].global_n > 0) {
+      global += w * (static_cast<double>(counts[k].global_correct) / static_cast<double>(counts[k].global_n));
+      global_weight += w;
+    }
+    if (counts[k].val_n > 0) {
+      val += w * (static_cast<double>(counts[k].val_correct) / static_cast<double>(counts[k].val_n));
+      val_weight += w;
+    }
+    if (counts[k].test_n > 0) {
+      test += w * (static_cast<double>(counts[k].test_correct) / static_cast<double>(counts[k].test_n));
+      test_weight += w;
+    }
+  }
+  return {val_weight == 0 ? 0.0 : 100.0 * val / val_weight, test_weight == 0 ? 0.0 : 100.0 * test / test_weight,
+          global_weight == 0 ? std::numeric_limits<double>::quiet_NaN() : 100.0 * global / global_weight};
+}
+
+void SelectReportedRound(const EvalProtocol& eval, FederationResult& result) {
+  const RoundRecord* pick = &result.rounds.back();
+  if (eval.round != EvalProtocol::Round::kLast) {
+    const bool by_val = eval.round == EvalProtocol::Round::kBestVal;
+    pick = &result.rounds.front();
+    for (const RoundRecord& rec : result.rounds) {
+      if ((by_val ? rec.val_acc : rec.test_acc) > (by_val ? pick->val_acc : pick->test_acc)) pick = &rec;
+    }
+  }
+  result.reported_round = pick->round;
+  result.test_acc = pick->test_acc;
+  result.client_mean_test_acc = pick->client_mean_test_acc;
+  result.val_acc = pick->val_acc;
+  result.global_test_acc = pick->global_test_acc;
+  if (eval.round == EvalProtocol::Round::kBestTest) {
+    for (const RoundRecord& rec : result.rounds) {
+      if (rec.global_test_acc > result.global_test_acc) result.global_test_acc = rec.global_test_acc;
+    }
+  }
+}
+
+}  // namespace fgl::fl
