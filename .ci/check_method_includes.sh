@@ -2,7 +2,9 @@
 # One package per method: a method's code includes no other method's headers (shared mechanics live
 # in fl or nn). Only a method's test may include another method's params (*.pb.h), to compose a
 # plug-in with it ("fedprox+fedtad"). methods/testing and methods/reference exist to drive every
-# method and are exempt, as are methods/*.cc (the fingerprint tests over all methods).
+# method and are exempt, as are methods/*.cc (the fingerprint tests over all methods); a method's
+# test-only sources (*_test.cc, *_trace_main.cc: a trace binary for its differential test) may
+# include the shared tracer, methods/testing/.
 # Also: a method's typed params are unpacked once, in its factory, and kept as a member
 # (methods/fedgkc/fedgkc.cc); a non-test method source that unpacks a stored config,
 # MethodParams<P>(config_) (any member: a name ending in "_"), would redo it every round and keep
@@ -20,6 +22,7 @@ for dir in "$root"/methods/*/; do
       other="$(cut -d/ -f2 <<<"$header")"
       [[ "$other" == "$pkg" ]] && continue
       if [[ "$file" == *_test.cc && "$header" == *.pb.h ]]; then continue; fi
+      if [[ ( "$file" == *_test.cc || "$file" == *_trace_main.cc ) && "$other" == testing ]]; then continue; fi
       echo "layering: ${file#"$root"/} includes $header (method $pkg includes method $other)"
       status=1
     done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]+"methods/' "$file")

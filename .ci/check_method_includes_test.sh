@@ -13,6 +13,8 @@ fresh() {
   printf '#include "methods/b/b.h"\n' >"$T/methods/b/b.cc"
   printf '#include "methods/b/b.h"\n#include "methods/a/a.pb.h"\n' >"$T/methods/b/b_test.cc"
   printf '#include "methods/a/a.h"\n#include "methods/b/b.h"\n' >"$T/methods/testing/trace.cc"
+  # Allowed: a method's trace binary for its differential test includes the shared tracer.
+  printf '#include "methods/a/a.h"\n#include "methods/testing/trace.h"\n' >"$T/methods/a/a_trace_main.cc"
   # Allowed: the factory unpacks its argument; a test or methods/testing may unpack anything.
   printf '  FGL_ASSIGN_OR_RETURN(AParams params, fl::MethodParams<AParams>(config));\n' >>"$T/methods/a/a.cc"
   printf '  auto p = fl::MethodParams<a::AParams>(config_);\n' >>"$T/methods/b/b_test.cc"
@@ -30,6 +32,8 @@ mutate b/b.cc '#include "methods/a/a.h"'
 mutate b/b.cc '#include "methods/a/a.pb.h"'       # params protos only in tests
 mutate b/b_test.cc '#include "methods/a/a.h"'     # a test may take a's params, not its code
 mutate b/b.h '  #  include "methods/a/internal/x.h"'
+mutate b/b.cc '#include "methods/testing/trace.h"'   # the tracer only in test-only sources
+mutate a/a_trace_main.cc '#include "methods/b/b.h"'  # a trace binary still keeps to its method
 mutate_at() {  # FILE LINE TEXT: append TEXT to FILE of a fresh tree; the check must fail naming FILE:LINE
   fresh
   printf '%s\n' "$3" >>"$T/methods/$1"

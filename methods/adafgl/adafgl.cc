@@ -15,7 +15,6 @@
 #include "fl/model_average_server.h"
 #include "fl/optimizer_state.h"
 #include "fl/registry.h"
-#include "graph/random.h"
 #include "methods/adafgl/adafgl.pb.h"
 #include "methods/adafgl/personalisation.h"
 #include "nn/adam.h"
@@ -122,31 +121,18 @@ class AdaFglClient final : public fl::ModelClient {
   // freshly initialised modules with their own Adam.
   absl::Status Personalise() {
     torch::NoGradGuard no_grad;
-    const graph::CsrGraph& g = data_->data.graph;
-    const int64_t n = g.num_nodes();
-    torch::Tensor adjacency = torch::zeros({n, n});
-    auto a = adjacency.accessor<float, 2>();
-    for (int64_t u = 0; u < n; ++u) {
-      for (int64_t v : g.neighbors(u)) a[u][v] += 1.0f;
-    }
+    const torch::Tensor adjacency = DenseAdjacency(data_->data.graph);
     inputs_.features = data_->data.features.to(torch::kFloat32);
     inputs_.soft_label = torch::softmax(model_->Infer().logits, 1).to(torch::kCPU);
     // A random half of the training nodes seeds label propagation; the other half scores it.
-    std::vector<int64_t> train;
-    const torch::Tensor train_mask = data_->split.train.to(torch::kCPU).contiguous();
-    const bool* is_train = train_mask.data_ptr<bool>();
-    for (int64_t i = 0; i < n; ++i) {
-      if (is_train[i]) train.push_back(i);
-    }
-    graph::Rng rng(graph::Rng::Derive(config_.seed, absl::StrCat("adafgl/lp/", data_->id)));
-    rng.Shuffle(train);
+    const std::vector<int64_t> train = LabelPropagationOrder(data_->split.train, config_.seed, data_->id);
     const torch::Tensor unlabelled = data_->split.val.to(torch::kCPU).logical_or(data_->split.test.to(torch::kCPU));
     inputs_.reliability = PropagationReliability(adjacency, data_->labels.to(torch::kCPU), config_.num_classes,
                                                  torch::tensor(train, torch::kInt64), unlabelled, params_);
     inputs_.smoothed = SmoothedFeatures(adjacency, inputs_.features, inputs_.soft_label, params_);
     modules_ = std::make_shared<PersonalisedModules>(
         inputs_.features.size(1), inputs_.smoothed.size(1), config_.num_classes, params_,
-        graph::Rng::Derive(config_.seed, absl::StrCat("adafgl/modules/", data_->id)));
+        ModuleInitSeed(config_.seed, data_->id));
     optimizer_ = std::make_unique<nn::Adam>(
         modules_->parameters(), torch::optim::AdamOptions(params_.lr()).weight_decay(params_.weight_decay()));
     return absl::OkStatus();

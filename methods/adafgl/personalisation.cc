@@ -4,9 +4,37 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "absl/strings/str_cat.h"
+#include "graph/random.h"
 #include "nn/ops/dropout.h"
 
 namespace fgl::methods::adafgl {
+
+torch::Tensor DenseAdjacency(const graph::CsrGraph& g) {
+  const int64_t n = g.num_nodes();
+  torch::Tensor adjacency = torch::zeros({n, n});
+  auto a = adjacency.accessor<float, 2>();
+  for (int64_t u = 0; u < n; ++u) {
+    for (int64_t v : g.neighbors(u)) a[u][v] += 1.0f;
+  }
+  return adjacency;
+}
+
+std::vector<int64_t> LabelPropagationOrder(const torch::Tensor& train, uint64_t seed, int client) {
+  const torch::Tensor mask = train.to(torch::kCPU).contiguous();
+  const bool* is_train = mask.data_ptr<bool>();
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < mask.numel(); ++i) {
+    if (is_train[i]) order.push_back(i);
+  }
+  graph::Rng rng(graph::Rng::Derive(seed, absl::StrCat("adafgl/lp/", client)));
+  rng.Shuffle(order);
+  return order;
+}
+
+uint64_t ModuleInitSeed(uint64_t seed, int client) {
+  return graph::Rng::Derive(seed, absl::StrCat("adafgl/modules/", client));
+}
 
 torch::Tensor NormalisedAdjacency(const torch::Tensor& a, double r) {
   const torch::Tensor with_loops = a + torch::eye(a.size(0), a.options());

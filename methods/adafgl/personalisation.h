@@ -6,10 +6,23 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <vector>
 
+#include "graph/csr_graph.h"
 #include "methods/adafgl/adafgl.pb.h"
 
 namespace fgl::methods::adafgl {
+
+// The dense adjacency of `g` [N, N] float: A[u, v] += 1 per stored entry (u, v) (OpenFGL's
+// adj_initialize: scipy sums duplicate entries).
+torch::Tensor DenseAdjacency(const graph::CsrGraph& g);
+
+// The random draws of step 2's set-up on client `client` of a run with seed `seed` (the client's
+// MethodConfig seed), each from its own stream (the differential test's trace re-draws them):
+// the ids of the training nodes (`train`: bool [N]) in the shuffled order whose first half seeds
+// label propagation, and the seed of the personalised modules' initialisation.
+std::vector<int64_t> LabelPropagationOrder(const torch::Tensor& train, uint64_t seed, int client);
+uint64_t ModuleInitSeed(uint64_t seed, int client);
 
 // D^{r−1} (A + I) D^{−r} for a dense non-negative A [N, N], D the row sums of A + I.
 torch::Tensor NormalisedAdjacency(const torch::Tensor& a, double r);

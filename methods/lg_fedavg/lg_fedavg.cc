@@ -5,13 +5,16 @@
 //   2. trains its whole model for E epochs,
 //   3. replies with its head and node count.
 // The server averages the heads (FedAvg, node counts). Each client's body is scored with the
-// averaged head (eval.model "personalized").
+// averaged head (eval.model "personalized"). LgFedAvgParams select the authors' plain mean and
+// fresh optimiser per round (lg_fedavg.proto).
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "fl/local_model.h"
+#include "fl/method_params.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "methods/lg_fedavg/lg_fedavg.pb.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::lg_fedavg {
@@ -38,18 +41,26 @@ absl::Status CheckLinearHead(const fl::MethodConfig& config, const nn::GnnModel&
 
 class LgFedAvgClient final : public fl::ModelClient {
  public:
-  using ModelClient::ModelClient;
-
   static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
                                                                    const fl::MethodConfig& config) {
+    FGL_ASSIGN_OR_RETURN(LgFedAvgParams params, fl::MethodParams<LgFedAvgParams>(config));
     FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, fl::PrivateInitSeed(config, *data)));
     FGL_RETURN_IF_ERROR(CheckLinearHead(config, model->model()));
-    return std::unique_ptr<fl::ClientAlgorithm>(new LgFedAvgClient(std::move(data), config, std::move(model)));
+    return std::unique_ptr<fl::ClientAlgorithm>(
+        new LgFedAvgClient(std::move(data), config, std::move(model), std::move(params)));
   }
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global, const fl::RoundInfo& round) override {
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));
-    return TrainAndReply(round, kType);
+    if (params_.fresh_optimizer()) {
+      // A state of the parameters alone: restoring it drops the optimiser's buffers and moments.
+      fl::proto::Message parameters;
+      fl::AddTensors(model_->Parameters(), &parameters);
+      FGL_RETURN_IF_ERROR(model_->RestoreState(parameters));
+    }
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message reply, TrainAndReply(round, kType));
+    fl::AddWeight(params_.weighting(), &reply);
+    return reply;
   }
 
   // Its private body with the server's latest head (`global`; eval.model "personalized"), as the
@@ -66,6 +77,13 @@ class LgFedAvgClient final : public fl::ModelClient {
     for (size_t i = 0; i < head.size(); ++i) head[i].second.copy_(trained[i]);
     return predicted;
   }
+
+ private:
+  LgFedAvgClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config,
+                 std::unique_ptr<fl::LocalModel> model, LgFedAvgParams params)
+      : ModelClient(std::move(data), config, std::move(model)), params_(std::move(params)) {}
+
+  LgFedAvgParams params_;
 };
 
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
@@ -73,7 +91,8 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
     return absl::InvalidArgumentError(
         absl::StrCat("lg_fedavg shares the classifier: shared_group must be \"head\", not \"", config.shared_group, "\""));
   }
-  return fl::MakeModelAverageServer(config, kType);
+  FGL_ASSIGN_OR_RETURN(const LgFedAvgParams params, fl::MethodParams<LgFedAvgParams>(config));
+  return fl::MakeModelAverageServer(config, kType, {fl::WeightScalar(params.weighting())});
 }
 
 }  // namespace
@@ -81,6 +100,7 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
 // Version 2: each client's body initialised from its own seed (version 1: one seed for all).
 // Scoring with a given server message's head (eval.model "personalized") changed no recorded run:
 // every record scored eval.model "local", which still uses the client's own head.
-FGL_REGISTER_METHOD("lg_fedavg", &LgFedAvgClient::Make, MakeServer, {}, 2);
+// LgFedAvgParams' defaults change nothing (lg_fedavg.proto).
+FGL_REGISTER_METHOD("lg_fedavg", &LgFedAvgClient::Make, MakeServer, {fl::TypedParams<LgFedAvgParams>()}, 2);
 
 }  // namespace fgl::methods::lg_fedavg

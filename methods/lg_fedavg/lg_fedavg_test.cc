@@ -3,6 +3,7 @@
 #include "fl/simulator.h"
 #include "fl/testing/client_data.h"
 #include "gtest/gtest.h"
+#include "methods/lg_fedavg/lg_fedavg.pb.h"
 #include "third_party/absl_ext/status_matchers.h"
 
 namespace fgl::methods::lg_fedavg {
@@ -59,6 +60,43 @@ TEST(LgFedAvgTest, PersonalisedScoringUsesTheServersHead) {
   EXPECT_TRUE(torch::equal(own, with_own_head));
   ASSERT_OK_AND_ASSIGN(torch::Tensor again, client->Predict(nullptr));
   EXPECT_TRUE(torch::equal(own, again));
+}
+
+// The authors' options (lg_fedavg.proto): the reply carries the plain mean's weight, and each
+// round's training starts without the last round's momentum, as a client that never had any.
+TEST(LgFedAvgTest, AuthorsOptions) {
+  auto data = fl::testing::CsbmClient(200, 8, 3, 10);
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories lg, fl::FindMethod("lg_fedavg"));
+  auto config = [](bool fresh) {
+    fl::MethodConfig c = Config("gcn:layers=2,hidden=64,jk=last");
+    c.optimizer = fl::MethodConfig::Optimizer::kSgd;
+    c.momentum = 0.5;
+    LgFedAvgParams p;
+    p.set_weighting(fl::proto::UNIFORM);
+    p.set_fresh_optimizer(fresh);
+    c.params.emplace_back().PackFrom(p);
+    return c;
+  };
+  ASSERT_OK_AND_ASSIGN(auto server, lg.server(config(true)));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 1}));
+  for (bool fresh : {true, false}) {
+    ASSERT_OK_AND_ASSIGN(auto trained, lg.client(data, config(fresh)));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, trained->Train(global, {1, 1}));
+    EXPECT_EQ(reply.scalars().at("uniform_weight"), 1.0);
+    // A second client holding the first one's parameters but no momentum.
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message state, trained->SaveState());
+    fl::proto::Message parameters;
+    for (const auto& t : state.tensors()) {
+      if (t.name().rfind("sgd.", 0) != 0) *parameters.add_tensors() = t;
+    }
+    ASSERT_OK_AND_ASSIGN(auto restarted, lg.client(data, config(fresh)));
+    ASSERT_OK(restarted->RestoreState(parameters));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message a, trained->Train(global, {2, 2}));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message b, restarted->Train(global, {2, 2}));
+    ASSERT_OK_AND_ASSIGN(auto ta, fl::DecodeTensors(a));
+    ASSERT_OK_AND_ASSIGN(auto tb, fl::DecodeTensors(b));
+    EXPECT_EQ(torch::equal(ta.at("head.weight"), tb.at("head.weight")), fresh) << "fresh_optimizer " << fresh;
+  }
 }
 
 TEST(LgFedAvgTest, HeterogeneousBodiesShareOneHead) {

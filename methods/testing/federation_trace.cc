@@ -166,7 +166,8 @@ void AddViewDraws(const std::string& stream, const std::vector<ViewRates>& per_e
   }
 }
 
-absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, uint64_t seed) {
+absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, uint64_t seed,
+                                                const ClientStateHook& on_client_state) {
   FederationTrace trace;
   fl::FederationOptions o;
   if (!google::protobuf::TextFormat::ParseFromString(spec_text, &o.spec)) {
@@ -254,6 +255,7 @@ absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, ui
     for (int k = 0; failed.ok() && !(*reader)->AtEnd(); ++k) {
       absl::StatusOr<fl::proto::Message> client = (*reader)->NextClientState();
       failed = client.ok() ? trace.AddMessage(absl::StrCat("state", round, "/client", k), *client) : client.status();
+      if (failed.ok() && on_client_state) failed = on_client_state(round, k, *client, &trace);
     }
   };
   absl::StatusOr<fl::FederationResult> result = fl::RunFederation(o, hooks);

@@ -26,6 +26,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -65,7 +66,12 @@ void AddViewDraws(const std::string& stream, const std::vector<ViewRates>& per_e
 // Runs the federation `spec_text` (an fl.proto.FederationSpec textproto) with training seed `seed`,
 // strictly (a failing client fails the run), and traces it (a batched node-level method as above;
 // `shards` then stays empty).
-absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, uint64_t seed);
+// `on_client_state`, when given, sees every client's state after every round (state<r>/client<k>,
+// already traced) and may add members derived from it (AdaFGL's scored prediction).
+using ClientStateHook =
+    std::function<absl::Status(int round, int client, const fl::proto::Message& state, FederationTrace* trace)>;
+absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, uint64_t seed,
+                                                const ClientStateHook& on_client_state = nullptr);
 
 }  // namespace fgl::methods::testing
 

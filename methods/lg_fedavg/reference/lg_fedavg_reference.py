@@ -27,6 +27,10 @@ Deliberate differences from upstream, nothing else is changed:
   * weighting='nodes' (not upstream; the FedGKC note's PROPOSAL) averages the global keys with
     node-count weights in OpenFGL's FedAvg form; the default 'uniform' is upstream.
   * Dropout draws from torch's global RNG; bit-exact comparisons use dropout=0.
+  * head='linear' (not upstream; the FedGKC note's PROPOSAL, which our C++ takes: a GCN layer and
+    a shared Linear(hid -> C) head, our "gcn:layers=2,jk=last") puts a plain linear layer in
+    conv2's place, under the same keys (conv2.lin.weight [C, hid], conv2.bias [C]); the default
+    'conv' keeps the GCNConv.
 """
 import copy
 import itertools
@@ -45,6 +49,30 @@ from methods.reference.gcn import GCN, evaluate_clients  # noqa: E402
 # Its layers, input first: the graph counterpart of @7af0568 models/Nets.py:22-27.
 GCN_WEIGHT_KEYS = [['conv1.lin.weight', 'conv1.bias'],
                    ['conv2.lin.weight', 'conv2.bias']]
+
+
+class LinearHead(nn.Module):
+    """head='linear': x W^T + b without propagation, under GCNConv's keys lin.weight [C, hid], bias [C]."""
+
+    def __init__(self, hid_dim, out_dim):
+        super().__init__()
+        self.lin = nn.Linear(hid_dim, out_dim, bias=False)
+        self.bias = nn.Parameter(torch.zeros(out_dim))
+
+    def forward(self, x, edge_index):
+        return self.lin(x) + self.bias
+
+
+def make_gcn(state, dropout, head='conv'):
+    """GCN.from_state, with head='linear' a LinearHead as conv2 (see the module docstring)."""
+    if head == 'conv':
+        return GCN.from_state(state, dropout)
+    assert head == 'linear', head
+    hid, feat = state['conv1.lin.weight'].shape
+    model = GCN(feat, hid, state['conv2.lin.weight'].shape[0], dropout)
+    model.conv2 = LinearHead(hid, state['conv2.lin.weight'].shape[0])
+    model.load_state_dict(state)
+    return model
 
 
 # @7af0568 main_lg.py:45-47
@@ -103,7 +131,7 @@ class LgFedAvgReference:
     """
 
     def __init__(self, subgraphs, num_classes, local_states, dropout=0.5, lr=0.01, local_ep=5, num_layers_keep=1,
-                 weighting='uniform'):
+                 weighting='uniform', head='conv'):
         assert len(local_states) == len(subgraphs)
         assert weighting in ('uniform', 'nodes')
         self.subgraphs = subgraphs
@@ -113,7 +141,7 @@ class LgFedAvgReference:
         self.local_ep = local_ep
         self.weighting = weighting
         self.round = 0
-        self.net_local_list = [GCN.from_state(_clone_state(s), dropout) for s in local_states]
+        self.net_local_list = [make_gcn(_clone_state(s), dropout, head) for s in local_states]
         for net in self.net_local_list:
             assert net.conv2.lin.weight.shape[0] == num_classes
         self.w_glob_keys = global_keys(GCN_WEIGHT_KEYS, num_layers_keep)

@@ -58,6 +58,18 @@ class LgFedAvgReferenceTest(unittest.TestCase):
     def test_state_dict_keys(self):
         self.assertEqual(list(ref.GCN(4, 8, 3, 0.5).state_dict().keys()), KEYS)
 
+    def test_linear_head_option(self):
+        # head='linear': the same keys, relu(A_hat X W1^T + b1) W2^T + b2 (no propagation in the head).
+        subgraphs, local_states = tiny_setup(1)
+        g, p = subgraphs[0], local_states[0]
+        model = ref.make_gcn(dict(p), 0.0, head='linear')
+        self.assertEqual(sorted(model.state_dict().keys()), sorted(KEYS))
+        a_hat = dense_norm_adj(g.edge_index, g.x.size(0))
+        h = torch.relu(a_hat @ (g.x @ p['conv1.lin.weight'].t()) + p['conv1.bias'])
+        expected = h @ p['conv2.lin.weight'].t() + p['conv2.bias']
+        self.assertTrue(torch.allclose(model(g.x, g.edge_index)[1], expected, atol=1e-5))
+        self.assertFalse(torch.allclose(ref.make_gcn(dict(p), 0.0)(g.x, g.edge_index)[1], expected, atol=1e-3))
+
     def test_global_keys_are_the_last_layers(self):
         self.assertEqual(ref.global_keys(ref.GCN_WEIGHT_KEYS, 1), ['conv2.lin.weight', 'conv2.bias'])
         self.assertEqual(ref.global_keys(ref.GCN_WEIGHT_KEYS, 2),
