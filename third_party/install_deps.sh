@@ -22,6 +22,7 @@ PACKAGES=(
   openssl iproute2 jq  # the transport's TLS and network-namespace tests
   python3-torch python3-numpy  # reference ports of the authors' code (test oracles): same ATen 1.13 build as libtorch-dev
   librsvg2-bin  # rsvg-convert: every report figure must render (//experiments:svg_render_test)
+  slurmctld slurmd slurm-client munge  # a one-node Slurm for //experiments/slurm:*_on_slurm_test (local_cluster.sh)
 )
 
 SUDO=""
