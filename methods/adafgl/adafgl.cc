@@ -4,17 +4,20 @@
 //   2. round V+1: each client loads the final global model, computes its soft labels, a homophily
 //      reliability by label propagation, and features smoothed on its graph mixed with the
 //      soft labels' similarity graph (personalisation.h); then, that round and every later one,
-//      one Adam step of its homophilous and heterophilous modules. The server is idle then.
+//      one Adam step of its homophilous and heterophilous modules. The server is idle then, but
+//      for sending that same global model to a client that starts step 2 late (client sampling).
 // Scored: each client's own model (step 1) or its modules' mixed prediction (step 2).
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/optimizer_state.h"
 #include "fl/registry.h"
+#include "fl/typed_state.h"
 #include "methods/adafgl/adafgl.pb.h"
 #include "methods/adafgl/personalisation.h"
 #include "nn/adam.h"
@@ -52,7 +55,13 @@ class AdaFglClient final : public fl::ModelClient {
       return reply;
     }
     if (!modules_) {
-      FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));  // the extractor
+      // The extractor: the final step-1 global model, in round V + 1's broadcast or, for a client
+      // not sampled then, in its own message the first round it is sampled after it.
+      if (global.header().type() == kIdle) {
+        return absl::FailedPreconditionError(absl::StrCat("adafgl: client ", data_->id, " starts step 2 in round ",
+                                                          round.round, " but the server sent no step-1 model"));
+      }
+      FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));
       FGL_RETURN_IF_ERROR(Personalise());
     }
     nn::DropoutSeedScope dropout_stream(round.seed);
@@ -144,34 +153,98 @@ class AdaFglClient final : public fl::ModelClient {
   std::unique_ptr<torch::optim::Adam> optimizer_;
 };
 
-// FedAvg through step 1 (and the broadcast that starts step 2); idle after it.
+// FedAvg through step 1 (and the broadcast that starts step 2); idle after it. The FedAvg part's
+// global model stays the final step-1 model from round V + 1 on (only idle replies arrive), so it
+// is what a client that starts step 2 late receives: in a run that samples clients, a client not
+// sampled in round V + 1 gets that model in its own message the first round it is sampled after
+// it, and every client that has started step 2 gets the idle message. A run without sampling
+// broadcasts as before (every client starts in round V + 1), and keeps no state beyond FedAvg's.
 class AdaFglServer final : public fl::ServerAlgorithm {
  public:
-  AdaFglServer(std::unique_ptr<fl::ModelAverageServer> average, int vanilla_rounds)
-      : average_(std::move(average)), vanilla_rounds_(vanilla_rounds) {}
+  AdaFglServer(std::unique_ptr<fl::ModelAverageServer> average, int vanilla_rounds, int num_clients,
+               bool samples_clients)
+      : average_(std::move(average)),
+        vanilla_rounds_(vanilla_rounds),
+        num_clients_(num_clients),
+        samples_clients_(samples_clients) {}
 
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
     if (round.round <= vanilla_rounds_ + 1) return average_->Broadcast(round);
     return fl::ServerMessage({}, round, kIdle);
   }
+  // Fixed for the run: the driver asks before every round and once for the evaluation protocol.
+  bool PersonalisedBroadcast() const override { return samples_clients_; }
+  absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
+    if (round.round > vanilla_rounds_ + 1 && !started_.count(client)) return average_->Broadcast(round);
+    return Broadcast(round);
+  }
   absl::Status Accumulate(const fl::proto::Message& reply) override {
-    if (reply.header().type() == kIdle) return absl::OkStatus();
+    const int sender = reply.header().sender();
+    const int round = reply.header().round();
+    // Replies are checked against the step their round is in: an idle reply marks a client as
+    // started, and a model after step 1 would move the global model late clients start from.
+    if (reply.header().type() == kIdle) {
+      if (round <= vanilla_rounds_) {
+        return absl::InvalidArgumentError(absl::StrCat("adafgl: idle reply from client ", sender, " in round ", round,
+                                                       ", a vanilla round"));
+      }
+      if (!samples_clients_) return absl::OkStatus();
+      if (sender < 0 || sender >= num_clients_) {
+        return absl::InvalidArgumentError(absl::StrCat("adafgl: idle reply from client ", sender, " of ",
+                                                       num_clients_));
+      }
+      started_.insert(sender);
+      return absl::OkStatus();
+    }
+    if (round > vanilla_rounds_) {
+      return absl::InvalidArgumentError(absl::StrCat("adafgl: client ", sender, " sent a model in round ",
+                                                     round, ", after the ", vanilla_rounds_,
+                                                     " vanilla rounds"));
+    }
     return average_->Accumulate(reply);
   }
   absl::Status FinishRound(const fl::RoundInfo& round) override { return average_->FinishRound(round); }
-  absl::StatusOr<fl::proto::Message> SaveState() const override { return average_->SaveState(); }
-  absl::Status RestoreState(const fl::proto::Message& state) override { return average_->RestoreState(state); }
+  absl::StatusOr<fl::proto::Message> SaveState() const override {
+    FGL_ASSIGN_OR_RETURN(fl::proto::Message m, average_->SaveState());
+    if (samples_clients_) {
+      AdaFglServerState state;
+      for (int k : started_) state.add_personalised_clients(k);  // std::set: ascending
+      fl::PackState(state, &m);
+    }
+    return m;
+  }
+  absl::Status RestoreState(const fl::proto::Message& state) override {
+    std::set<int> started;
+    if (samples_clients_) {
+      FGL_ASSIGN_OR_RETURN(const AdaFglServerState saved, fl::UnpackState<AdaFglServerState>(state, "adafgl state"));
+      for (int k : saved.personalised_clients()) {
+        if (k < 0 || k >= num_clients_ || !started.insert(k).second) {
+          return absl::InvalidArgumentError(absl::StrCat("adafgl state: personalised client ", k,
+                                                         " is out of range [0, ", num_clients_, ") or listed twice"));
+        }
+      }
+    }
+    FGL_RETURN_IF_ERROR(average_->RestoreState(state));
+    started_ = std::move(started);
+    return absl::OkStatus();
+  }
   std::vector<fl::ServerAggregate> Aggregates() override { return average_->Aggregates(); }
 
  private:
   std::unique_ptr<fl::ModelAverageServer> average_;
   int vanilla_rounds_;
+  int num_clients_;
+  bool samples_clients_;
+  std::set<int> started_;  // clients that have started step 2 (kept only when samples_clients_)
 };
 
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
   FGL_ASSIGN_OR_RETURN(AdaFglParams params, fl::MethodParams<AdaFglParams>(config));
   FGL_ASSIGN_OR_RETURN(auto average, fl::ModelAverageServer::Create(config, kType));
-  return std::unique_ptr<fl::ServerAlgorithm>(new AdaFglServer(std::move(average), params.vanilla_rounds()));
+  // clients_per_round 0: a caller that does not say, taken as every client.
+  const bool samples = config.clients_per_round > 0 && config.clients_per_round < config.num_clients;
+  return std::unique_ptr<fl::ServerAlgorithm>(
+      new AdaFglServer(std::move(average), params.vanilla_rounds(), config.num_clients, samples));
 }
 
 }  // namespace
