@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "experiments/claims.h"
 #include "experiments/markdown_sections.h"
+#include "experiments/svg_figures.h"
 
 namespace fgl::experiments {
 namespace {
@@ -52,6 +53,12 @@ std::string Escape(const std::string& s) {
     else out += c;
   }
   return out;
+}
+
+// `text` on one line of at most `max_width` (TextWidth), shortened with "…" where it is longer.
+std::string OneLine(const std::string& text, double font_size, double max_width) {
+  const std::vector<std::string> lines = WrapText(text, font_size, max_width, 1);
+  return lines.empty() ? "" : lines[0];
 }
 
 double Scale(const proto::Table& t) { return t.fraction() ? 100 : 1; }
@@ -190,7 +197,11 @@ double NiceStep(double span) {
   return 100;
 }
 
-constexpr double kWidth = 800, kSide = 540, kLeft = 70, kTop = 76;
+// The plot square's side and place; the legend starts right of it. A canvas is kMinWidth wide or as
+// wide as its widest legend line needs (by TextWidth), at most kMaxGridWidth as every figure.
+constexpr double kMinWidth = 800, kSide = 540, kLeft = 70, kTop = 76;
+constexpr double kFont = 12, kNoteFont = 11, kTitleFont = 16;  // the canvas's, a legend's second line, the title
+constexpr double kLegendText = kLeft + kSide + 36, kMargin = 10;
 
 // A plot range: lowest and highest value on an axis and its tick step.
 struct Range {
@@ -208,23 +219,24 @@ Range NiceRange(double lo, double hi, bool with_zero) {
 }
 
 // The plot's frame: title, subtitle, grid, ticks, axis titles and the diagonal (ours = the paper's).
-std::string Frame(const std::string& title, const std::string& subtitle, const Range& xr, const Range& yr,
-                  const std::string& x_title, const std::string& y_title) {
-  const double height = kTop + kSide + 60;
+std::string Frame(double width, double height, const std::string& title, const std::string& subtitle,
+                  const Range& xr, const Range& yr, const std::string& x_title, const std::string& y_title) {
   auto x = [&](double v) { return xr.Position(v, kLeft, kSide); };
   auto y = [&](double v) { return kTop + kSide - yr.Position(v, 0, kSide); };
   std::string svg = absl::StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n"
+      "font-family=\"sans-serif\" font-size=\"%.0f\">\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-      "<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">%s</text>\n"
+      "<text x=\"12\" y=\"24\" font-size=\"%.0f\" font-weight=\"bold\">%s</text>\n"
       "<text x=\"12\" y=\"44\" fill=\"#444\">%s</text>\n",
-      kWidth, height, kWidth, height, Escape(title), Escape(subtitle));
+      width, height, width, height, kFont, kTitleFont, Escape(OneLine(title, kTitleFont, width - 24)),
+      Escape(OneLine(subtitle, kFont, width - 24)));
+  // The x ticks' labels 20 px below the plot, clear of the lowest y tick's (its baseline 4 px below).
   for (double v = xr.lo; v <= xr.hi + 1e-9; v += xr.step) {
     absl::StrAppend(&svg, absl::StrFormat(
         "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>"
         "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.*f</text>\n",
-        x(v), kTop, x(v), kTop + kSide, x(v), kTop + kSide + 16, xr.step < 1 ? 1 : 0, v));
+        x(v), kTop, x(v), kTop + kSide, x(v), kTop + kSide + 20, xr.step < 1 ? 1 : 0, v));
   }
   for (double v = yr.lo; v <= yr.hi + 1e-9; v += yr.step) {
     absl::StrAppend(&svg, absl::StrFormat(
@@ -247,22 +259,48 @@ std::string Frame(const std::string& title, const std::string& subtitle, const R
   return svg;
 }
 
-// One legend entry (a coloured mark and up to two lines) at the legend's next slot.
-std::string LegendEntry(double& y, const std::string& color, const std::string& mark, const std::string& line1,
-                        const std::string& line2 = "") {
-  const double x = kLeft + kSide + 16;
-  std::string svg = mark == "dash"
-                        ? absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-                                          "stroke-dasharray=\"5,3\" stroke-width=\"1.5\"/>",
-                                          x, y - 4, x + 14, y - 4, color)
-                        : absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>", x + 7, y - 4, color);
-  absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x + 20, y, Escape(line1)));
-  if (!line2.empty()) {
-    y += 15;
-    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#444\">%s</text>\n",
-                                          x + 20, y, Escape(line2)));
+// One legend entry: a coloured mark ("dot" or "dash") and up to two lines, the second smaller.
+struct LegendItem {
+  std::string color, mark, line1, line2;
+};
+
+// The canvas width that fits every legend line whole, within kMinWidth..kMaxGridWidth.
+double CanvasWidth(const std::vector<LegendItem>& legend) {
+  double text = 0;
+  for (const LegendItem& item : legend) {
+    text = std::max({text, TextWidth(item.line1, kFont), TextWidth(item.line2, kNoteFont)});
   }
-  y += 22;
+  return std::clamp(std::ceil(kLegendText + text + kMargin), kMinWidth, kMaxGridWidth);
+}
+
+// The canvas height: the plot and its axis title, or the legend where it runs longer.
+double CanvasHeight(const std::vector<LegendItem>& legend) {
+  double bottom = kTop + 10;  // the first entry's baseline
+  for (const LegendItem& item : legend) bottom += item.line2.empty() ? 22 : 37;
+  return std::max(kTop + kSide + 60, std::ceil(bottom));
+}
+
+// The legend right of the plot, each line shortened with "…" where even kMaxGridWidth is too narrow.
+std::string Legend(const std::vector<LegendItem>& legend, double width) {
+  const double x = kLegendText - 20, room = width - kLegendText - kMargin;
+  double y = kTop + 10;
+  std::string svg;
+  for (const LegendItem& item : legend) {
+    absl::StrAppend(
+        &svg, item.mark == "dash"
+                  ? absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                                    "stroke-dasharray=\"5,3\" stroke-width=\"1.5\"/>",
+                                    x, y - 4, x + 14, y - 4, item.color)
+                  : absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>", x + 7, y - 4, item.color));
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", kLegendText, y,
+                                          Escape(OneLine(item.line1, kFont, room))));
+    if (!item.line2.empty()) {
+      y += 15;
+      absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" fill=\"#444\">%s</text>\n",
+                                            kLegendText, y, kNoteFont, Escape(OneLine(item.line2, kNoteFont, room))));
+    }
+    y += 22;
+  }
   return svg;
 }
 
@@ -334,7 +372,15 @@ std::string CellsFigureSvg(const FrontPageInput& in) {
   const Range range{lo, hi, NiceStep(hi - lo)};  // one scale on both axes: the diagonal at 45°
   auto x = [&](double v) { return range.Position(v, kLeft, kSide); };
   auto y = [&](double v) { return kTop + kSide - range.Position(v, 0, kSide); };
-  std::string svg = Frame("Ours against the paper: every filled accuracy cell",
+  std::vector<LegendItem> legend;
+  std::set<std::string> papers;
+  for (const auto& [paper, n] : per_paper) papers.insert(paper);
+  for (const std::string& paper : Ordered(in, papers)) {
+    legend.push_back({PaperColor(in, paper), "dot", PaperName(in, paper), absl::StrCat(per_paper[paper], " cells")});
+  }
+  legend.push_back({"#888888", "dash", "±2 points", "the agreement rule's floor"});
+  const double width = CanvasWidth(legend);
+  std::string svg = Frame(width, CanvasHeight(legend), "Ours against the paper: every filled accuracy cell",
                           absl::StrCat(points.size(), " cells, mean over seeds, in % (F1 fractions × 100); grey: ours = the paper's"),
                           range, range, "the paper's value (%)", "ours (%)");
   // The agreement rule's floor: dashed grey lines at ±2 points (one rule for every table).
@@ -349,15 +395,7 @@ std::string CellsFigureSvg(const FrontPageInput& in) {
     absl::StrAppend(&svg, absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" fill-opacity=\"0.6\"/>\n",
                                           x(p.theirs), y(p.ours), PaperColor(in, p.paper)));
   }
-  double legend_y = kTop + 10;
-  std::set<std::string> papers;
-  for (const auto& [paper, n] : per_paper) papers.insert(paper);
-  for (const std::string& paper : Ordered(in, papers)) {
-    absl::StrAppend(&svg, LegendEntry(legend_y, PaperColor(in, paper), "dot", PaperName(in, paper),
-                                      absl::StrCat(per_paper[paper], " cells")));
-  }
-  absl::StrAppend(&svg, LegendEntry(legend_y, "#888888", "dash", "±2 points", "the agreement rule's floor"));
-  return svg + "</svg>\n";
+  return svg + Legend(legend, width) + "</svg>\n";
 }
 
 std::string GainsFigureSvg(const FrontPageInput& in) {
@@ -394,7 +432,15 @@ std::string GainsFigureSvg(const FrontPageInput& in) {
   const Range xr = NiceRange(x_lo, x_hi, true), yr = NiceRange(y_lo, y_hi, true);
   auto x = [&](double v) { return xr.Position(v, kLeft, kSide); };
   auto y = [&](double v) { return kTop + kSide - yr.Position(v, 0, kSide); };
-  std::string svg = Frame("Key gains: ours against the paper's, per dataset",
+  std::vector<LegendItem> items;
+  std::set<std::string> papers;
+  for (const auto& [paper, entry] : legend) papers.insert(paper);
+  for (const std::string& paper : Ordered(in, papers)) {
+    const auto& [name, n] = legend[paper];
+    items.push_back({PaperColor(in, paper), "dot", absl::StrCat(PaperName(in, paper), " (", n, ")"), name});
+  }
+  const double width = CanvasWidth(items);
+  std::string svg = Frame(width, CanvasHeight(items), "Key gains: ours against the paper's, per dataset",
                           "in points (F1 fractions × 100); bars: our paired-seed 95% interval; grey: ours = the paper's",
                           xr, yr, "the paper's gain (points)", "our gain (points)");
   // The zero lines: no gain.
@@ -416,15 +462,7 @@ std::string GainsFigureSvg(const FrontPageInput& in) {
     absl::StrAppend(&svg, absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", x(p.paper_gain),
                                           y(p.ours), color));
   }
-  double legend_y = kTop + 10;
-  std::set<std::string> papers;
-  for (const auto& [paper, entry] : legend) papers.insert(paper);
-  for (const std::string& paper : Ordered(in, papers)) {
-    const auto& [name, n] = legend[paper];
-    absl::StrAppend(&svg, LegendEntry(legend_y, PaperColor(in, paper), "dot",
-                                      absl::StrCat(PaperName(in, paper), " (", n, ")"), name));
-  }
-  return svg + "</svg>\n";
+  return svg + Legend(items, width) + "</svg>\n";
 }
 
 }  // namespace fgl::experiments

@@ -61,7 +61,9 @@ std::string FrontPageMarkdown(const FrontPageInput& input);
 
 // Our mean against the paper's for every filled accuracy cell of every table (a cell that several
 // tables share with the same runs once), coloured by paper, with the diagonal and each table's
-// agreement band (dashed); fractions are drawn as percent. "" when no cell is filled.
+// agreement band (dashed); fractions are drawn as percent. "" when no cell is filled. Both figures
+// keep their text inside the canvas and apart by TextWidth (svg_figures.h): the canvas is 800 px wide
+// or as wide as its longest legend line needs, at most kMaxGridWidth, a longer line ending in "…".
 std::string CellsFigureSvg(const FrontPageInput& input);
 
 // The papers' key gains per column: the paper's on x, ours on y with its paired 95% interval,

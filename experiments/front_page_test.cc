@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "experiments/report_cells.h"
+#include "experiments/svg_figures.h"
+#include "experiments/svg_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -13,6 +15,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using svg_testing::Dimension;
+using svg_testing::ExpectTextFitsAndIsApart;
 
 CellResult Done(std::vector<double> values, std::vector<uint64_t> seeds, const std::string& run) {
   CellResult r;
@@ -167,7 +171,8 @@ TEST(FrontPageTest, FiguresDrawEachCellOnceWithALegend) {
   const std::string cells = CellsFigureSvg(in);
   EXPECT_THAT(cells, HasSubstr("4 cells, mean over seeds"));
   EXPECT_THAT(cells, HasSubstr(">Paper P</text>"));
-  EXPECT_THAT(cells, HasSubstr("width=\"800\""));
+  // Wider than the 800 px minimum: the legend's "the agreement rule's floor" is kept whole.
+  EXPECT_THAT(cells, HasSubstr("width=\"821\""));
   const std::string gains = GainsFigureSvg(in);
   EXPECT_THAT(gains, HasSubstr(">Paper P (2)</text>"));
   EXPECT_THAT(gains, HasSubstr(">X − FedAvg</text>"));
@@ -177,6 +182,30 @@ TEST(FrontPageTest, FiguresDrawEachCellOnceWithALegend) {
   EXPECT_EQ(CellsFigureSvg(in), "");
   EXPECT_EQ(GainsFigureSvg(in), "");
   EXPECT_THAT(FrontPageMarkdown(in), Not(HasSubstr(".svg")));
+}
+
+// The page's figures keep every text inside the canvas and apart by the measure every report's
+// figure is held to (svg_figures_test): the canvas widens to its longest legend line, up to
+// kMaxGridWidth, and a line longer than even that ends in "…".
+TEST(FrontPageTest, FiguresKeepTheirTextInsideAndApart) {
+  FrontPageInput in = TinyInput();
+  ExpectTextFitsAndIsApart("cells", CellsFigureSvg(in));
+  ExpectTextFitsAndIsApart("gains", GainsFigureSvg(in));
+  // A longer paper name and key-gain rows widen both canvases.
+  in.papers[0].name = "Paper P: Personalised Federated Graph Learning";
+  in.tables[0].table.mutable_rows(1)->set_label("X (ours, with every module and the personalised head)");
+  const std::string cells = CellsFigureSvg(in), gains = GainsFigureSvg(in);
+  ExpectTextFitsAndIsApart("cells, long names", cells);
+  ExpectTextFitsAndIsApart("gains, long names", gains);
+  EXPECT_GT(Dimension(gains, "width"), Dimension(cells, "width"));
+  EXPECT_LT(Dimension(gains, "width"), kMaxGridWidth);
+  EXPECT_THAT(gains, HasSubstr(">X (ours, with every module and the personalised head) − FedAvg</text>"));
+  // Too long for kMaxGridWidth: shortened, the canvas at its limit.
+  in.papers[0].name = std::string(120, 'P');
+  const std::string capped = CellsFigureSvg(in);
+  ExpectTextFitsAndIsApart("cells, capped", capped);
+  EXPECT_EQ(Dimension(capped, "width"), kMaxGridWidth);
+  EXPECT_THAT(capped, HasSubstr("…</text>"));
 }
 
 }  // namespace

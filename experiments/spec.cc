@@ -5,6 +5,9 @@
 
 #include <memory>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -295,13 +298,14 @@ absl::Status ValidateTable(const proto::Table& t, const std::string& where) {
     if (!rows.count(r)) return absl::InvalidArgumentError(absl::StrCat(where, ": partition_spread names unknown row '", r, "'"));
   }
   for (const proto::Claim& claim : t.claims()) {
+    // Every key the claim names with the field that names it, so an error points at the field.
     // `others` are columns for a column claim, rows for every other kind.
     const bool column_claim = claim.kind() == proto::Claim::COLUMN_AT_LEAST_OTHERS;
-    std::vector<std::string> named_rows, named_columns;
-    (column_claim ? named_columns : named_rows).assign(claim.others().begin(), claim.others().end());
-    if (!claim.row().empty()) named_rows.push_back(claim.row());
-    if (!claim.base().empty()) named_rows.push_back(claim.base());
-    if (!claim.column().empty()) named_columns.push_back(claim.column());
+    std::vector<std::pair<const char*, std::string>> named_rows, named_columns;
+    for (const std::string& o : claim.others()) (column_claim ? named_columns : named_rows).emplace_back("others", o);
+    if (!claim.row().empty()) named_rows.emplace_back("row", claim.row());
+    if (!claim.base().empty()) named_rows.emplace_back("base", claim.base());
+    if (!claim.column().empty()) named_columns.emplace_back("column", claim.column());
     // A region names its rows and columns; a misspelt key would silently leave a cell out of it.
     const bool region_claim = claim.kind() == proto::Claim::BEST_IN_REGION;
     const bool has_region = !claim.region_rows().empty() || !claim.region_columns().empty();
@@ -313,20 +317,21 @@ absl::Status ValidateTable(const proto::Table& t, const std::string& where) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": claim '", claim.text(), "': region_rows/region_columns belong to BEST_IN_REGION claims"));
     }
-    named_rows.insert(named_rows.end(), claim.region_rows().begin(), claim.region_rows().end());
-    named_columns.insert(named_columns.end(), claim.region_columns().begin(), claim.region_columns().end());
+    for (const std::string& r : claim.region_rows()) named_rows.emplace_back("region_rows", r);
+    for (const std::string& c : claim.region_columns()) named_columns.emplace_back("region_columns", c);
     if (column_claim && claim.column().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": column claim '", claim.text(), "' names no column"));
     }
-    for (const std::string& r : named_rows) {
+    for (const auto& [field, r] : named_rows) {
       if (!rows.count(r)) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": claim '", claim.text(), "' names unknown row '", r, "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": claim '", claim.text(), "' names unknown row '", r, "' in ", field));
       }
     }
-    for (const std::string& c : named_columns) {
+    for (const auto& [field, c] : named_columns) {
       if (!cols.count(c)) {
         return absl::InvalidArgumentError(
-            absl::StrCat(where, ": claim '", claim.text(), "' names unknown column '", c, "'"));
+            absl::StrCat(where, ": claim '", claim.text(), "' names unknown column '", c, "' in ", field));
       }
     }
   }

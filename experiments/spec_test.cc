@@ -16,6 +16,7 @@ namespace fgl::experiments {
 namespace {
 
 using ::fgl::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 std::string Write(const std::string& name, const std::string& text) {
@@ -351,7 +352,20 @@ TEST(TableTest, CellsMergeBaseRowColumnAndRejectBadKeys) {
   const std::string region = Write("region.textproto", R"(
     id: "t" rows { key: "a" } columns { key: "c" }
     claims { text: "x" kind: BEST_IN_REGION region_rows: "a" region_columns: "d" })");
-  EXPECT_THAT(LoadTable(region), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown column 'd'")));
+  // The error names the file, the claim, the key and the field that holds it.
+  EXPECT_THAT(LoadTable(region), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          AllOf(HasSubstr(region), HasSubstr("claim 'x'"),
+                                                HasSubstr("unknown column 'd' in region_columns"))));
+  const std::string region_row = Write("region_row.textproto", R"(
+    id: "t" rows { key: "a" } columns { key: "c" }
+    claims { text: "best of a and b" kind: BEST_IN_REGION region_rows: "a" region_rows: "b" region_columns: "c" })");
+  EXPECT_THAT(LoadTable(region_row), StatusIs(absl::StatusCode::kInvalidArgument,
+                                              AllOf(HasSubstr(region_row), HasSubstr("claim 'best of a and b'"),
+                                                    HasSubstr("unknown row 'b' in region_rows"))));
+  const std::string good_region = Write("good_region.textproto", R"(
+    id: "t" rows { key: "a" } rows { key: "b" } columns { key: "c" }
+    claims { text: "x" kind: BEST_IN_REGION region_rows: "a" region_rows: "b" region_columns: "c" })");
+  EXPECT_OK(LoadTable(good_region));
   const std::string half_region = Write("half_region.textproto", R"(
     id: "t" rows { key: "a" } columns { key: "c" } claims { text: "x" kind: BEST_IN_REGION region_rows: "a" })");
   EXPECT_THAT(LoadTable(half_region),
