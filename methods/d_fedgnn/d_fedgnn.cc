@@ -7,16 +7,18 @@
 // No global model exists: the server only stands in for the peer-to-peer links. Evaluation
 // 'personalized' scores each client's ring average, as the code evaluates after the averaging.
 #include <map>
+#include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "fl/aggregate/weighted_mean.h"
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
 #include "fl/tensor_codec.h"
+#include "fl/typed_state.h"
 #include "graph/random.h"
+#include "methods/d_fedgnn/d_fedgnn.pb.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::d_fedgnn {
@@ -96,37 +98,42 @@ class DFedGnnServer final : public fl::ServerAlgorithm {
     return absl::OkStatus();
   }
 
-  // "ring/<k>/<name>" and "latest/<k>/<name>".
+  // Every client's ring average and latest weights as DFedGnnServerState.
   absl::StatusOr<fl::proto::Message> SaveState() const override {
-    fl::NamedTensors all;
-    for (int k = 0; k < n_; ++k)
-      for (const auto& [name, t] : ring_[k]) all.emplace_back(absl::StrCat("ring/", k, "/", name), t);
-    for (const auto& [k, tensors] : latest_)
-      for (const auto& [name, t] : tensors) all.emplace_back(absl::StrCat("latest/", k, "/", name), t);
+    DFedGnnServerState state;
+    auto add = [](int k, const std::map<std::string, torch::Tensor>& tensors, DFedGnnServerState::ClientModel* m) {
+      m->set_client(k);
+      for (const auto& [name, t] : tensors) *m->add_parameters() = fl::EncodeTensor(name, t);
+    };
+    for (int k = 0; k < n_; ++k) {
+      if (!ring_[k].empty()) add(k, ring_[k], state.add_ring());
+    }
+    for (const auto& [k, tensors] : latest_) add(k, tensors, state.add_latest());  // a std::map: ascending
     fl::proto::Message m;
     m.mutable_header()->set_type("d_fedgnn.state");
-    fl::AddTensors(all, &m);
+    fl::PackState(state, &m);
     return m;
   }
-  absl::Status RestoreState(const fl::proto::Message& state) override {
-    FGL_ASSIGN_OR_RETURN(auto all, fl::DecodeTensors(state));
+  // Everything is checked before anything changes, so a refused state leaves the server as it was.
+  absl::Status RestoreState(const fl::proto::Message& message) override {
+    FGL_ASSIGN_OR_RETURN(const DFedGnnServerState state,
+                         fl::UnpackState<DFedGnnServerState>(message, "d_fedgnn state"));
     std::vector<std::map<std::string, torch::Tensor>> ring(n_);
-    std::map<int, std::map<std::string, torch::Tensor>> latest;
-    for (auto& [key, t] : all) {
-      const size_t a = key.find('/'), b = key.find('/', a == std::string::npos ? 0 : a + 1);
-      int k = -1;
-      if (b == std::string::npos || !absl::SimpleAtoi(key.substr(a + 1, b - a - 1), &k) || k < 0 || k >= n_) {
-        return absl::InvalidArgumentError(absl::StrCat("d_fedgnn state: bad tensor name '", key, "'"));
+    for (const DFedGnnServerState::ClientModel& m : state.ring()) {
+      FGL_ASSIGN_OR_RETURN(const int k, CheckClient(m, "ring"));
+      if (!ring[k].empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("d_fedgnn state: ring of client ", k, ": listed twice"));
       }
-      const std::string kind = key.substr(0, a), name = key.substr(b + 1);
-      if (kind == "ring") ring[k][name] = t;
-      else if (kind == "latest") latest[k][name] = t;
-      else return absl::InvalidArgumentError(absl::StrCat("d_fedgnn state: bad tensor name '", key, "'"));
+      FGL_ASSIGN_OR_RETURN(ring[k], DecodeModel(m, "ring"));
     }
-    for (int k = 0; k < n_; ++k) {
-      if (!ring[k].empty()) FGL_RETURN_IF_ERROR(CheckLike(ring[k], absl::StrCat("state ring/", k)));
+    std::map<int, std::map<std::string, torch::Tensor>> latest;
+    for (const DFedGnnServerState::ClientModel& m : state.latest()) {
+      FGL_ASSIGN_OR_RETURN(const int k, CheckClient(m, "latest"));
+      if (latest.count(k)) {
+        return absl::InvalidArgumentError(absl::StrCat("d_fedgnn state: latest of client ", k, ": listed twice"));
+      }
+      FGL_ASSIGN_OR_RETURN(latest[k], DecodeModel(m, "latest"));
     }
-    for (const auto& [k, tensors] : latest) FGL_RETURN_IF_ERROR(CheckLike(tensors, absl::StrCat("state latest/", k)));
     ring_ = std::move(ring);
     latest_ = std::move(latest);
     return absl::OkStatus();
@@ -144,6 +151,39 @@ class DFedGnnServer final : public fl::ServerAlgorithm {
       return absl::InvalidArgumentError(absl::StrCat(what, " has ", tensors.size(), " tensors, expected ", like_.size()));
     }
     return fl::MatchTensors(tensors, like_, what).status();
+  }
+  // A saved model's client id, in the ring.
+  absl::StatusOr<int> CheckClient(const DFedGnnServerState::ClientModel& m, const std::string& field) const {
+    if (!m.has_client() || m.client() < 0 || m.client() >= n_) {
+      return absl::InvalidArgumentError(absl::StrCat("d_fedgnn state: ", field, " of client ",
+                                                     m.has_client() ? absl::StrCat(m.client()) : "(none)",
+                                                     ": not a client of the ring [0, ", n_, ")"));
+    }
+    return m.client();
+  }
+  // A saved model: exactly the model's tensors, with its shapes and dtypes, finite.
+  absl::StatusOr<std::map<std::string, torch::Tensor>> DecodeModel(const DFedGnnServerState::ClientModel& m,
+                                                                   const std::string& field) const {
+    const std::string who = absl::StrCat("d_fedgnn state: ", field, " of client ", m.client());
+    std::map<std::string, torch::Tensor> tensors;
+    for (const fl::proto::Tensor& t : m.parameters()) {
+      absl::StatusOr<torch::Tensor> d = fl::DecodeTensor(t);
+      if (!d.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(who, ": tensor '", t.name(), "': ", d.status().message()));
+      }
+      if (!tensors.emplace(t.name(), *std::move(d)).second) {
+        return absl::InvalidArgumentError(absl::StrCat(who, ": tensor '", t.name(), "' listed twice"));
+      }
+    }
+    FGL_RETURN_IF_ERROR(CheckLike(tensors, who));
+    for (const auto& [name, t] : like_) {
+      if (tensors.at(name).scalar_type() != t.scalar_type()) {
+        return absl::InvalidArgumentError(absl::StrCat(who, ": tensor '", name, "' is ",
+                                                       c10::toString(tensors.at(name).scalar_type()), ", expected ",
+                                                       c10::toString(t.scalar_type())));
+      }
+    }
+    return tensors;
   }
 
   int n_;

@@ -15,11 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "fl/local_model.h"
 #include "fl/model_average_server.h"
 #include "fl/registry.h"
+#include "fl/tensor_codec.h"
+#include "fl/typed_state.h"
 #include "glog/logging.h"
 #include "methods/gcfl_plus/gcfl_plus.pb.h"
 #include "methods/gcfl_plus/clustering.h"
@@ -77,7 +78,7 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
       for (const auto& item : model->named_parameters(true)) initial.emplace_back(item.key(), item.value());
     }
     for (auto& [name, t] : initial) t = t.detach().clone();
-    return std::unique_ptr<fl::ServerAlgorithm>(new GcflPlusServer(std::move(params), std::move(initial)));
+    return std::unique_ptr<fl::ServerAlgorithm>(new GcflPlusServer(std::move(params), std::move(initial), config.num_clients));
   }
 
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
@@ -184,52 +185,76 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
   // The clusters (ascending client ids), for logs and tests.
   const std::vector<std::vector<int>>& clusters() const { return clusters_; }
 
+  // The clusters (members and model) and the gradient-norm sequences as GcflPlusServerState.
   absl::StatusOr<fl::proto::Message> SaveState() const override {
+    GcflPlusServerState state;
+    for (size_t c = 0; c < clusters_.size(); ++c) {
+      GcflPlusServerState::Cluster* cluster = state.add_clusters();
+      for (int k : clusters_[c]) cluster->add_members(k);
+      for (const auto& [name, t] : models_[c]) *cluster->add_parameters() = fl::EncodeTensor(name, t);
+    }
+    for (const auto& [k, seq] : sequences_) {  // a std::map: ascending clients
+      GcflPlusServerState::Sequence* s = state.add_sequences();
+      s->set_client(k);
+      for (double norm : seq) s->add_grad_norms(norm);
+    }
     fl::proto::Message m;
     m.mutable_header()->set_type("gcfl_plus.state");
-    for (size_t c = 0; c < clusters_.size(); ++c) {
-      fl::AddTensors(fl::WithPrefix(absl::StrCat("cluster", c, "."), models_[c]), &m);
-      for (int k : clusters_[c]) (*m.mutable_scalars())[absl::StrCat("member.", k)] = static_cast<double>(c);
-    }
-    for (const auto& [k, seq] : sequences_) {
-      fl::AddTensors({{absl::StrCat("sequence.", k), torch::tensor(seq, torch::kDouble)}}, &m);
-    }
+    fl::PackState(state, &m);
     return m;
   }
-  absl::Status RestoreState(const fl::proto::Message& state) override {
-    auto bad = [](const std::string& what) { return absl::InvalidArgumentError("gcfl_plus state: " + what); };
-    std::map<int, std::vector<int>> members;
-    for (const auto& [key, value] : state.scalars()) {
-      int k = -1;
-      if (key.rfind("member.", 0) != 0 || !absl::SimpleAtoi(key.substr(7), &k) || k < 0 || !(value >= 0) || value > 1e6) {
-        return bad("unexpected scalar '" + key + "'");
-      }
-      members[static_cast<int>(value)].push_back(k);
-    }
-    fl::proto::Message rest = state;
+  // Everything is checked before anything changes, so a refused state leaves the server as it was.
+  absl::Status RestoreState(const fl::proto::Message& message) override {
+    FGL_ASSIGN_OR_RETURN(const GcflPlusServerState state,
+                         fl::UnpackState<GcflPlusServerState>(message, "gcfl_plus state"));
+    if (state.clusters_size() == 0) return absl::InvalidArgumentError("gcfl_plus state: no clusters");
     std::vector<fl::NamedTensors> models;
     std::vector<std::vector<int>> clusters;
-    for (size_t c = 0; c < std::max<size_t>(1, members.size()); ++c) {
-      FGL_ASSIGN_OR_RETURN(auto tensors, fl::TakeTensors(absl::StrCat("cluster", c, "."), &rest));
-      FGL_ASSIGN_OR_RETURN(fl::NamedTensors model,
-                           fl::MatchTensors(tensors, models_[0], absl::StrCat("gcfl_plus state: cluster ", c),
-                                            /*require_finite=*/false));
+    std::map<int, int> cluster_of;  // every member's cluster, to find a client listed twice
+    for (int c = 0; c < state.clusters_size(); ++c) {
+      const GcflPlusServerState::Cluster& cluster = state.clusters(c);
+      const std::string who = absl::StrCat("gcfl_plus state: cluster ", c);
+      std::vector<int> members;
+      for (int k : cluster.members()) {
+        FGL_RETURN_IF_ERROR(CheckClientId(k, absl::StrCat(who, " member")));
+        if (auto [it, added] = cluster_of.emplace(k, c); !added) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(who, ": client ", k, " is listed twice (also in cluster ", it->second, ")"));
+        }
+        // ClusterOf binary-searches the members.
+        if (!members.empty() && k < members.back()) {
+          return absl::InvalidArgumentError(absl::StrCat(who, ": members not in ascending order at client ", k));
+        }
+        members.push_back(k);
+      }
+      FGL_ASSIGN_OR_RETURN(fl::NamedTensors model, DecodeModel(cluster.parameters(), who));
       models.push_back(std::move(model));
-      std::vector<int> ids = members[static_cast<int>(c)];
-      std::sort(ids.begin(), ids.end());
-      clusters.push_back(ids);
+      clusters.push_back(std::move(members));
     }
-    FGL_ASSIGN_OR_RETURN(auto sequences, fl::TakeTensors("sequence.", &rest));
-    sequences_.clear();
-    for (const auto& [key, t] : sequences) {
-      int k = -1;
-      if (!absl::SimpleAtoi(key, &k)) return bad("bad sequence '" + key + "'");
-      const torch::Tensor d = t.to(torch::kDouble).contiguous();
-      sequences_[k] = std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+    std::map<int, std::vector<double>> sequences;
+    for (const GcflPlusServerState::Sequence& s : state.sequences()) {
+      const std::string who = absl::StrCat("gcfl_plus state: sequence of client ", s.client());
+      if (!s.has_client()) return absl::InvalidArgumentError("gcfl_plus state: a sequence without a client");
+      FGL_RETURN_IF_ERROR(CheckClientId(s.client(), who));
+      // Only a client that replied has a sequence, and replying put it in a cluster.
+      if (!cluster_of.count(s.client())) {
+        return absl::InvalidArgumentError(absl::StrCat(who, ": the client is in no cluster"));
+      }
+      for (int i = 0; i < s.grad_norms_size(); ++i) {
+        const double norm = s.grad_norms(i);
+        if (!std::isfinite(norm) || norm < 0) {  // as Accumulate refuses it
+          return absl::InvalidArgumentError(
+              absl::StrCat(who, ": grad_norms[", i, "] = ", norm, " is not a finite norm"));
+        }
+      }
+      if (!sequences.emplace(s.client(), std::vector<double>(s.grad_norms().begin(), s.grad_norms().end())).second) {
+        return absl::InvalidArgumentError(absl::StrCat(who, ": listed twice"));
+      }
     }
-    if (rest.tensors_size() != 0) return bad("unexpected tensor '" + rest.tensors(0).name() + "'");
     models_ = std::move(models);
     clusters_ = std::move(clusters);
+    sequences_ = std::move(sequences);
+    replies_.clear();
     last_round_.clear();
     return absl::OkStatus();
   }
@@ -239,7 +264,8 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
     fl::NamedTensors update;  // W_k - W_cluster
     double grad_norm = 0, weight = 0;
   };
-  GcflPlusServer(GcflPlusParams params, fl::NamedTensors initial) : params_(std::move(params)) {
+  GcflPlusServer(GcflPlusParams params, fl::NamedTensors initial, int num_clients)
+      : params_(std::move(params)), num_clients_(num_clients) {
     models_.push_back(std::move(initial));
     clusters_.push_back({});
   }
@@ -279,6 +305,40 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
     models_.push_back(std::move(copy));
     LOG(INFO) << "gcfl_plus: cluster " << c << " split into " << a.size() << " + " << b.size() << " clients";
   }
+  // A client id of this federation (its size is unknown to servers made without it, as in tests).
+  absl::Status CheckClientId(int k, const std::string& who) const {
+    if (k < 0 || (num_clients_ > 0 && k >= num_clients_)) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": client ", k, " is not in [0, ", num_clients_, ")"));
+    }
+    return absl::OkStatus();
+  }
+  // A saved cluster model: exactly the model's tensors, with their shapes and dtypes, finite.
+  absl::StatusOr<fl::NamedTensors> DecodeModel(
+      const google::protobuf::RepeatedPtrField<fl::proto::Tensor>& parameters, const std::string& who) const {
+    const fl::NamedTensors& like = models_[0];
+    std::map<std::string, torch::Tensor> decoded;
+    for (const fl::proto::Tensor& t : parameters) {
+      absl::StatusOr<torch::Tensor> d = fl::DecodeTensor(t);
+      if (!d.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(who, ": tensor '", t.name(), "': ", d.status().message()));
+      }
+      if (!decoded.emplace(t.name(), *std::move(d)).second) {
+        return absl::InvalidArgumentError(absl::StrCat(who, ": tensor '", t.name(), "' listed twice"));
+      }
+    }
+    if (decoded.size() != like.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": ", decoded.size(), " tensors, expected ", like.size()));
+    }
+    FGL_ASSIGN_OR_RETURN(fl::NamedTensors model, fl::MatchTensors(decoded, like, who));
+    for (size_t i = 0; i < like.size(); ++i) {
+      if (model[i].second.scalar_type() != like[i].second.scalar_type()) {
+        return absl::InvalidArgumentError(absl::StrCat(who, ": tensor '", like[i].first, "' is ",
+                                                       c10::toString(model[i].second.scalar_type()), ", expected ",
+                                                       c10::toString(like[i].second.scalar_type())));
+      }
+    }
+    return model;
+  }
   static torch::Tensor Flatten(const fl::NamedTensors& tensors) {
     std::vector<torch::Tensor> flat;
     for (const auto& [name, t] : tensors) flat.push_back(t.flatten().to(torch::kDouble));
@@ -289,6 +349,7 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
   }
 
   const GcflPlusParams params_;  // unpacked once, in Create
+  const int num_clients_;        // 0 when the config does not say
   std::vector<fl::NamedTensors> models_;   // one per cluster
   std::vector<std::vector<int>> clusters_;  // ascending client ids
   std::map<int, std::vector<double>> sequences_;

@@ -1,6 +1,8 @@
 // GCFL+: DTW and the minimum cut on hand-made inputs, the server's split on a constructed case
 // (two groups whose updates cancel, with different gradient-norm sequences), and a federated run.
 #include <cmath>
+#include <functional>
+#include <string>
 
 #include <google/protobuf/text_format.h>
 #include "methods/gcfl_plus/gcfl_plus.pb.h"
@@ -9,6 +11,7 @@
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
+#include "fl/typed_state.h"
 #include "fl/testing/client_data.h"
 #include "gtest/gtest.h"
 #include "methods/gcfl_plus/clustering.h"
@@ -54,7 +57,8 @@ fl::MethodConfig TinyConfig() {
 }
 
 TEST(GcflPlusServerTest, SplitsOpposedGroupsAfterRound20) {
-  const fl::MethodConfig config = TinyConfig();
+  fl::MethodConfig config = TinyConfig();
+  config.num_clients = 4;
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("gcfl_plus"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   for (int round = 1; round <= 21; ++round) {
@@ -86,6 +90,89 @@ TEST(GcflPlusServerTest, SplitsOpposedGroupsAfterRound20) {
   ASSERT_OK(restored->RestoreState(saved));
   ASSERT_OK_AND_ASSIGN(fl::proto::Message r2, restored->BroadcastTo(2, {22, 1}));
   EXPECT_TRUE(torch::equal(fl::DecodeTensors(r2)->begin()->second, t2.begin()->second));
+  // Saved again, the restored server gives the same bytes: clusters, models and sequences.
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message again, restored->SaveState());
+  EXPECT_EQ(again.SerializeAsString(), saved.SerializeAsString());
+  ASSERT_OK_AND_ASSIGN(const GcflPlusServerState typed, fl::UnpackState<GcflPlusServerState>(saved, "test"));
+  ASSERT_EQ(typed.clusters_size(), 2);
+  EXPECT_EQ(typed.clusters(1).members().size(), 2);
+  ASSERT_EQ(typed.sequences_size(), 4);
+  EXPECT_EQ(typed.sequences(2).grad_norms_size(), 0);  // cleared by the split in round 21, kept as an entry
+}
+
+// A bad checkpoint state is refused naming the cluster or client and the field, and leaves the
+// server as it was.
+TEST(GcflPlusServerTest, RestoreRefusesABadStateAndChangesNothing) {
+  fl::MethodConfig config = TinyConfig();
+  config.num_clients = 4;
+  ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("gcfl_plus"));
+  ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
+  for (int round = 1; round <= 22; ++round) {  // split in round 21, as above; one norm each since
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_OK_AND_ASSIGN(fl::proto::Message received, server->BroadcastTo(k, {round, 1}));
+      const bool first = k < 2;
+      ASSERT_OK(server->Accumulate(Reply(k, received, first ? 0.05f : -0.05f, (first ? 1.0 : 5.0) + 0.1 * (k % 2))));
+    }
+    ASSERT_OK(server->FinishRound({round, 1}));
+  }
+  ASSERT_OK_AND_ASSIGN(const fl::proto::Message saved, server->SaveState());
+  ASSERT_OK_AND_ASSIGN(const GcflPlusServerState good, fl::UnpackState<GcflPlusServerState>(saved, "test"));
+  ASSERT_EQ(good.clusters_size(), 2);
+  ASSERT_EQ(good.sequences_size(), 4);
+  for (const auto& seq : good.sequences()) ASSERT_EQ(seq.grad_norms_size(), 1);
+  ASSERT_OK_AND_ASSIGN(auto restored, f.server(config));
+  ASSERT_OK(restored->RestoreState(saved));
+  auto refused = [&](const std::function<void(GcflPlusServerState*)>& spoil, const std::string& error) {
+    SCOPED_TRACE(error);
+    GcflPlusServerState bad = good;
+    spoil(&bad);
+    fl::proto::Message m;
+    fl::PackState(bad, &m);
+    EXPECT_THAT(restored->RestoreState(m),
+                fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr(error)));
+  };
+  using State = GcflPlusServerState;
+  refused([](State* s) { s->clear_clusters(); }, "gcfl_plus state: no clusters");
+  refused([](State* s) { s->mutable_clusters(1)->add_members(0); },
+          "cluster 1: client 0 is listed twice (also in cluster 0)");
+  refused([](State* s) { s->mutable_clusters(1)->add_members(4); }, "cluster 1 member: client 4 is not in [0, 4)");
+  refused([](State* s) { s->mutable_clusters(0)->set_members(0, -1); }, "cluster 0 member: client -1 is not in");
+  refused([](State* s) { s->mutable_clusters(0)->mutable_members()->SwapElements(0, 1); },
+          "cluster 0: members not in ascending order at client 0");
+  refused([](State* s) { s->mutable_clusters(1)->mutable_parameters()->RemoveLast(); }, "cluster 1: 3 tensors, expected 4");
+  refused([](State* s) { s->mutable_clusters(1)->mutable_parameters(0)->set_name("no_such_parameter"); },
+          "cluster 1: missing, misshapen or non-finite");
+  refused([](State* s) {
+            const fl::proto::Tensor& p = s->clusters(1).parameters(0);
+            *s->mutable_clusters(1)->mutable_parameters(0) = fl::EncodeTensor(p.name(), fl::DecodeTensor(p)->unsqueeze(0));
+          },
+          "cluster 1: missing, misshapen or non-finite");
+  refused([](State* s) {
+            const fl::proto::Tensor& p = s->clusters(0).parameters(0);
+            *s->mutable_clusters(0)->mutable_parameters(0) =
+                fl::EncodeTensor(p.name(), fl::DecodeTensor(p)->to(torch::kDouble));
+          },
+          "is Double, expected Float");
+  refused([](State* s) {
+            const fl::proto::Tensor& p = s->clusters(0).parameters(0);
+            torch::Tensor t = *fl::DecodeTensor(p);
+            t.view(-1)[0] = std::nanf("");
+            *s->mutable_clusters(0)->mutable_parameters(0) = fl::EncodeTensor(p.name(), t);
+          },
+          "cluster 0: missing, misshapen or non-finite");
+  refused([](State* s) { s->mutable_sequences(2)->set_grad_norms(0, std::nan("")); },
+          "sequence of client 2: grad_norms[0] = nan is not a finite norm");
+  refused([](State* s) { s->mutable_sequences(3)->set_grad_norms(0, -1); }, "sequence of client 3: grad_norms[0] = -1");
+  refused([](State* s) { *s->add_sequences() = s->sequences(1); }, "sequence of client 1: listed twice");
+  refused([](State* s) { s->mutable_sequences(0)->set_client(9); }, "sequence of client 9: client 9 is not in [0, 4)");
+  refused([](State* s) { s->mutable_sequences(0)->clear_client(); }, "a sequence without a client");
+  refused([](State* s) { s->mutable_clusters(1)->mutable_members()->RemoveLast(); },
+          "sequence of client 3: the client is in no cluster");
+  EXPECT_THAT(restored->RestoreState(fl::proto::Message()),
+              fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("holds none")));
+  // Nothing changed: the restored server still saves exactly what it restored.
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message after, restored->SaveState());
+  EXPECT_EQ(after.SerializeAsString(), saved.SerializeAsString());
 }
 
 // OpenFGL splits only when every client's gradient-norm sequence is long enough: a cluster member

@@ -1,13 +1,14 @@
 """Our GCFL+ (methods/gcfl_plus) against the port of the authors' code (gcfl_plus_reference.py),
 round by round.
 
-//methods/testing:trace runs our C++ federation and records every message and, after every
-round, the server's state (each cluster's model `cluster<c>.<tensor>`, each client's cluster
-`member.<k>`, each client's gradient-norm sequence `sequence.<k>`). The port starts from our
-initial model on the same client subgraphs, with dropout 0, and must agree on: each client's
-model after local training (1e-5) and the gradient norm it reports, the cluster assignment after
-every round, every cluster's model (1e-5) and the sequences. The thresholds are chosen so that
-clusters split within the run, and the test asserts that they did.
+//methods/gcfl_plus:gcfl_plus_trace runs our C++ federation and records every message and, after
+every round, the server's state (its GcflPlusServerState: each cluster's members
+`cluster<c>/members` and model `cluster<c>/<tensor>`, each client's gradient-norm sequence
+`sequence<k>`). The port starts from our initial model on the same client subgraphs, with
+dropout 0, and must agree on: each client's model after local training (1e-5) and the gradient
+norm it reports, the cluster assignment after every round, every cluster's model (1e-5) and the
+sequences. The thresholds are chosen so that clusters split within the run, and the test asserts
+that they did.
 """
 import os
 import sys
@@ -22,6 +23,7 @@ from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.trace import OPENFGL_GCN_NAMES, Subgraph, gcn_state, max_difference  # noqa: E402
 
 TOLERANCE = 1e-5
+TRACE_BINARY = 'methods/gcfl_plus/gcfl_plus_trace'
 CLIENTS = 6
 DATASET = 'csbm:num_nodes=420,num_classes=4,num_features=16,homophily=0.85'
 
@@ -51,8 +53,10 @@ def run_trace(name, rounds, params, out_dir):
 def our_clusters(trace, r):
     """The partition after round r, from our server's state: a set of frozensets of client ids."""
     by_cluster = {}
-    for k in range(CLIENTS):
-        by_cluster.setdefault(int(trace[f'state{r}/server/scalar/member.{k}']), set()).add(k)
+    c = 0
+    while f'state{r}/server/cluster{c}/members' in trace:
+        by_cluster[c] = {int(k) for k in trace[f'state{r}/server/cluster{c}/members']}
+        c += 1
     return by_cluster
 
 
@@ -60,7 +64,7 @@ def our_cluster_model(trace, r, c):
     """Cluster c's model after round r, under the port's (OpenFGL GCN) names."""
     state = {}
     for ours, (theirs, transpose) in OPENFGL_GCN_NAMES.items():
-        t = torch.from_numpy(trace[f'state{r}/server/cluster{c}.{ours}'])
+        t = torch.from_numpy(trace[f'state{r}/server/cluster{c}/{ours}'])
         state[theirs] = t.t().contiguous() if transpose else t
     return state
 
@@ -104,7 +108,7 @@ class GcflPlusDifferentialTest(unittest.TestCase):
                     self.assertLessEqual(d, TOLERANCE, f'{name} round {r}: cluster {c}, client {k}\'s model')
                     worst_cluster = max(worst_cluster, d)
             for k in range(CLIENTS):
-                key = f'state{r}/server/sequence.{k}'
+                key = f'state{r}/server/sequence{k}'
                 ours = torch.from_numpy(trace[key]).double() if key in trace else torch.zeros(0, dtype=torch.double)
                 theirs = torch.tensor(port.seqs_grads[k], dtype=torch.double)
                 self.assertEqual(ours.shape, theirs.shape, f'{name} round {r}: client {k}\'s sequence')
@@ -125,4 +129,5 @@ class GcflPlusDifferentialTest(unittest.TestCase):
 
 
 if __name__ == '__main__':
+    trace_io.TRACE_BINARY = TRACE_BINARY  # main()'s default for --trace_binary
     trace_io.main()
