@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "fl/method_params.h"
+#include "fl/proto/federation.pb.h"
 #include "fl/proto/message.pb.h"
 #include "fl/tensor_codec.h"
 #include "graph/dataset.h"
@@ -43,48 +44,34 @@ struct ClientData {
   std::shared_ptr<const ClientData> global_test;
 };
 
-// The shared configuration every method gets: the model, local training and its own params.
+// The shared configuration every method gets: the run's resolved spec, and what the spec alone
+// cannot say (the data's sizes, this party's model, the device, the seeds). Read the spec's own
+// fields from `spec` (config.spec.lr(), config.spec.local_epochs(), config.spec.clients(), ...),
+// the clients sampled per round with fl::ClientsPerRound(config.spec) and the typed params with
+// MethodParams<P>(config).
 struct MethodConfig {
-  std::string model_spec = "gcn";  // this client's model (clients may differ: FedGKC, LG-FedAvg)
-  // The parameter group a model-averaging method exchanges: "" = the whole model, "head" or
-  // "body" (nn::GnnModel groups). Clients with different architectures can share a same-shaped
-  // head.
-  std::string shared_group;
-  int64_t num_features = 0;
+  // The run's spec as fl::ResolveFederationSpec fills it (every default present), with data_dir
+  // resolved (graph::ResolveDataDir). `dataset`, `data_dir`, `split` and `partition_seed` are
+  // only for methods whose server loads or splits the whole graph itself (FedTAD-r-eq, nFedGNN).
+  proto::FederationSpec spec;
+  // This party's model: spec.model()'s entry k mod n for client k, the first for the server
+  // (clients may differ: FedGKC, LG-FedAvg).
+  std::string model_spec;
+  int64_t num_features = 0;  // what the data decides
   int64_t num_classes = 0;
-  int local_epochs = 3;
-  int rounds = 0;  // of the run (a method with stages checks that it has enough)
-  int num_clients = 0;  // of the federation (a ring topology needs it)
-  // Clients sampled per round (ClientsPerRound): equal to num_clients, every client trains in
-  // every round, so state the next broadcast overwrites need not be kept (FedSage+'s NeighGen).
-  int clients_per_round = 0;
-  double lr = 0.01;
-  double weight_decay = 5e-4;
-  // The clients' optimiser (FederationSpec.optimizer): Adam, or SGD with `momentum`.
-  enum class Optimizer { kAdam, kSgd };
-  Optimizer optimizer = Optimizer::kAdam;
-  double momentum = 0;
-  bool dropout_at_eval = false;  // FedTAD's official code evaluates with dropout on
-  // The typed parameters of the method and its plug-ins (fl/method_params.h): read them with
-  // MethodParams<P>(config).
-  std::vector<google::protobuf::Any> params;
+  // The models' initialisation seed, graph::Rng::Derive(run_seed, "init"): the same on every
+  // party, so that clients and server start from one model.
   uint64_t seed = 0;
   // The run's training seed itself: a method deployed both batched and per client (nFedGNN)
   // derives the same streams from it in both.
   uint64_t run_seed = 0;
   torch::Device device = torch::kCPU;
-  // The run's dataset as graph::LoadDataset takes it, for oracle ablations whose server loads
-  // the whole graph itself (FedTAD-r-eq); no other method may read it.
-  std::string dataset;
-  std::string data_dir;  // resolved
-  std::string split;     // the run's split rule (nFedGNN's server splits the whole graph itself)
-  uint64_t partition_seed = 0;
 };
 
 // The run's parameters of type P (P's declared defaults when the spec sets none).
 template <typename P>
 absl::StatusOr<P> MethodParams(const MethodConfig& config) {
-  return UnpackParams<P>(config.params);
+  return UnpackParams<P>(config.spec.method_params());
 }
 
 class ClientAlgorithm {

@@ -26,13 +26,13 @@ uint64_t PrivateInitSeed(const MethodConfig& config, const ClientData& data) {
 LocalModel::LocalModel(std::shared_ptr<const ClientData> data, const MethodConfig& config,
                        std::shared_ptr<nn::GnnModel> model)
     : data_(std::move(data)), config_(config), model_(std::move(model)) {
-  if (config_.optimizer == MethodConfig::Optimizer::kSgd) {
+  if (config_.spec.optimizer() == proto::FederationSpec::SGD) {
     optimizer_ = std::make_unique<torch::optim::SGD>(
         model_->parameters(),
-        torch::optim::SGDOptions(config_.lr).momentum(config_.momentum).weight_decay(config_.weight_decay));
+        torch::optim::SGDOptions(config_.spec.lr()).momentum(config_.spec.momentum()).weight_decay(config_.spec.weight_decay()));
   } else {
     optimizer_ = std::make_unique<nn::Adam>(
-        model_->parameters(), torch::optim::AdamOptions(config_.lr).weight_decay(config_.weight_decay));
+        model_->parameters(), torch::optim::AdamOptions(config_.spec.lr()).weight_decay(config_.spec.weight_decay()));
   }
 }
 
@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<LocalModel>> LocalModel::Create(
   return std::unique_ptr<LocalModel>(new LocalModel(std::move(data), config, std::move(model)));
 }
 
-NamedTensors LocalModel::SharedParameters() const { return Parameters(config_.shared_group); }
+NamedTensors LocalModel::SharedParameters() const { return Parameters(config_.spec.shared_group()); }
 
 NamedTensors LocalModel::Parameters(const std::string& group) const {
   if (!group.empty()) return model_->named_group_parameters(group);
@@ -153,7 +153,7 @@ nn::ModelOutput LocalModel::Infer() {
 
 absl::StatusOr<proto::Message> ModelClient::TrainAndReply(const RoundInfo& round, const std::string& type,
                                                          const LocalModel::Hooks& hooks) {
-  FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
+  FGL_RETURN_IF_ERROR(model_->Train(config_.spec.local_epochs(), round.seed, hooks));
   proto::Message reply = ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, type);
   AddTrainLoss(model_->last_loss(), &reply);
   return reply;
@@ -163,7 +163,7 @@ torch::Tensor LocalModel::Predict() { return PredictOn(*data_); }
 
 torch::Tensor LocalModel::PredictOn(const ClientData& graph) {
   torch::NoGradGuard no_grad;
-  model_->train(config_.dropout_at_eval);
+  model_->train(config_.spec.eval().dropout_at_eval());
   torch::Tensor logits;
   if (model_->mini_batching()) {
     // Scoring a centre costs a whole tree: only the nodes evaluation reads.

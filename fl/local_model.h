@@ -36,7 +36,7 @@ class LocalModel {
   nn::GnnModel& model() { return *model_; }
   // The model's parameters by name, optionally one group ("body" or "head").
   NamedTensors Parameters(const std::string& group = "") const;
-  // The parameters the method exchanges: Parameters(config.shared_group).
+  // The parameters the method exchanges: Parameters(config.spec.shared_group()).
   NamedTensors SharedParameters() const;
 
   // What a method adds to plain local training; every member is optional.
@@ -109,7 +109,7 @@ class LocalModel {
   std::shared_ptr<const ClientData> data_;
   MethodConfig config_;
   std::shared_ptr<nn::GnnModel> model_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;  // Adam or SGD (config.optimizer)
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;  // Adam or SGD (config.spec.optimizer())
   double last_loss_ = std::numeric_limits<double>::quiet_NaN();
   int64_t steps_ = 0;
 };

@@ -64,9 +64,10 @@ absl::Status CheckFinite(const google::protobuf::Message& message, absl::string_
 absl::Status CheckMethodParams(const std::string& method, const std::vector<ParamsSpec>& accepted,
                                const std::vector<google::protobuf::Any>& params, bool own_only = false);
 
-// The message of type P among `params`, or P's defaults when there is none.
-template <typename P>
-absl::StatusOr<P> UnpackParams(const std::vector<google::protobuf::Any>& params) {
+// The message of type P among `params` (any range of google.protobuf.Any: a vector, or a spec's
+// repeated method_params), or P's defaults when there is none.
+template <typename P, typename AnyRange>
+absl::StatusOr<P> UnpackParams(const AnyRange& params) {
   P p;
   for (const google::protobuf::Any& any : params) {
     if (!any.Is<P>()) continue;

@@ -31,7 +31,7 @@ absl::StatusOr<std::unique_ptr<ModelAverageServer>> ModelAverageServer::Create(
   FGL_ASSIGN_OR_RETURN(std::shared_ptr<nn::GnnModel> model,
                        nn::MakeModel(config.model_spec, config.num_features, config.num_classes));
   return std::unique_ptr<ModelAverageServer>(
-      new ModelAverageServer(std::move(model), config.shared_group, type, std::move(weights)));
+      new ModelAverageServer(std::move(model), config.spec.shared_group(), type, std::move(weights)));
 }
 
 NamedTensors ModelAverageServer::GlobalParameters() const {

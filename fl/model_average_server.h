@@ -1,5 +1,5 @@
 // The FedAvg server step as a reusable mechanic: keeps the global model (built from the server's
-// model spec), broadcasts its shared parameters (all, or config.shared_group), and replaces them
+// model spec), broadcasts its shared parameters (all, or config.spec.shared_group()), and replaces them
 // with the node-count-weighted mean of the replies.
 #ifndef FGL_FL_MODEL_AVERAGE_SERVER_H_
 #define FGL_FL_MODEL_AVERAGE_SERVER_H_

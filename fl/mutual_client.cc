@@ -11,7 +11,7 @@ constexpr char kSharedPrefix[] = "shared.";
 MethodConfig SharedModelConfig(const MethodConfig& config, const std::string& shared_model_spec) {
   MethodConfig shared = config;
   shared.model_spec = shared_model_spec;
-  shared.shared_group = "";
+  shared.spec.set_shared_group("");
   return shared;
 }
 
@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<MutualClient>> MutualClient::Make(std::shared_ptr
 absl::StatusOr<proto::Message> MutualClient::Train(const proto::Message& global, const RoundInfo& round) {
   FGL_RETURN_IF_ERROR(LoadTensors(global, shared_->Parameters()));
   FGL_RETURN_IF_ERROR(LocalModel::TrainMutually(
-      *own_, *shared_, config_.local_epochs, round.seed,
+      *own_, *shared_, config_.spec.local_epochs(), round.seed,
       [&](const nn::ModelOutput& own, const nn::ModelOutput& shared) { return losses_(*data_, own, shared); }));
   proto::Message reply = ModelReply(shared_->Parameters(), data_->data.num_nodes(), data_->id, round, type_);
   AddTrainLoss(own_->last_loss(), &reply);

@@ -78,7 +78,7 @@ absl::StatusOr<proto::Message> PrototypeClient::Train(const proto::Message& glob
       return proto_weight_ * nn::PrototypeAlignment(z, data_->labels, data_->split.train, prototypes, present);
     };
   }
-  FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
+  FGL_RETURN_IF_ERROR(model_->Train(config_.spec.local_epochs(), round.seed, hooks));
 
   // The local prototypes of the trained model, in eval mode (OpenFGL's update_local_prototype).
   nn::GnnModel& m = model_->model();

@@ -103,11 +103,13 @@ absl::StatusOr<MethodFactories> FindMethod(const std::string& name) {
   MethodFactories checked = m;
   checked.client = [m, name](std::shared_ptr<const ClientData> data,
                              const MethodConfig& config) -> absl::StatusOr<std::unique_ptr<ClientAlgorithm>> {
-    if (absl::Status s = CheckMethodParams(name, m.params, config.params, /*own_only=*/true); !s.ok()) return s;
+    if (absl::Status s = CheckMethodParams(name, m.params, {config.spec.method_params().begin(), config.spec.method_params().end()},
+                                           /*own_only=*/true); !s.ok()) return s;
     return m.client(std::move(data), config);
   };
   checked.server = [m, name](const MethodConfig& config) -> absl::StatusOr<std::unique_ptr<ServerAlgorithm>> {
-    if (absl::Status s = CheckMethodParams(name, m.params, config.params, /*own_only=*/true); !s.ok()) return s;
+    if (absl::Status s = CheckMethodParams(name, m.params, {config.spec.method_params().begin(), config.spec.method_params().end()},
+                                           /*own_only=*/true); !s.ok()) return s;
     return m.server(config);
   };
   return checked;

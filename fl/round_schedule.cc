@@ -14,6 +14,10 @@ int ClientsPerRound(const FederationOptions& o, int num_clients) {
   return std::max(1, static_cast<int>(std::lround(o.spec.client_fraction() * num_clients)));
 }
 
+int ClientsPerRound(const proto::FederationSpec& spec) {
+  return std::max(1, static_cast<int>(std::lround(spec.client_fraction() * spec.clients())));
+}
+
 std::vector<int> SampleClients(const FederationOptions& o, int round, int num_clients) {
   const int per_round = ClientsPerRound(o, num_clients);
   std::vector<int> sampled(num_clients);

@@ -12,6 +12,10 @@ namespace fgl::fl {
 
 // Number of clients sampled per round, and which ones in `round` (ascending ids).
 int ClientsPerRound(const FederationOptions& o, int num_clients);
+// The same for the spec's own clients: round(client_fraction × clients), at least 1. A method
+// reads it from MethodConfig::spec; equal to spec.clients(), every client trains in every round,
+// so state the next broadcast overwrites need not be kept (FedSage+'s NeighGen).
+int ClientsPerRound(const proto::FederationSpec& spec);
 std::vector<int> SampleClients(const FederationOptions& o, int round, int num_clients);
 
 // The round's seed, and the seed client `client` trains with in that round.

@@ -9,7 +9,6 @@
 #include "absl/strings/str_split.h"
 #include "fl/federation_spec.h"
 #include "fl/registry.h"
-#include "fl/round_schedule.h"
 #include "graph/datasets.h"
 #include "graph/partition/partitioner_registry.h"
 #include "graph/random.h"
@@ -54,27 +53,15 @@ absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int6
   if (specs.empty()) return absl::InvalidArgumentError("empty model spec");
   FGL_ASSIGN_OR_RETURN(torch::Device device, nn::ParseDevice(o.device));
   MethodConfig config;
+  // Every reader sees the spec's own values; only data_dir is resolved here (a relative or empty
+  // one names the data root of the machine that runs the method).
+  config.spec = o.spec;
+  config.spec.set_data_dir(graph::ResolveDataDir(o.spec.data_dir()));
   config.model_spec = specs[0];
-  config.shared_group = o.spec.shared_group();
   config.num_features = num_features;
   config.num_classes = num_classes;
-  config.local_epochs = o.spec.local_epochs();
-  config.rounds = o.spec.rounds();
-  config.num_clients = o.spec.clients();
-  config.clients_per_round = ClientsPerRound(o, o.spec.clients());
-  config.lr = o.spec.lr();
-  config.weight_decay = o.spec.weight_decay();
-  config.optimizer = o.spec.optimizer() == proto::FederationSpec::SGD ? MethodConfig::Optimizer::kSgd
-                                                                      : MethodConfig::Optimizer::kAdam;
-  config.momentum = o.spec.momentum();
-  config.dropout_at_eval = o.eval().dropout_at_eval;
-  config.params = MethodParamsOf(o.spec);
   config.seed = graph::Rng::Derive(o.seed, "init");
   config.run_seed = o.seed;
-  config.dataset = o.spec.dataset();
-  config.data_dir = graph::ResolveDataDir(o.spec.data_dir());
-  config.partition_seed = o.spec.partition_seed();
-  config.split = o.spec.split();
   config.device = device;
   return config;
 }

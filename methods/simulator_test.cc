@@ -10,6 +10,7 @@
 #include "fl/registry.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
+#include "fl/testing/client_data.h"
 #include "graph/csbm.h"
 #include "graph/split.h"
 #include "gmock/gmock.h"
@@ -162,10 +163,10 @@ TEST(FedAvgTest, IdenticalClientsGiveTheCentralisedUpdate) {
   data->view = std::make_shared<nn::GraphView>(*nn::GraphView::Create(d.graph));
   data->features = std::make_shared<nn::NodeFeatures>(d.features);
   data->labels = d.labels;
-  MethodConfig config;
+  MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
-  config.local_epochs = 2;
+  config.spec.set_local_epochs(2);
   config.seed = 5;
   ASSERT_OK_AND_ASSIGN(MethodFactories fedavg, FindMethod("fedavg"));
   ASSERT_OK_AND_ASSIGN(auto server, fedavg.server(config));

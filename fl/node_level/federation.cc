@@ -96,7 +96,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   if (o.eval().model != fl::EvalProtocol::Model::kGlobal) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": the server scores the split model (eval model 'global')"));
   }
-  FGL_ASSIGN_OR_RETURN(const NfedgnnParams params, fl::UnpackParams<NfedgnnParams>({o.spec.method_params().begin(), o.spec.method_params().end()}));
+  FGL_ASSIGN_OR_RETURN(const NfedgnnParams params, fl::UnpackParams<NfedgnnParams>(o.spec.method_params()));
   if (!laplacian_allowed && params.laplacian_weight() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(method, " has no Laplacian term: laplacian_weight must be 0"));
   }

@@ -39,4 +39,14 @@ FederationOptions SmallFederation(const std::string& method) {
   return o;
 }
 
+MethodConfig TestMethodConfig() {
+  MethodConfig config;
+  config.model_spec = "gcn";
+  config.spec.set_local_epochs(3);
+  config.spec.set_lr(0.01);
+  config.spec.set_weight_decay(5e-4);
+  config.spec.set_client_fraction(1);
+  return config;
+}
+
 }  // namespace fgl::fl::testing

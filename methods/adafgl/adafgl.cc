@@ -17,6 +17,7 @@
 #include "fl/model_average_server.h"
 #include "fl/optimizer_state.h"
 #include "fl/registry.h"
+#include "fl/round_schedule.h"
 #include "fl/typed_state.h"
 #include "methods/adafgl/adafgl.pb.h"
 #include "methods/adafgl/personalisation.h"
@@ -36,8 +37,8 @@ class AdaFglClient final : public fl::ModelClient {
   static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
                                                                    const fl::MethodConfig& config) {
     FGL_ASSIGN_OR_RETURN(AdaFglParams params, fl::MethodParams<AdaFglParams>(config));
-    if (config.rounds > 0 && config.rounds <= params.vanilla_rounds()) {
-      return absl::InvalidArgumentError(absl::StrCat("adafgl: ", config.rounds, " rounds never reach step 2 (after ",
+    if (config.spec.rounds() > 0 && config.spec.rounds() <= params.vanilla_rounds()) {
+      return absl::InvalidArgumentError(absl::StrCat("adafgl: ", config.spec.rounds(), " rounds never reach step 2 (after ",
                                                      params.vanilla_rounds(), " vanilla rounds)"));
     }
     FGL_ASSIGN_OR_RETURN(auto model, fl::LocalModel::Create(data, config, config.seed));
@@ -48,7 +49,7 @@ class AdaFglClient final : public fl::ModelClient {
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global, const fl::RoundInfo& round) override {
     if (round.round <= params_.vanilla_rounds()) {
       FGL_RETURN_IF_ERROR(fl::LoadTensors(global, model_->SharedParameters()));
-      FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
+      FGL_RETURN_IF_ERROR(model_->Train(config_.spec.local_epochs(), round.seed));
       fl::proto::Message reply =
           fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);
       fl::AddTrainLoss(model_->last_loss(), &reply);
@@ -241,10 +242,10 @@ class AdaFglServer final : public fl::ServerAlgorithm {
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
   FGL_ASSIGN_OR_RETURN(AdaFglParams params, fl::MethodParams<AdaFglParams>(config));
   FGL_ASSIGN_OR_RETURN(auto average, fl::ModelAverageServer::Create(config, kType));
-  // clients_per_round 0: a caller that does not say, taken as every client.
-  const bool samples = config.clients_per_round > 0 && config.clients_per_round < config.num_clients;
+  // Only a sampled run must remember who has started step 2.
+  const bool samples = fl::ClientsPerRound(config.spec) < config.spec.clients();
   return std::unique_ptr<fl::ServerAlgorithm>(
-      new AdaFglServer(std::move(average), params.vanilla_rounds(), config.num_clients, samples));
+      new AdaFglServer(std::move(average), params.vanilla_rounds(), config.spec.clients(), samples));
 }
 
 }  // namespace

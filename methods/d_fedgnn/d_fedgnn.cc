@@ -50,11 +50,11 @@ class DFedGnnServer final : public fl::ServerAlgorithm {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Make(const fl::MethodConfig& config) {
     // A model of the clients' architecture: the names and shapes replies must have.
-    if (config.num_clients < 1) return absl::InvalidArgumentError("d_fedgnn: the ring needs at least one client");
+    if (config.spec.clients() < 1) return absl::InvalidArgumentError("d_fedgnn: the ring needs at least one client");
     FGL_ASSIGN_OR_RETURN(auto init, fl::ModelAverageServer::Create(config, kType));
     fl::NamedTensors like;
     for (const auto& [name, t] : init->GlobalParameters()) like.emplace_back(name, t.detach().clone());
-    return std::unique_ptr<fl::ServerAlgorithm>(new DFedGnnServer(config.num_clients, std::move(like)));
+    return std::unique_ptr<fl::ServerAlgorithm>(new DFedGnnServer(config.spec.clients(), std::move(like)));
   }
 
   bool PersonalisedBroadcast() const override { return true; }

@@ -20,11 +20,11 @@ namespace {
 float FirstValue(const fl::proto::Message& m) { return fl::DecodeTensors(m)->begin()->second.flatten()[0].item<float>(); }
 
 TEST(DFedGnnServerTest, EachClientGetsItsRingAverage) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=2,hidden=4";
   config.num_features = 3;
   config.num_classes = 2;
-  config.num_clients = 5;
+  config.spec.set_clients(5);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("d_fedgnn"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_TRUE(server->PersonalisedBroadcast());
@@ -64,11 +64,11 @@ TEST(DFedGnnServerTest, EachClientGetsItsRingAverage) {
 // The state is a DFedGnnServerState that restores to the same bytes; a bad one is refused naming
 // the client and the field, and leaves the server as it was.
 TEST(DFedGnnServerTest, RestoreRefusesABadStateAndChangesNothing) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=2,hidden=4";
   config.num_features = 3;
   config.num_classes = 2;
-  config.num_clients = 5;
+  config.spec.set_clients(5);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("d_fedgnn"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_OK_AND_ASSIGN(auto model, fl::ModelAverageServer::Create(config, "shapes"));
@@ -137,11 +137,11 @@ TEST(DFedGnnServerTest, RestoreRefusesABadStateAndChangesNothing) {
 }
 
 TEST(DFedGnnServerTest, TwoClientsCountTheOtherTwiceAsTheCode) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=2,hidden=4";
   config.num_features = 3;
   config.num_classes = 2;
-  config.num_clients = 2;
+  config.spec.set_clients(2);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("d_fedgnn"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_OK_AND_ASSIGN(auto model, fl::ModelAverageServer::Create(config, "shapes"));

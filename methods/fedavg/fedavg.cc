@@ -41,12 +41,12 @@ class FedAvgClient final : public fl::ModelClient {
 
 }  // namespace
 
-// The mean of `config.num_clients` models initialised from seeds of their own.
+// The mean of `config.spec.clients()` models initialised from seeds of their own.
 absl::Status AverageOfInitialisations(const fl::MethodConfig& config, const fl::NamedTensors& global) {
-  if (config.num_clients < 1) return absl::InvalidArgumentError("fedavg.mean_of_client_initialisations needs num_clients");
+  if (config.spec.clients() < 1) return absl::InvalidArgumentError("fedavg.mean_of_client_initialisations needs num_clients");
   torch::NoGradGuard no_grad;
   for (const auto& [name, t] : global) t.zero_();
-  for (int k = 0; k < config.num_clients; ++k) {
+  for (int k = 0; k < config.spec.clients(); ++k) {
     torch::manual_seed(graph::Rng::Derive(config.seed, absl::StrCat("fedavg/client_init/", k)));
     FGL_ASSIGN_OR_RETURN(std::shared_ptr<nn::GnnModel> model,
                          nn::MakeModel(config.model_spec, config.num_features, config.num_classes));
@@ -57,7 +57,7 @@ absl::Status AverageOfInitialisations(const fl::MethodConfig& config, const fl::
       t.add_(*own);
     }
   }
-  for (const auto& [name, t] : global) t.div_(static_cast<double>(config.num_clients));
+  for (const auto& [name, t] : global) t.div_(static_cast<double>(config.spec.clients()));
   return absl::OkStatus();
 }
 

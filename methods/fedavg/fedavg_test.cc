@@ -14,15 +14,15 @@ namespace fgl::methods::fedavg {
 namespace {
 
 fl::MethodConfig Config(bool mean) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=2,hidden=64";
   config.num_features = 200;
   config.num_classes = 4;
-  config.num_clients = 5;
+  config.spec.set_clients(5);
   config.seed = 7;
   FedAvgParams p;
   p.set_mean_of_client_initialisations(mean);
-  config.params.emplace_back().PackFrom(p);
+  config.spec.add_method_params()->PackFrom(p);
   return config;
 }
 

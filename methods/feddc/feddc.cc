@@ -51,7 +51,7 @@ class FedDcClient final : public fl::ModelClient {
     }
     fl::LocalModel::Hooks hooks;
     const bool code = p.correction() == FedDcParams::FEDDC_CODE;
-    const double grad_scale = 1.0 / (config_.lr * std::max(1, config_.local_epochs));
+    const double grad_scale = 1.0 / (config_.spec.lr() * std::max(1, config_.spec.local_epochs()));
     // FedDC's code: sum(theta * (u - c_k)) from round 1 (0 there); OpenFGL's from round 2.
     if (code || round.round > 1) {
       const double scale = code ? 1.0 : grad_scale;
@@ -83,7 +83,7 @@ class FedDcClient final : public fl::ModelClient {
         }
       };
     }
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
+    FGL_RETURN_IF_ERROR(model_->Train(config_.spec.local_epochs(), round.seed, hooks));
     fl::NamedTensors drift, update;
     for (const auto& [name, p] : params) {
       const torch::Tensor delta = p.detach() - start[name];

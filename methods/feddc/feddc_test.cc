@@ -17,7 +17,7 @@ std::map<std::string, torch::Tensor> Take(const std::string& prefix, fl::proto::
 }
 
 TEST(FedDcTest, DriftLagsAndServerAveragesDriftCorrectedModels) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
   config.seed = 4;
@@ -58,14 +58,14 @@ TEST(FedDcTest, DriftLagsAndServerAveragesDriftCorrectedModels) {
 // FedDC's own code: no lag (h is the sum of the updates so far) and the control state
 // c_k <- c_k - u - (theta - w) / (lr E), u the server's mean of the c_k (one client: its own).
 TEST(FedDcTest, CodeCorrectionKeepsAControlState) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
   config.seed = 4;
   FedDcParams p;
   p.set_correction(FedDcParams::FEDDC_CODE);
-  config.params.emplace_back().PackFrom(p);
-  const double beta = 1.0 / (config.lr * config.local_epochs);
+  config.spec.add_method_params()->PackFrom(p);
+  const double beta = 1.0 / (config.spec.lr() * config.spec.local_epochs());
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("feddc"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_OK_AND_ASSIGN(auto client, f.client(fl::testing::CsbmClient(200, 8, 3, 10), config));

@@ -187,7 +187,7 @@ class FedEgoClient final : public fl::ClientAlgorithm {
         return AuthorsCodeLoss(logits, torch::one_hot(labels, config_.num_classes).to(logits.dtype()));
       };
     }
-    return model_->Train(config_.local_epochs, seed, hooks);
+    return model_->Train(config_.spec.local_epochs(), seed, hooks);
   }
 
   // Eqs. 13–15 on `phi` (the model's Φ tensors or copies of them); nothing when the broadcast
@@ -381,7 +381,7 @@ class FedEgoServer final : public fl::ServerAlgorithm {
       : config_(config), options_(options), phi_(std::move(phi)) {
     phi_->to(config.device);
     adam_ = std::make_unique<nn::Adam>(
-        phi_->parameters(), torch::optim::AdamOptions(config.lr).weight_decay(config.weight_decay));
+        phi_->parameters(), torch::optim::AdamOptions(config.spec.lr()).weight_decay(config.spec.weight_decay()));
   }
 
   // One client's Θ_i into the round's mean (Eq. 11, uniform weights).

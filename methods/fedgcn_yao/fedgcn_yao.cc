@@ -129,7 +129,7 @@ class FedGcnYaoClient final : public fl::ModelClient {
     }
     graph::Rng rng(round.seed, "fedgcn_yao/mask");
     nn::DropoutSeedScope dropout(graph::Rng::Derive(round.seed, "fedgcn_yao/dropout"));
-    for (int e = 0; e < config_.local_epochs; ++e) {
+    for (int e = 0; e < config_.spec.local_epochs(); ++e) {
       rng.ShuffleFront(pool, per_epoch);
       const torch::Tensor nodes =
           torch::tensor(std::vector<int64_t>(pool.begin(), pool.begin() + per_epoch), torch::kInt64).to(own_->labels.device());
@@ -205,7 +205,7 @@ class FedGcnYaoServer final : public fl::ServerAlgorithm {
     FGL_ASSIGN_OR_RETURN(const FedGcnYaoParams p, fl::MethodParams<FedGcnYaoParams>(config));
     FGL_ASSIGN_OR_RETURN(auto average, fl::ModelAverageServer::Create(config, kType, {fl::WeightScalar(p.weighting())}));
     return std::unique_ptr<fl::ServerAlgorithm>(
-        new FedGcnYaoServer(std::move(average), config.num_clients, config.num_features));
+        new FedGcnYaoServer(std::move(average), config.spec.clients(), config.num_features));
   }
 
   absl::Status AcceptPreparation(const fl::proto::Message& m) override {

@@ -24,11 +24,11 @@ using ::fgl::testing::StatusIs;
 using ::testing::HasSubstr;
 
 fl::MethodConfig Config() {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=2,hidden=4,norm=row,out_act=relu";
   config.num_features = 2;
   config.num_classes = 2;
-  config.num_clients = 3;
+  config.spec.set_clients(3);
   return config;
 }
 
@@ -153,7 +153,7 @@ TEST(FedGcnYaoRunTest, CodeAsRunIgnoresTheAverageAndLearnsWithoutEdges) {
   for (int64_t i = 0; i < 60; ++i) data->node_ids.push_back(i);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedgcn_yao"));
   fl::MethodConfig config = Config();
-  config.params.emplace_back().PackFrom(code);
+  config.spec.add_method_params()->PackFrom(code);
   // The same client trained from two broadcasts whose weights differ (all 0, all 5): same reply.
   auto reply_to = [&](float weight) -> std::map<std::string, torch::Tensor> {
     auto client = f.client(data, config);

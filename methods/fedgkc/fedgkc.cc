@@ -60,7 +60,7 @@ class FedGkcClient final : public fl::ClientAlgorithm {
     FGL_RETURN_IF_ERROR(fl::LoadTensors(global, copilot_->Parameters()));
     nn::DropoutSeedScope dropout_stream(round.seed);
     graph::Rng views(round.seed, "fedgkc/views");
-    const int epochs = config_.local_epochs;
+    const int epochs = config_.spec.local_epochs();
     if (params_.order() == FedGkcParams::INTERLEAVED) {
       for (int e = 0; e < epochs; ++e) {
         FGL_RETURN_IF_ERROR(CopilotStep());

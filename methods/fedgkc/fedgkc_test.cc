@@ -16,13 +16,13 @@ namespace fgl::methods::fedgkc {
 namespace {
 
 fl::MethodConfig Config(const FedGkcParams& p = {}) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
   config.seed = 4;
-  config.local_epochs = 2;
+  config.spec.set_local_epochs(2);
   config.model_spec = "gat:layers=2,heads=1,hidden=64";  // private; the copilot is a GCN
-  config.params.emplace_back().PackFrom(p);
+  config.spec.add_method_params()->PackFrom(p);
   return config;
 }
 

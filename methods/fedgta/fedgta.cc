@@ -38,7 +38,7 @@ class FedGtaClient final : public fl::ModelClient {
     const fl::NamedTensors params = model_->SharedParameters();
     FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, params));
     const FedGtaParams& p = params_;
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
+    FGL_RETURN_IF_ERROR(model_->Train(config_.spec.local_epochs(), round.seed));
     torch::Tensor logits;
     {
       torch::NoGradGuard no_grad;

@@ -50,13 +50,13 @@ fl::proto::Message Reply(int sender, const fl::NamedTensors& params, const torch
 }
 
 TEST(FedGtaServerTest, SimilarClientsShareConfidenceWeightedModels) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=2,hidden=4,dropout=0.5";
   config.num_features = 3;
   config.num_classes = 2;
   FedGtaParams two;
   two.set_num_moments(2);  // moments: 2 * 2 * 2 = 8 values
-  config.params.emplace_back().PackFrom(two);
+  config.spec.add_method_params()->PackFrom(two);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedgta"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_TRUE(server->PersonalisedBroadcast());

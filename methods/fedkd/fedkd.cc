@@ -30,7 +30,7 @@ namespace {
 constexpr char kType[] = "fedkd.mentee";
 
 fl::SvdSchedule Schedule(const FedKdParams& p, const fl::MethodConfig& config) {
-  return {p.svd_energy_start(), p.svd_energy_end(), config.rounds};
+  return {p.svd_energy_start(), p.svd_energy_end(), config.spec.rounds()};
 }
 
 // The authors' loss [model_bert.py:512-531] as fl::MutualClient's pair: the mentor's part

@@ -10,11 +10,11 @@ namespace fgl::methods::fedkd {
 namespace {
 
 fl::MethodConfig Config(const std::string& mentor) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
   config.seed = 4;
-  config.local_epochs = 3;
+  config.spec.set_local_epochs(3);
   config.model_spec = mentor;
   return config;
 }
@@ -43,7 +43,7 @@ TEST(FedKdTest, AdaptiveScalingChangesTheMentor) {
   fl::MethodConfig plain = adaptive;
   FedKdParams p;
   p.set_adaptive(false);
-  plain.params.emplace_back().PackFrom(p);
+  plain.spec.add_method_params()->PackFrom(p);
   ASSERT_OK_AND_ASSIGN(auto server, fedkd.server(adaptive));
   ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 1}));
   ASSERT_OK_AND_ASSIGN(auto a, fedkd.client(data, adaptive));
@@ -63,7 +63,7 @@ TEST(FedKdTest, AuthorsLossAndWeighting) {
   FedKdParams p;
   p.set_loss(FedKdParams::AUTHORS_CODE);
   p.set_weighting(fl::proto::UNIFORM);
-  authors.params.emplace_back().PackFrom(p);
+  authors.spec.add_method_params()->PackFrom(p);
   ASSERT_OK_AND_ASSIGN(auto server, fedkd.server(authors));
   ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 1}));
   ASSERT_OK_AND_ASSIGN(auto a, fedkd.client(data, ours));

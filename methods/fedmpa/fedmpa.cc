@@ -45,11 +45,11 @@ struct Variant {
 absl::Status CheckRounds(const Variant& v, const FedMpaParams& p, const fl::MethodConfig& config) {
   // Unknown (unit tests build clients directly), or no stage to miss: FedMLP federates every
   // round, LocMpa trains in round 1 and idles after. Rounds after the local stage idle too.
-  if (config.rounds <= 0 || !v.federated || v.local == LocalStage::kNone) return absl::OkStatus();
+  if (config.spec.rounds() <= 0 || !v.federated || v.local == LocalStage::kNone) return absl::OkStatus();
   const int want = p.federated_rounds() + 1;
-  if (config.rounds < want) {
+  if (config.spec.rounds() < want) {
     return absl::InvalidArgumentError(absl::StrCat(
-        v.name, ": rounds = ", config.rounds, " but the method needs ", want, " (",
+        v.name, ": rounds = ", config.spec.rounds(), " but the method needs ", want, " (",
         "fedmpa.federated_rounds = ", p.federated_rounds(), " FedMLP rounds, then the local stage)"));
   }
   return absl::OkStatus();
@@ -126,7 +126,7 @@ class MpaClient final : public fl::ClientAlgorithm {
     const bool stage1 = v_.federated && (v_.local == LocalStage::kNone || round.round <= p_.federated_rounds());
     if (stage1) {
       FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, mlp_->SharedParameters()));
-      FGL_RETURN_IF_ERROR(mlp_->Train(config_.local_epochs, round.seed));
+      FGL_RETURN_IF_ERROR(mlp_->Train(config_.spec.local_epochs(), round.seed));
       fl::proto::Message reply = fl::ModelReply(mlp_->SharedParameters(),
                                                 p_.uniform_average() ? 1 : data_->data.num_nodes(), data_->id,
                                                 round, kWeights);

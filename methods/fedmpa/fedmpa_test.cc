@@ -111,13 +111,13 @@ TEST(FedMpaTest, OnlyTheMlpLeavesTheClient) {
   auto data = fl::testing::CsbmClient(200, 8, 3, 10);
   FedMpaParams p;
   p.set_federated_rounds(2);
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
   config.seed = 4;
-  config.local_epochs = 1;
+  config.spec.set_local_epochs(1);
   config.model_spec = kAppnp;
-  config.params.emplace_back().PackFrom(p);
+  config.spec.add_method_params()->PackFrom(p);
   ASSERT_OK_AND_ASSIGN(auto mlp, nn::MakeModel("mlp:layers=3,hidden=32", 8, 3));
   std::map<std::string, std::vector<int64_t>> expected;
   for (const auto& item : mlp->named_parameters(true)) expected[item.key()] = item.value().sizes().vec();

@@ -38,7 +38,7 @@ TEST(Prototypes, ServerAveragesPerClassByCountsOrOpenFglBySize) {
 }
 
 TEST(FedProtoTest, OnlyPrototypesTravelAndTheyShapeTheSecondRound) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
   config.seed = 4;
@@ -65,7 +65,7 @@ TEST(FedProtoTest, OnlyPrototypesTravelAndTheyShapeTheSecondRound) {
   FedProtoParams zero;
   zero.set_proto_weight(0);
   fl::MethodConfig plain = config;
-  plain.params.emplace_back().PackFrom(zero);
+  plain.spec.add_method_params()->PackFrom(zero);
   ASSERT_OK_AND_ASSIGN(auto plain_client, fedproto.client(data, plain));
   ASSERT_OK(plain_client->RestoreState(saved));
   ASSERT_OK_AND_ASSIGN(fl::proto::Message without, plain_client->Train(global, {2, 2}));
@@ -75,17 +75,17 @@ TEST(FedProtoTest, OnlyPrototypesTravelAndTheyShapeTheSecondRound) {
 // λ = 0: a FedProto client is a Local client whose model starts from the client's own seed
 // (fl::PrivateInitSeed), whatever prototypes the server sends.
 TEST(FedProtoTest, WithoutTheTermItIsLocalTrainingFromTheClientsOwnInit) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
   config.seed = 4;
-  config.local_epochs = 2;
+  config.spec.set_local_epochs(2);
   config.model_spec = "sage:layers=2,hidden=64";
   auto data = fl::testing::CsbmClient(200, 8, 3, 11);
   FedProtoParams zero;
   zero.set_proto_weight(0);
   fl::MethodConfig proto0 = config;
-  proto0.params.emplace_back().PackFrom(zero);
+  proto0.spec.add_method_params()->PackFrom(zero);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories fedproto, fl::FindMethod("fedproto"));
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories local, fl::FindMethod("local"));
   ASSERT_OK_AND_ASSIGN(auto proto_client, fedproto.client(data, proto0));

@@ -17,12 +17,12 @@ struct Trained {
 };
 
 Trained TrainOnce(const FedProxParams& p) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
   config.seed = 4;
-  config.local_epochs = 5;
-  config.params.emplace_back().PackFrom(p);
+  config.spec.set_local_epochs(5);
+  config.spec.add_method_params()->PackFrom(p);
   auto f = fl::FindMethod("fedprox");
   CHECK(f.ok());
   auto server = f->server(config);

@@ -66,7 +66,7 @@ class FedPubClient final : public fl::ModelClient {
       }
       return loss;
     };
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
+    FGL_RETURN_IF_ERROR(model_->Train(config_.spec.local_epochs(), round.seed, hooks));
     auto seed = from_server.scalars().find(kProxySeed);
     if (seed == from_server.scalars().end()) return absl::InvalidArgumentError("fedpub: broadcast lacks proxy_seed");
     if (!proxy_.has_value()) {

@@ -40,7 +40,7 @@ fl::proto::Message Reply(int k, const std::map<std::string, torch::Tensor>& shap
 }
 
 TEST(FedPubServerTest, PersonalisesBySoftmaxOfFunctionalSimilarity) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=3,hidden=4,jk=last,masked=true";
   config.num_features = 3;
   config.num_classes = 2;
@@ -67,11 +67,11 @@ TEST(FedPubServerTest, PersonalisesBySoftmaxOfFunctionalSimilarity) {
 // Scoring on a received model keeps the client's own masks (the broadcast carries masks too).
 TEST(FedPubClientTest, ScoringOnTheReceivedModelKeepsItsMasks) {
   auto data = fl::testing::CsbmClient(60, 3, 2, 10);
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=3,hidden=4,jk=last,masked=true";
   config.num_features = 3;
   config.num_classes = 2;
-  config.local_epochs = 2;
+  config.spec.set_local_epochs(2);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedpub"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_OK_AND_ASSIGN(auto client, f.client(data, config));

@@ -33,6 +33,7 @@
 #include "fl/model_average_server.h"
 #include "fl/optimizer_state.h"
 #include "fl/registry.h"
+#include "fl/round_schedule.h"
 #include "methods/fedsage_plus/fedsage_plus.pb.h"
 #include "graph/random.h"
 #include "methods/fedsage_plus/neighgen.h"
@@ -154,13 +155,13 @@ absl::StatusOr<Settings> ReadSettings(const Variant& v, const FedSagePlusParams&
 absl::StatusOr<Settings> ReadSettings(const Variant& v, const fl::MethodConfig& c) {
   FGL_ASSIGN_OR_RETURN(const FedSagePlusParams p, fl::MethodParams<FedSagePlusParams>(c));
   FGL_ASSIGN_OR_RETURN(Settings s, ReadSettings(v, p));
-  if (s.one_optimizer && c.optimizer != fl::MethodConfig::Optimizer::kAdam) {
+  if (s.one_optimizer && c.spec.optimizer() != fl::proto::FederationSpec::ADAM) {
     return absl::InvalidArgumentError("fedsage_plus.one_optimizer = true: the classifier's optimiser must be Adam, as the joint one");
   }
   // NeighGen's mean goes out in round gen_rounds + 1 only: a client not sampled then could never mend.
-  if (s.mend_with_average && c.clients_per_round < c.num_clients) {
+  if (s.mend_with_average && fl::ClientsPerRound(c.spec) < c.spec.clients()) {
     return absl::InvalidArgumentError(absl::StrCat("fedsage_plus.mend_with_average = true: needs every client in every round (",
-                                                   c.clients_per_round, " of ", c.num_clients, " are sampled)"));
+                                                   fl::ClientsPerRound(c.spec), " of ", c.spec.clients(), " are sampled)"));
   }
   return s;
 }
@@ -210,8 +211,8 @@ class FedSageClient final : public fl::ClientAlgorithm {
     if (s.neighgen) {
       c->gen_ = MakeNeighGen(s, config);
       for (const auto& [name, p] : Named(*c->gen_)) c->gen_shapes_.push_back(p.sizes().vec());
-      c->release_generator_ = s.cross_client && config.clients_per_round == config.num_clients;
-      c->spill_moments_ = c->release_generator_ && SpillPays(c->gen_, config.num_clients);
+      c->release_generator_ = s.cross_client && fl::ClientsPerRound(config.spec) == config.spec.clients();
+      c->spill_moments_ = c->release_generator_ && SpillPays(c->gen_, config.spec.clients());
       FGL_RETURN_IF_ERROR(c->PrepareGeneratorTraining());
       if (c->release_generator_ && s.gen_rounds > 0) c->ReleaseGenerator();  // round 1's broadcast sets it
     }
@@ -246,7 +247,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
         }
         FGL_RETURN_IF_ERROR(Mend());
       }
-      FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
+      FGL_RETURN_IF_ERROR(model_->Train(config_.spec.local_epochs(), round.seed));
       last_loss_ = model_->last_loss();
     }
     fl::proto::Message reply;
@@ -444,7 +445,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     for (const auto& [name, p] : JointParameters()) params.push_back(p);
     // nn::Adam: LibTorch's numbers without a fresh 279 MB mapping per temporary per step (CS).
     joint_ = std::make_unique<nn::Adam>(
-        params, torch::optim::AdamOptions(config_.lr).weight_decay(config_.weight_decay));
+        params, torch::optim::AdamOptions(config_.spec.lr()).weight_decay(config_.spec.weight_decay()));
     return absl::OkStatus();
   }
 
@@ -463,7 +464,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     gen_->train();
     classifier.train();
     const int64_t n = impaired_graph_.num_nodes();
-    for (int e = 0; e < config_.local_epochs; ++e) {
+    for (int e = 0; e < config_.spec.local_epochs(); ++e) {
       joint_->zero_grad();
       const torch::Tensor noise =
           Noise(n, s_.latent, graph::Rng::Derive(round.seed, absl::StrCat("fedsage_plus/noise/", e)), config_.device);
@@ -493,7 +494,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
         loss = s_.num_weight * torch::nn::functional::smooth_l1_loss(counts, truth) +
                s_.feat_weight * MissingFeatureLoss(generated, targets, truth) + loss;
       }
-      if (s_.gen_loss_per_client) loss = loss / static_cast<double>(std::max(1, config_.clients_per_round));
+      if (s_.gen_loss_per_client) loss = loss / static_cast<double>(fl::ClientsPerRound(config_.spec));
       last_loss_ = loss.item<double>();
       if (!std::isfinite(last_loss_)) {
         return absl::InvalidArgumentError(absl::StrCat(v_.name, " client ", data_->id, ": generator loss is ",

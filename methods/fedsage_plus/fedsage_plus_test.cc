@@ -21,26 +21,28 @@
 namespace fgl::methods::fedsage_plus {
 namespace {
 
-google::protobuf::Any Packed(const FedSagePlusParams& p) {
-  google::protobuf::Any any;
-  any.PackFrom(p);
-  return any;
+// `p` as the config's only method params.
+void SetParams(const FedSagePlusParams& p, fl::MethodConfig* config) {
+  config->spec.clear_method_params();
+  config->spec.add_method_params()->PackFrom(p);
 }
 
 FedSagePlusParams Params(const fl::MethodConfig& config) { return *fl::MethodParams<FedSagePlusParams>(config); }
 
 fl::MethodConfig SmallConfig() {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "sage:layers=2,hidden=16,dropout=0.5";
   config.num_features = 8;
   config.num_classes = 3;
-  config.local_epochs = 2;
+  config.spec.set_local_epochs(2);
+  // One client, sampled every round: each client trains in every round (NeighGen released).
+  config.spec.set_clients(1);
   config.seed = 5;
   FedSagePlusParams p;
   p.set_gen_rounds(2);
   p.set_latent(8);
   p.set_gen_hidden(8);
-  config.params = {Packed(p)};
+  SetParams(p, &config);
   return config;
 }
 
@@ -178,8 +180,8 @@ TEST(FedSagePlusTest, ReleasesNeighGenBetweenGeneratorRoundsOnlyWhenEveryClientT
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedsage_plus"));
   for (const int per_round : {4, 2}) {
     fl::MethodConfig config = SmallConfig();
-    config.num_clients = 4;
-    config.clients_per_round = per_round;
+    config.spec.set_clients(4);
+    config.spec.set_client_fraction(per_round / 4.0);
     ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
     ASSERT_OK_AND_ASSIGN(auto c, f.client(data, config));
     ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 7}));
@@ -221,7 +223,7 @@ TEST(FedSagePlusTest, WithoutCrossClientTermNothingButTheClassifierLeaves) {
   fl::MethodConfig config = SmallConfig();
   FedSagePlusParams p = Params(config);
   p.set_neighgen(true);  // fedsage with a locally trained NeighGen
-  config.params = {Packed(p)};
+  SetParams(p, &config);
   auto data = fl::testing::CsbmClient(120, 8, 3, 11);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedsage"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
@@ -232,7 +234,7 @@ TEST(FedSagePlusTest, WithoutCrossClientTermNothingButTheClassifierLeaves) {
   EXPECT_EQ(CountPrefix(reply, "neighgen."), 0);
   EXPECT_OK(server->Accumulate(reply));
   p.set_cross_client(true);
-  config.params = {Packed(p)};
+  SetParams(p, &config);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories loc, fl::FindMethod("locsage"));
   EXPECT_FALSE(loc.server(config).ok());  // locsage has no server to exchange NeighGen through
 }
@@ -243,28 +245,28 @@ TEST(FedSagePlusTest, ReferenceOptionsAreRefusedWhereTheyCannotApply) {
   fl::MethodConfig config = SmallConfig();
   FedSagePlusParams p = Params(config);
   p.set_mend_with_average(true);
-  config.params = {Packed(p)};
+  SetParams(p, &config);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories sage, fl::FindMethod("fedsage"));
   EXPECT_THAT(sage.server(config), fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                                           ::testing::HasSubstr("mend_with_average")));
   p = Params(SmallConfig());
   p.set_mend_with_average(true);
-  config.params = {Packed(p)};
-  config.num_clients = 4;
-  config.clients_per_round = 2;  // the mean goes out once: an unsampled client could never mend
+  SetParams(p, &config);
+  config.spec.set_clients(4);
+  config.spec.set_client_fraction(0.5);  // 2 of 4 per round: the mean goes out once: an unsampled client could never mend
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories plus, fl::FindMethod("fedsage_plus"));
   EXPECT_THAT(plus.server(config), fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                                           ::testing::HasSubstr("every client in every round")));
   config = SmallConfig();
   p = Params(SmallConfig());
   p.set_weighting(fl::proto::UNIFORM);
-  config.params = {Packed(p)};
+  SetParams(p, &config);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories loc, fl::FindMethod("locsage"));
   EXPECT_THAT(loc.server(config),
               fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("weighting")));
   p = Params(SmallConfig());
   p.set_average_classifier_in_gen_rounds(false);
-  config.params = {Packed(p)};
+  SetParams(p, &config);
   EXPECT_THAT(sage.server(config), fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                                           ::testing::HasSubstr("average_classifier_in_gen_rounds")));
 }
@@ -277,7 +279,7 @@ TEST(FedSagePlusTest, OwnClassifierThroughGeneratorRoundsAndMendingWithTheMean) 
   FedSagePlusParams p = Params(config);
   p.set_average_classifier_in_gen_rounds(false);
   p.set_mend_with_average(true);
-  config.params = {Packed(p)};
+  SetParams(p, &config);
   auto data = fl::testing::CsbmClient(120, 8, 3, 11);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedsage_plus"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
@@ -285,7 +287,7 @@ TEST(FedSagePlusTest, OwnClassifierThroughGeneratorRoundsAndMendingWithTheMean) 
   ASSERT_OK_AND_ASSIGN(auto twin, f.client(data, config));  // trains in every round, never scored
   fl::MethodConfig own_config = config;  // mends with its own NeighGen instead of the mean
   p.set_mend_with_average(false);
-  own_config.params = {Packed(p)};
+  SetParams(p, &own_config);
   ASSERT_OK_AND_ASSIGN(auto own, f.client(data, own_config));
   for (int r = 1; r <= 3; ++r) {
     const fl::RoundInfo round{r, 200u + r};
@@ -320,7 +322,7 @@ TEST(FedSagePlusTest, TruncatedCountsAndTrainNodeLossesChangeTheGenerator) {
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast({1, 3}));
   auto loss_with = [&](const FedSagePlusParams& p) -> absl::StatusOr<double> {
-    config.params = {Packed(p)};
+    SetParams(p, &config);
     FGL_ASSIGN_OR_RETURN(auto c, f.client(data, config));
     FGL_ASSIGN_OR_RETURN(fl::proto::Message reply, c->Train(global, {1, 3}));
     return reply.scalars().at("train_loss");
@@ -330,9 +332,8 @@ TEST(FedSagePlusTest, TruncatedCountsAndTrainNodeLossesChangeTheGenerator) {
   train_only.set_gen_loss_nodes(FedSagePlusParams::TRAIN);
   truncated.set_truncate_counts(true);
   per_client.set_gen_loss_per_client(true);
-  config.clients_per_round = 4;
-  config.num_clients = 4;
-  config.local_epochs = 1;  // the reported loss is the first step's
+  config.spec.set_clients(4);
+  config.spec.set_local_epochs(1);  // the reported loss is the first step's
   ASSERT_OK_AND_ASSIGN(double base, loss_with(ours));
   ASSERT_OK_AND_ASSIGN(double again, loss_with(ours));
   ASSERT_OK_AND_ASSIGN(double on_train, loss_with(train_only));
@@ -353,7 +354,7 @@ TEST(FedSagePlusTest, OneWayGeneratedEdgesKeepNeighGenAwayFromTheClassifier) {
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedsage_plus"));
   // The classifier's tensors in each of rounds 1-3 (2 generator rounds, then mending).
   auto classifier_after = [&](FedSagePlusParams p) -> absl::StatusOr<std::vector<fl::NamedTensors>> {
-    config.params = {Packed(p)};
+    SetParams(p, &config);
     FGL_ASSIGN_OR_RETURN(auto server, f.server(config));
     FGL_ASSIGN_OR_RETURN(auto c, f.client(data, config));
     std::vector<fl::NamedTensors> out;
@@ -397,7 +398,7 @@ TEST(FedSagePlusTest, OneWayGeneratedEdgesKeepNeighGenAwayFromTheClassifier) {
   FedSagePlusParams no_generator;
   no_generator.set_neighgen(false);
   no_generator.set_generated_edges(FedSagePlusParams::INTO_GENERATED);
-  config.params = {Packed(no_generator)};
+  SetParams(no_generator, &config);
   EXPECT_FALSE(f.client(data, config).ok());  // refused: nothing is generated
 }
 
@@ -410,7 +411,7 @@ TEST(FedSagePlusTest, OneOptimizerCarriesTheJointMomentsIntoTheClassifierRounds)
   auto after_three_rounds = [&](bool one) -> absl::StatusOr<std::pair<double, fl::proto::Message>> {
     FedSagePlusParams p = Params(SmallConfig());
     p.set_one_optimizer(one);
-    config.params = {Packed(p)};
+    SetParams(p, &config);
     FGL_ASSIGN_OR_RETURN(auto server, f.server(config));
     FGL_ASSIGN_OR_RETURN(auto c, f.client(data, config));
     double loss = 0;
@@ -440,7 +441,7 @@ TEST(FedSagePlusTest, OneOptimizerCarriesTheJointMomentsIntoTheClassifierRounds)
   FedSagePlusParams no_generator;
   no_generator.set_neighgen(false);
   no_generator.set_one_optimizer(true);
-  config.params = {Packed(no_generator)};
+  SetParams(no_generator, &config);
   EXPECT_FALSE(f.client(data, config).ok());
 }
 

@@ -249,11 +249,11 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> WrapServer(std::unique_ptr<
   }
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<DataFreeDistiller> distiller,
                        DataFreeDistiller::Create(config.model_spec, config.num_features, config.num_classes,
-                                                 FromParams(p, config.dropout_at_eval), config.seed, config.device));
+                                                 FromParams(p, config.spec.eval().dropout_at_eval()), config.seed, config.device));
   if (p.real_graph()) {
     // Fig. 4(a) r-eq, an oracle ablation: the server loads the whole dataset (every node and edge,
     // no labels used) and distils on it instead of pseudo graphs.
-    absl::StatusOr<graph::Dataset> data = graph::LoadDataset(config.dataset, config.data_dir, config.partition_seed);
+    absl::StatusOr<graph::Dataset> data = graph::LoadDataset(config.spec.dataset(), config.spec.data_dir(), config.spec.partition_seed());
     if (!data.ok()) {
       return absl::Status(data.status().code(),
                           absl::StrCat("fedtad.real_graph: the server loads the whole dataset: ", data.status().message()));

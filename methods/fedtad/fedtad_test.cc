@@ -237,13 +237,13 @@ FGL_REGISTER_METHOD(
     });
 
 TEST(PluginTest, DistilsEveryAggregateFromItsOwnRepliesOnly) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=2,hidden=16,dropout=0.5";
   config.num_features = 8;
   config.num_classes = 3;
   FedTadParams small;
   small.set_num_pseudo(12);
-  config.params.emplace_back().PackFrom(small);
+  config.spec.add_method_params()->PackFrom(small);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("test_three_aggregates+fedtad"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   std::vector<std::unique_ptr<fl::ClientAlgorithm>> clients;
@@ -341,12 +341,12 @@ TEST(PluginTest, RealGraphAblationLoadsTheWholeDatasetOnTheServer) {
   bool moved = false;
   for (int i = 0; i < a.tensors_size(); ++i) moved |= a.tensors(i).data() != b.tensors(i).data();
   EXPECT_TRUE(moved);
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=2,hidden=16";
   config.num_features = 8;
   config.num_classes = 3;
-  config.params.emplace_back().PackFrom(p);
-  config.dataset = "no_such_dataset";  // a server that cannot load the dataset says so
+  config.spec.add_method_params()->PackFrom(p);
+  config.spec.set_dataset("no_such_dataset");  // a server that cannot load the dataset says so
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedtad"));
   absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> server = f.server(config);
   EXPECT_FALSE(server.ok());
@@ -357,13 +357,13 @@ TEST(PluginTest, RealGraphAblationLoadsTheWholeDatasetOnTheServer) {
 // "fedtad.reliability.<id>"), restored exactly; a state with a duplicate client, a wrong length,
 // a non-finite value, or none at all is refused, naming the client.
 TEST(PluginTest, ServerStateIsTypedAndChecked) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=2,hidden=16";
   config.num_features = 8;
   config.num_classes = 3;
   FedTadParams small;
   small.set_num_pseudo(12);
-  config.params.emplace_back().PackFrom(small);
+  config.spec.add_method_params()->PackFrom(small);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedtad"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   for (int k = 0; k < 2; ++k) {

@@ -62,7 +62,7 @@ class FedTgpServer final : public fl::ServerAlgorithm {
       torch::manual_seed(graph::Rng::Derive(config_.seed, "fedtgp/generator"));
       generator_ = PrototypeGenerator(config_.num_classes, dim_);
       optimizer_ = std::make_unique<nn::Adam>(
-          generator_->parameters(), torch::optim::AdamOptions(params_.server_lr()).weight_decay(config_.weight_decay));
+          generator_->parameters(), torch::optim::AdamOptions(params_.server_lr()).weight_decay(config_.spec.weight_decay()));
     }
     const double margin = std::min(Gap(local, y), params_.margin_cap());
     const torch::Tensor onehot = torch::one_hot(y, config_.num_classes).to(torch::kFloat);
@@ -95,7 +95,7 @@ class FedTgpServer final : public fl::ServerAlgorithm {
     dim_ = static_cast<int64_t>(dim->second);
     generator_ = PrototypeGenerator(config_.num_classes, dim_);
     optimizer_ = std::make_unique<nn::Adam>(
-        generator_->parameters(), torch::optim::AdamOptions(params_.server_lr()).weight_decay(config_.weight_decay));
+        generator_->parameters(), torch::optim::AdamOptions(params_.server_lr()).weight_decay(config_.spec.weight_decay()));
     FGL_RETURN_IF_ERROR(fl::LoadTensors(state, Params()));
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(state));
     FGL_RETURN_IF_ERROR(fl::RestoreAdamState(state, tensors, Params(), "adam.", "fedtgp server", optimizer_.get()));

@@ -19,12 +19,12 @@ fl::proto::Message Upload(int client, const torch::Tensor& prototypes, const tor
 }
 
 TEST(FedTgpTest, ServerPrototypesSeparateTheClasses) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_classes = 3;
   config.seed = 5;
   FedTgpParams p;
   p.set_server_epochs(300);  // long enough to converge on this toy problem
-  config.params.emplace_back().PackFrom(p);
+  config.spec.add_method_params()->PackFrom(p);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories fedtgp, fl::FindMethod("fedtgp"));
   ASSERT_OK_AND_ASSIGN(auto server, fedtgp.server(config));
   // Two clients; class 2 is held by nobody.

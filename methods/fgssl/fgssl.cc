@@ -64,7 +64,7 @@ class FgsslClient final : public fl::ModelClient {
       const torch::Tensor student = nn::Dropout(local_view.embedding, p.embedding_dropout(), /*training=*/true);
       return p.edge_weight() * nn::EdgeDifferenceKl(student, global_view.embedding, *data_->view, p.edge_tau());
     };
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
+    FGL_RETURN_IF_ERROR(model_->Train(config_.spec.local_epochs(), round.seed, hooks));
     FGL_RETURN_IF_ERROR(augmented);
     fl::proto::Message reply =
         fl::ModelReply(model_->SharedParameters(), data_->data.num_nodes(), data_->id, round, kType);

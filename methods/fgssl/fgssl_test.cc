@@ -10,15 +10,15 @@ namespace fgl::methods::fgssl {
 namespace {
 
 fl::MethodConfig Config(double edge_weight) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
   config.seed = 4;
-  config.local_epochs = 3;
+  config.spec.set_local_epochs(3);
   config.model_spec = "gcn:layers=2,hidden=16";
   FgsslParams p;
   p.set_edge_weight(edge_weight);
-  config.params.emplace_back().PackFrom(p);
+  config.spec.add_method_params()->PackFrom(p);
   return config;
 }
 

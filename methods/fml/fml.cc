@@ -75,14 +75,14 @@ class AuthorsClient final : public fl::ClientAlgorithm {
  public:
   AuthorsClient(std::shared_ptr<const fl::ClientData> data, const fl::MethodConfig& config, FmlParams params,
                 std::unique_ptr<fl::MutualClient> inner)
-      : data_(std::move(data)), config_(config), params_(std::move(params)), inner_(std::move(inner)), lr_(config.lr) {}
+      : data_(std::move(data)), config_(config), params_(std::move(params)), inner_(std::move(inner)), lr_(config.spec.lr()) {}
 
   absl::StatusOr<std::optional<fl::proto::Message>> Prepare() override { return inner_->Prepare(); }
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global, const fl::RoundInfo& round) override {
-    const double lr = ScheduledLr(params_, config_.lr, round.round);
+    const double lr = ScheduledLr(params_, config_.spec.lr(), round.round);
     if (lr != lr_) {
       fl::MethodConfig config = config_;
-      config.lr = lr;
+      config.spec.set_lr(lr);
       FGL_ASSIGN_OR_RETURN(const fl::proto::Message state, inner_->SaveState());
       FGL_ASSIGN_OR_RETURN(std::unique_ptr<fl::MutualClient> rebuilt, MakeMutualClient(data_, config, params_));
       FGL_RETURN_IF_ERROR(rebuilt->RestoreState(state));

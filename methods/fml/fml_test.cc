@@ -11,16 +11,16 @@ namespace fgl::methods::fml {
 namespace {
 
 fl::MethodConfig Config(double alpha) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
   config.seed = 4;
-  config.local_epochs = 3;
+  config.spec.set_local_epochs(3);
   config.model_spec = "gat:layers=2,heads=2,hidden=32";  // private; the meme is a GCN
   FmlParams p;
   p.set_private_ce_weight(alpha);
   p.set_meme_ce_weight(alpha);
-  config.params.emplace_back().PackFrom(p);
+  config.spec.add_method_params()->PackFrom(p);
   return config;
 }
 
@@ -75,14 +75,14 @@ TEST(FmlTest, HeterogeneousFederationRunsAndRepeats) {
 // round (the schedule is not part of the state).
 fl::MethodConfig AuthorsConfig(bool fresh, int decay_every) {
   fl::MethodConfig config = Config(0.5);
-  config.optimizer = fl::MethodConfig::Optimizer::kSgd;
-  config.momentum = 0.9;
+  config.spec.set_optimizer(fl::proto::FederationSpec::SGD);
+  config.spec.set_momentum(0.9);
   FmlParams p;
   p.set_weighting(fl::proto::UNIFORM);
   p.set_fresh_meme_optimizer(fresh);
   p.set_lr_decay_every(decay_every);
-  config.params.clear();
-  config.params.emplace_back().PackFrom(p);
+  config.spec.clear_method_params();
+  config.spec.add_method_params()->PackFrom(p);
   return config;
 }
 

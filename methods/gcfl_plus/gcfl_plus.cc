@@ -52,7 +52,7 @@ class GcflPlusClient final : public fl::ModelClient {
       }
       grad_norm = std::sqrt(sq);
     };
-    const absl::Status trained = model_->Train(config_.local_epochs, round.seed, hooks);
+    const absl::Status trained = model_->Train(config_.spec.local_epochs(), round.seed, hooks);
     fl::proto::Message reply = fl::ModelReply(params, data_->data.num_nodes(), data_->id, round, kType);
     (*reply.mutable_scalars())[kGradNorm] = grad_norm;
     fl::AddTrainLoss(model_->last_loss(), &reply);
@@ -72,13 +72,13 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
     torch::manual_seed(config.seed);
     FGL_ASSIGN_OR_RETURN(std::shared_ptr<nn::GnnModel> model,
                          nn::MakeModel(config.model_spec, config.num_features, config.num_classes));
-    fl::NamedTensors initial = config.shared_group.empty() ? fl::NamedTensors()
-                                                           : model->named_group_parameters(config.shared_group);
-    if (config.shared_group.empty()) {
+    fl::NamedTensors initial = config.spec.shared_group().empty() ? fl::NamedTensors()
+                                                           : model->named_group_parameters(config.spec.shared_group());
+    if (config.spec.shared_group().empty()) {
       for (const auto& item : model->named_parameters(true)) initial.emplace_back(item.key(), item.value());
     }
     for (auto& [name, t] : initial) t = t.detach().clone();
-    return std::unique_ptr<fl::ServerAlgorithm>(new GcflPlusServer(std::move(params), std::move(initial), config.num_clients));
+    return std::unique_ptr<fl::ServerAlgorithm>(new GcflPlusServer(std::move(params), std::move(initial), config.spec.clients()));
   }
 
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {

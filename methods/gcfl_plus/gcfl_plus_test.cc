@@ -49,7 +49,7 @@ fl::proto::Message Reply(int k, const fl::proto::Message& received, float shift,
 }
 
 fl::MethodConfig TinyConfig() {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=2,hidden=4,dropout=0.5";
   config.num_features = 3;
   config.num_classes = 2;
@@ -58,7 +58,7 @@ fl::MethodConfig TinyConfig() {
 
 TEST(GcflPlusServerTest, SplitsOpposedGroupsAfterRound20) {
   fl::MethodConfig config = TinyConfig();
-  config.num_clients = 4;
+  config.spec.set_clients(4);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("gcfl_plus"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   for (int round = 1; round <= 21; ++round) {
@@ -104,7 +104,7 @@ TEST(GcflPlusServerTest, SplitsOpposedGroupsAfterRound20) {
 // server as it was.
 TEST(GcflPlusServerTest, RestoreRefusesABadStateAndChangesNothing) {
   fl::MethodConfig config = TinyConfig();
-  config.num_clients = 4;
+  config.spec.set_clients(4);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("gcfl_plus"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   for (int round = 1; round <= 22; ++round) {  // split in round 21, as above; one norm each since

@@ -69,7 +69,7 @@ class GraphFlClient final : public fl::ModelClient {
       return reply;
     }
     if (round.exchange != 0) return absl::InvalidArgumentError(absl::StrCat("graphfl: no exchange ", round.exchange));
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
+    FGL_RETURN_IF_ERROR(model_->Train(config_.spec.local_epochs(), round.seed));
     FGL_ASSIGN_OR_RETURN(fl::NamedTensors gradient, QueryGradient(round.seed));
     fl::proto::Message reply = fl::ModelReply(gradient, data_->data.num_nodes(), data_->id, round, kQueryGradient);
     fl::AddTrainLoss(model_->last_loss(), &reply);

@@ -15,14 +15,14 @@ namespace fgl::methods::graphfl {
 namespace {
 
 fl::MethodConfig Config() {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=2,hidden=4";
   config.num_features = 3;
   config.num_classes = 2;
-  config.num_clients = 3;
+  config.spec.set_clients(3);
   GraphFlParams p;
   p.set_meta_lr(0.5);
-  config.params.emplace_back().PackFrom(p);
+  config.spec.add_method_params()->PackFrom(p);
   return config;
 }
 
@@ -78,7 +78,7 @@ TEST(GraphFlClientTest, RepliesAQueryGradientThenItsWeights) {
   auto data = fl::testing::CsbmClient(120, 3, 2, /*seed=*/5);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("graphfl"));
   fl::MethodConfig config = Config();
-  config.local_epochs = 2;
+  config.spec.set_local_epochs(2);
   ASSERT_OK_AND_ASSIGN(auto client, f.client(data, config));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_OK_AND_ASSIGN(fl::proto::Message w, server->Broadcast({1, 3, 0}));
@@ -99,8 +99,8 @@ TEST(GraphFlClientTest, RepliesAQueryGradientThenItsWeights) {
   GraphFlParams lopsided;
   lopsided.set_support_nodes(1);
   lopsided.set_query_nodes(1000);
-  config.params.clear();
-  config.params.emplace_back().PackFrom(lopsided);
+  config.spec.clear_method_params();
+  config.spec.add_method_params()->PackFrom(lopsided);
   EXPECT_FALSE(f.client(data, config).ok());
 }
 

@@ -26,9 +26,9 @@ constexpr char kType[] = "lg_fedavg.head";
 // models with jk=last ("gcn:layers=2,hidden=64,jk=last" is one GCN layer and a Linear head), mlp,
 // or sgc with hidden > 0.
 absl::Status CheckLinearHead(const fl::MethodConfig& config, const nn::GnnModel& model) {
-  if (config.shared_group != "head") {
+  if (config.spec.shared_group() != "head") {
     return absl::InvalidArgumentError(
-        absl::StrCat("lg_fedavg shares the classifier: shared_group must be \"head\", not \"", config.shared_group, "\""));
+        absl::StrCat("lg_fedavg shares the classifier: shared_group must be \"head\", not \"", config.spec.shared_group(), "\""));
   }
   std::vector<std::string> names;
   for (const auto& [name, t] : model.named_group_parameters("head")) names.push_back(name);
@@ -87,9 +87,9 @@ class LgFedAvgClient final : public fl::ModelClient {
 };
 
 absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::MethodConfig& config) {
-  if (config.shared_group != "head") {
+  if (config.spec.shared_group() != "head") {
     return absl::InvalidArgumentError(
-        absl::StrCat("lg_fedavg shares the classifier: shared_group must be \"head\", not \"", config.shared_group, "\""));
+        absl::StrCat("lg_fedavg shares the classifier: shared_group must be \"head\", not \"", config.spec.shared_group(), "\""));
   }
   FGL_ASSIGN_OR_RETURN(const LgFedAvgParams params, fl::MethodParams<LgFedAvgParams>(config));
   return fl::MakeModelAverageServer(config, kType, {fl::WeightScalar(params.weighting())});

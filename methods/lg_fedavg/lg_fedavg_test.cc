@@ -10,12 +10,12 @@ namespace fgl::methods::lg_fedavg {
 namespace {
 
 fl::MethodConfig Config(const std::string& model) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
   config.seed = 4;
   config.model_spec = model;
-  config.shared_group = "head";
+  config.spec.set_shared_group("head");
   return config;
 }
 
@@ -36,7 +36,7 @@ TEST(LgFedAvgTest, OnlyTheLinearHeadTravels) {
   EXPECT_THAT(lg.client(data, Config("gcn:layers=2,hidden=64")).status(),
               fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("no linear head")));
   fl::MethodConfig whole = Config("gcn:layers=2,hidden=64,jk=last");
-  whole.shared_group = "";
+  whole.spec.set_shared_group("");
   EXPECT_THAT(lg.server(whole).status(),
               fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("shared_group")));
 }
@@ -69,12 +69,12 @@ TEST(LgFedAvgTest, AuthorsOptions) {
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories lg, fl::FindMethod("lg_fedavg"));
   auto config = [](bool fresh) {
     fl::MethodConfig c = Config("gcn:layers=2,hidden=64,jk=last");
-    c.optimizer = fl::MethodConfig::Optimizer::kSgd;
-    c.momentum = 0.5;
+    c.spec.set_optimizer(fl::proto::FederationSpec::SGD);
+    c.spec.set_momentum(0.5);
     LgFedAvgParams p;
     p.set_weighting(fl::proto::UNIFORM);
     p.set_fresh_optimizer(fresh);
-    c.params.emplace_back().PackFrom(p);
+    c.spec.add_method_params()->PackFrom(p);
     return c;
   };
   ASSERT_OK_AND_ASSIGN(auto server, lg.server(config(true)));

@@ -13,7 +13,7 @@ class LocalClient final : public fl::ModelClient {
   using ModelClient::ModelClient;
 
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message&, const fl::RoundInfo& round) override {
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed));
+    FGL_RETURN_IF_ERROR(model_->Train(config_.spec.local_epochs(), round.seed));
     fl::proto::Message ack;  // an empty reply: nothing but the loss metric leaves the client
     ack.mutable_header()->set_sender(data_->id);
     ack.mutable_header()->set_round(round.round);

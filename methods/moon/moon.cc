@@ -35,7 +35,7 @@ class MoonClient final : public fl::ModelClient {
         return mu * nn::ModelContrastive(z, global_embedding, previous_, tau);
       };
     }
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
+    FGL_RETURN_IF_ERROR(model_->Train(config_.spec.local_epochs(), round.seed, hooks));
     previous_ = Embedding();
     fl::proto::Message reply = fl::ModelReply(params, data_->data.num_nodes(), data_->id, round, kType);
     fl::AddTrainLoss(model_->last_loss(), &reply);

@@ -11,7 +11,7 @@ namespace fgl::methods::moon {
 namespace {
 
 TEST(MoonTest, ContrastiveTermFromTheSecondRoundAndCheckpoint) {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
   config.seed = 4;

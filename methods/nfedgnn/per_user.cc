@@ -39,7 +39,7 @@ UserModelOptions UserOptions(const fl::MethodConfig& config, const SplitModelSpe
   const uint64_t seed = params.user_init() == NfedgnnParams::SHARED
                             ? graph::Rng::Derive(config.run_seed, "nfedgnn/user_init")
                             : graph::Rng::Derive(config.run_seed, absl::StrCat("nfedgnn/user/", user));
-  return UserOptionsFor(model, params, config.lr, config.weight_decay, seed);
+  return UserOptionsFor(model, params, config.spec.lr(), config.spec.weight_decay(), seed);
 }
 
 class PerUserClient final : public fl::ClientAlgorithm {
@@ -107,10 +107,10 @@ class PerUserServer final : public fl::ServerAlgorithm {
     FGL_ASSIGN_OR_RETURN(s->params_, fl::MethodParams<NfedgnnParams>(config));
     FGL_ASSIGN_OR_RETURN(s->model_, ParseSplitModel(config.model_spec));
     // The server knows the topology and the training users' labels (§B.1).
-    FGL_ASSIGN_OR_RETURN(graph::Dataset data, graph::LoadDataset(config.dataset, config.data_dir, config.partition_seed));
-    FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, graph::MakeSplit(config.split, data, config.partition_seed));
+    FGL_ASSIGN_OR_RETURN(graph::Dataset data, graph::LoadDataset(config.spec.dataset(), config.spec.data_dir(), config.spec.partition_seed()));
+    FGL_ASSIGN_OR_RETURN(graph::NodeSplit split, graph::MakeSplit(config.spec.split(), data, config.spec.partition_seed()));
     s->n_ = data.num_nodes();
-    FGL_ASSIGN_OR_RETURN(s->server_, ServerSide::Create(s->model_, data, split, config.lr, config.weight_decay,
+    FGL_ASSIGN_OR_RETURN(s->server_, ServerSide::Create(s->model_, data, split, config.spec.lr(), config.spec.weight_decay(),
                                                         s->params_, config.run_seed));
     s->latents_ = torch::zeros({s->n_, s->model_.latent_width()});
     s->eval_latents_ = torch::zeros_like(s->latents_);
@@ -176,7 +176,7 @@ class PerUserServer final : public fl::ServerAlgorithm {
   }
 
  private:
-  explicit PerUserServer(const fl::MethodConfig& config) : rounds_(config.rounds), run_seed_(config.run_seed) {}
+  explicit PerUserServer(const fl::MethodConfig& config) : rounds_(config.spec.rounds()), run_seed_(config.run_seed) {}
 
   int rounds_;
   uint64_t run_seed_;

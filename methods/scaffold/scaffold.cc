@@ -61,11 +61,11 @@ class ScaffoldClient final : public fl::ModelClient {
       first_step = false;
     };
     const int64_t steps_before = model_->steps();
-    FGL_RETURN_IF_ERROR(model_->Train(config_.local_epochs, round.seed, hooks));
+    FGL_RETURN_IF_ERROR(model_->Train(config_.spec.local_epochs(), round.seed, hooks));
     // The control update uses the number of local steps K and the learning rate, as OpenFGL does
     // (under Adam this is a heuristic scale; under `optimizer: SGD` it is SCAFFOLD's option II).
     // K is the epochs for a full-batch model, epochs × batches for a mini-batching one.
-    const double scale = 1.0 / (std::max<int64_t>(1, model_->steps() - steps_before) * config_.lr);
+    const double scale = 1.0 / (std::max<int64_t>(1, model_->steps() - steps_before) * config_.spec.lr());
     fl::NamedTensors uploaded;
     for (const auto& [name, p] : params) {
       control_[name] = control_[name] - server_control[name].to(p.device()) + (start[name] - p.detach()) * scale;

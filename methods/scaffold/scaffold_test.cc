@@ -24,11 +24,11 @@ std::map<std::string, torch::Tensor> Model(const fl::proto::Message& m) {
 }
 
 fl::MethodConfig Config() {
-  fl::MethodConfig config;
+  fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.num_features = 8;
   config.num_classes = 3;
-  config.local_epochs = 3;
-  config.lr = 0.01;
+  config.spec.set_local_epochs(3);
+  config.spec.set_lr(0.01);
   config.seed = 4;
   return config;
 }
