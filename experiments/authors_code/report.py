@@ -1,12 +1,20 @@
-"""Writes experiments/reports/fedtad/authors_code.md: FedAvg and FedTAD on the official FedTAD code's
-own Cora Louvain-10 partition, ours (the C++ run records in experiments/results/) beside the port
-of the authors' code (experiments/authors_code/records/fedtad_port.jsonl, from fedtad_port_runs.py)
-and the paper, each with a 95% interval, and whether ours and the port agree.
+"""Writes the companion reports that put our methods beside ports of their authors' code, whole runs
+on the authors' own partitions, each with a 95% interval, and whether ours and the port agree:
 
-  python3 experiments/authors_code/report.py            # rewrites the report
-  python3 experiments/authors_code/report.py --check    # exits 1 when the committed one differs
+  experiments/reports/fedtad/authors_code.md: FedAvg and FedTAD on the official FedTAD code's own
+    Cora Louvain-10 partition, ours (the C++ run records in experiments/results/) beside the port of
+    the authors' code (experiments/authors_code/records/fedtad_port*.jsonl, from
+    fedtad_port_runs.py) and the paper; then OpenFGL's ten baselines on OpenFGL's own Cora-10/20
+    partitions, ours (table experiments/fedtad/openfgl_baselines_reference_partitions.textproto)
+    beside the ports of OpenFGL's code (records/openfgl_port*.jsonl, from openfgl_port_runs.py) and
+    FedTAD Table 2.
+  experiments/reports/fedgkc/authors_code.md: the same OpenFGL runs of FedProto and FedTGP (and
+    FedAvg, the base of the gains) beside FedGKC Table II.
 
-Only committed records are read, so the report regenerates byte for byte on any clone.
+  python3 experiments/authors_code/report.py            # rewrites the reports
+  python3 experiments/authors_code/report.py --check    # exits 1 when a committed one differs
+
+Only committed records are read, so the reports regenerate byte for byte on any clone.
 """
 import argparse
 import glob
@@ -58,6 +66,8 @@ def welch(a, b):
     ma, mb = sum(a) / len(a), sum(b) / len(b)
     va = sum((x - ma) ** 2 for x in a) / (len(a) - 1) / len(a)
     vb = sum((x - mb) ** 2 for x in b) / (len(b) - 1) / len(b)
+    if va + vb == 0:
+        return ma - mb, 0.0
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
     return ma - mb, t975(math.floor(df)) * math.sqrt(va + vb)
 
@@ -173,20 +183,240 @@ def render():
     return '\n'.join(out)
 
 
+# ---------------------------------------------------------------------------------------------
+# OpenFGL's baselines on OpenFGL's own Cora partitions
+# ---------------------------------------------------------------------------------------------
+
+OPENFGL_TABLE = 'experiments/fedtad/openfgl_baselines_reference_partitions.textproto'
+OPENFGL_PORT_RECORDS = sorted(glob.glob(os.path.join(ROOT, 'experiments/authors_code/records/openfgl_port*.jsonl')))
+OPENFGL_PARTITION = 'reference:reference_partitions/openfgl/subgraph_fl_louvain_1_Cora_client_{}'
+# The rows of OPENFGL_TABLE: key, label, the options block that makes ours compute OpenFGL's
+# method ('' for none). A record of ours must hold exactly that block and no other.
+OPENFGL_METHODS = [
+    ('fedavg', 'FedAvg', ''), ('fedprox', 'FedProx', 'fedprox { mu: 0.001 }'), ('scaffold', 'SCAFFOLD', ''),
+    ('moon', 'MOON', 'moon { embedding_dropout: 0.5 }'), ('feddc', 'FedDC', ''),
+    ('fedproto', 'FedProto', 'fedproto { aggregation: OPENFGL_CLIENT_SIZE embedding_dropout: 0.5 }'),
+    ('fedtgp', 'FedTGP', 'fedtgp { embedding_dropout: 0.5 }'), ('fedgta', 'FedGTA', ''), ('fgssl', 'FGSSL', ''),
+    ('adafgl', 'AdaFGL', '')]
+OPENFGL_COMMON = ['dataset: "cora" ', 'partition_seed: 2024 ', 'model: "gcn:layers=2,hidden=64,dropout=0.5" ',
+                  'rounds: 100 ', 'local_epochs: 3 ', 'lr: 0.01 ', 'weight_decay: 0.0005 ', 'client_fraction: 1 ']
+OPENFGL_EVAL = {'on': 'eval { model: "local" weighting: "node" round: "best_val" dropout_at_eval: true } ',
+                'off': 'eval { model: "local" weighting: "node" round: "best_val" } '}
+OPENFGL_VARIANTS = [('off', 'dropout off at evaluation (OpenFGL\'s own evaluation)'),
+                    ('on', 'dropout on at evaluation (the FedTAD code\'s protocol)')]
+
+
+def paper_cells(table, columns):
+    """{(row, column): (mean, std)} of a table's present paper values in `columns`."""
+    import re
+    out = {}
+    with open(os.path.join(ROOT, table)) as f:
+        for m in re.finditer(r'cells \{ row: "(\w+)" column: "(\w+)" paper \{ mean: ([-\d.]+) std: ([-\d.]+) '
+                             r'present: true \}', f.read()):
+            if m.group(2) in columns:
+                out[(m.group(1), m.group(2))] = (float(m.group(3)), float(m.group(4)))
+    return out
+
+
+def ours_openfgl():
+    """{(method, clients, variant, seed): test accuracy} from our records of OPENFGL_TABLE's cells."""
+    options = {m: o for m, _, o in OPENFGL_METHODS}
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, 'experiments/results/*.json'))):
+        with open(path) as f:
+            r = json.loads(f.read())
+        spec, method = r['spec'], r['result']['method']
+        if method not in options or not all(s in spec for s in OPENFGL_COMMON) or f'method: "{method}" ' not in spec:
+            continue
+        clients = next((c for c in (10, 20) if f'partitioner: "{OPENFGL_PARTITION.format(c)}" clients: {c} ' in spec), None)
+        variant = next((v for v, e in OPENFGL_EVAL.items() if e in spec), None)
+        if clients is None or variant is None:
+            continue
+        if spec.count('{') != 1 + (1 if options[method] else 0) or (options[method] and options[method] + ' ' not in spec):
+            continue  # another variant of the method, not the row's options
+        key = (method, clients, variant, int(r['seed']))
+        if key in runs:
+            sys.exit(f'two records for {key}: {runs[key][1]} and {path}')
+        runs[key] = (r['result']['test_acc'], path)
+    return {k: v[0] for k, v in runs.items()}
+
+
+def port_openfgl():
+    runs = {}
+    for path in OPENFGL_PORT_RECORDS:
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                if r['rounds'] != 100:
+                    continue
+                for variant, _ in OPENFGL_VARIANTS:
+                    key = (r['method'], r['clients'], variant, r['seed'])
+                    if key in runs:
+                        sys.exit(f'two port records for {key} ({path})')
+                    runs[key] = r[f'dropout_{variant}']['test_acc']
+    return runs
+
+
+def values(runs, method, clients, variant):
+    return [v for (m, c, var, s), v in sorted(runs.items()) if (m, c, var) == (method, clients, variant)]
+
+
+def paired_gains(runs, method, clients, variant):
+    seeds = sorted(s for (m, c, v, s) in runs if (m, c, v) == (method, clients, variant)
+                   and ('fedavg', clients, variant, s) in runs)
+    return [runs[(method, clients, variant, s)] - runs[('fedavg', clients, variant, s)] for s in seeds]
+
+
+def cell(xs):
+    if len(xs) < 2:
+        return f'{len(xs)} runs'
+    return fmt(*mean_interval(xs))
+
+
+def gain_cell(g):
+    if len(g) < 2:
+        return f'{len(g)} pairs'
+    m, half, n = mean_interval(g)
+    return f'{m:+.2f} [{m - half:+.2f}, {m + half:+.2f}] (n={n})'
+
+
+def openfgl_tables(a, b, methods, paper, columns, paper_name, heading):
+    """One table per partition and variant: per method ours / port / paper, ours − port (Welch) and
+    whether it includes 0, and each one's gain over FedAvg."""
+    out = []
+    for clients in (10, 20):
+        for variant, label in OPENFGL_VARIANTS:
+            out += [f'{heading} OpenFGL Cora-{clients}, {label}', '',
+                    f'| method | ours | the port (OpenFGL\'s code) | {paper_name} | ours − port | agree | '
+                    'gain over FedAvg: ours | gain: the port | gain: paper |',
+                    '|---|---|---|---|---|---|---|---|---|']
+            base = paper.get(('fedavg', columns[clients]))
+            for method, name, _ in methods:
+                xa, xb = values(a, method, clients, variant), values(b, method, clients, variant)
+                p = paper.get((method, columns[clients]))
+                pcell = f'{p[0]} ± {p[1]}' if p and p[1] else (f'{p[0]}' if p else '–')
+                if len(xa) >= 2 and len(xb) >= 2:
+                    d, half = welch(xa, xb)
+                    diff = f'{d:+.2f} ± {half:.2f} | {"yes" if abs(d) <= half else "**no**"}'
+                else:
+                    diff = '– | –'
+                if method == 'fedavg':
+                    gains = '– | – | –'
+                else:
+                    pg = f'{p[0] - base[0]:+.1f}' if p and base else '–'
+                    gains = (f'{gain_cell(paired_gains(a, method, clients, variant))} | '
+                             f'{gain_cell(paired_gains(b, method, clients, variant))} | {pg}')
+                out.append(f'| {name} | {cell(xa)} | {cell(xb)} | {pcell} | {diff} | {gains} |')
+            out.append('')
+    return out
+
+
+def agreement_line(a, b, methods):
+    agree = total = 0
+    for method, _, _ in methods:
+        for clients in (10, 20):
+            for variant, _ in OPENFGL_VARIANTS:
+                xa, xb = values(a, method, clients, variant), values(b, method, clients, variant)
+                if len(xa) >= 2 and len(xb) >= 2:
+                    d, half = welch(xa, xb)
+                    total += 1
+                    agree += abs(d) <= half
+    return agree, total
+
+
+OPENFGL_INTRO = (
+    'Each method three ways on OpenFGL\'s own Cora Louvain-10 and -20 partitions (its clients and '
+    'per-client splits, `../shared/data/reference_partitions/openfgl/subgraph_fl_louvain_1_Cora_client_{10,20}`): '
+    '**ours** (the C++ methods with the options that make them compute OpenFGL\'s, table '
+    '`experiments/fedtad/openfgl_baselines_reference_partitions.textproto`, run records in `experiments/results/`), '
+    '**the port** of OpenFGL\'s code (xkLi-Allen/OpenFGL@5483768 in plain PyTorch, `methods/reference/openfgl.py` '
+    'and `methods/<m>/reference/<m>_openfgl.py`, run as OpenFGL\'s trainer runs them by '
+    '`experiments/authors_code/openfgl_port_runs.py`: seed_everything, models drawn from the seeded generator, '
+    '100 rounds of 3 local epochs, OpenFGL\'s defaults; records in `experiments/authors_code/records/openfgl_port*.jsonl`), '
+    'and **the paper**. Both score OpenFGL\'s way: each client\'s own model on its own data after the round, '
+    'accuracies weighted by node count, test accuracy (%) at the first best-validation round. Each port run '
+    'scores every round twice, with dropout off (OpenFGL\'s `model.eval()`) and with the GCN\'s dropout on '
+    '(its own generator, so the training is the same run); ours runs each variant separately '
+    '(`eval.dropout_at_eval`), and in both AdaFGL\'s step-2 modules score without dropout.')
+OPENFGL_DIFFERENCES = (
+    'Round for round with dropout 0, ours and the ports compute the same models within 1e-5 '
+    '(`//methods/reference:openfgl_differential_test`: FedAvg, FedProx, SCAFFOLD, MOON, FedDC, FedGTA, FGSSL '
+    'and FedProto; FedTGP\'s clients only; AdaFGL in `//methods/adafgl:adafgl_differential_test`). These are whole runs with dropout 0.5 and independent seeds on each '
+    'side, compared as distributions over seeds. Known differences that remain: FedTGP\'s server (OpenFGL\'s '
+    'trainable prototypes have another architecture and two bugs, `methods/fedtgp/README.md`); MOON\'s, FedProto\'s, '
+    'FedTGP\'s and FGSSL\'s post-dropout embedding is OpenFGL\'s in distribution only (`embedding_dropout`: a '
+    'mask of its own); FGSSL\'s views drop undirected edges (OpenFGL each direction); AdaFGL\'s label-propagation '
+    'halves and step-2 initialisation come from our own streams; OpenFGL\'s client models are drawn one after '
+    'the other from one generator, ours from per-client streams.')
+OPENFGL_CELLS = (
+    'Cells: mean ± the half-width of its 95% interval (Student t) over n seeds (2024-2033 on both sides). '
+    'A gain over FedAvg is paired by seed within one implementation. Ours − port is unpaired (Welch); '
+    '*agree* when its interval includes 0.')
+
+
+def render_openfgl_fedtad():
+    a, b = ours_openfgl(), port_openfgl()
+    cols = {10: 'openfgl_10', 20: 'openfgl_20'}
+    paper = paper_cells(OPENFGL_TABLE, cols.values())
+    agree, total = agreement_line(a, b, OPENFGL_METHODS)
+    missing = [name for m, name, _ in OPENFGL_METHODS
+               if any(len(values(r, m, c, 'off')) < 2 for r in (a, b) for c in (10, 20))]
+    out = ['', '## OpenFGL\'s baselines against OpenFGL\'s code, on OpenFGL\'s own Cora-10/20 partitions', '',
+           OPENFGL_INTRO + ' Paper: FedTAD Table 2\'s Cora-10 / Cora-20 cells (its own Louvain partitions and the '
+           'global model with dropout on at evaluation: the table\'s protocol, not these runs\'), for the methods '
+           'Table 2 has.', '', OPENFGL_DIFFERENCES, '', OPENFGL_CELLS, '',
+           f'Ours and the port agree in {agree} of {total} method × partition × variant cells with at least two runs '
+           'on each side' + (f'; not yet run on both sides: {", ".join(missing)}.' if missing else '.'), '']
+    out += openfgl_tables(a, b, OPENFGL_METHODS, paper, cols, 'FedTAD Table 2', '###')
+    return '\n'.join(out)
+
+
+FEDGKC_REPORT = os.path.join(ROOT, 'experiments/reports/fedgkc/authors_code.md')
+FEDGKC_TABLE = 'experiments/fedgkc/table2.textproto'
+FEDGKC_METHODS = [m for m in OPENFGL_METHODS if m[0] in ('fedavg', 'fedproto', 'fedtgp')]
+
+
+def render_fedgkc():
+    a, b = ours_openfgl(), port_openfgl()
+    cols = {10: 'cora_10', 20: 'cora_20'}
+    paper = paper_cells(FEDGKC_TABLE, cols.values())
+    agree, total = agreement_line(a, b, FEDGKC_METHODS)
+    missing = [name for m, name, _ in FEDGKC_METHODS
+               if any(len(values(r, m, c, 'off')) < 2 for r in (a, b) for c in (10, 20))]
+    out = ['# FedGKC Table II\'s OpenFGL baselines against OpenFGL\'s code, on OpenFGL\'s own Cora-10/20 partitions', '',
+           OPENFGL_INTRO + ' Generated by `experiments/authors_code/report.py` from committed records only; the '
+           'same runs as the second part of `experiments/reports/fedtad/authors_code.md`.', '',
+           'Paper: FedGKC Table II\'s Cora 10 / Cora 20 cells (`experiments/fedgkc/table2.textproto`) for FedProto '
+           'and FedTGP, the two of its baselines that OpenFGL implements; it has no FedAvg row, so the paper\'s gain '
+           'is –, and FedAvg is here only as the base of our and the port\'s gains. Table II\'s protocol differs from '
+           'these runs: its clients run five architectures (GCN, GAT, GraphSAGE, GIN, SGC; here every client a GCN), '
+           'on our Louvain partitions (here OpenFGL\'s), with dropout off at evaluation (the *off* tables below are '
+           'its evaluation: each client\'s own model, node-count weights, best-validation round), 3 seeds '
+           '(here 10), and our FedProto\'s default class-count-weighted server and pre-dropout embeddings '
+           '(here OpenFGL\'s client-size-weighted server and post-dropout embeddings, as OpenFGL runs it).', '',
+           OPENFGL_DIFFERENCES, '', OPENFGL_CELLS, '',
+           f'Ours and the port agree in {agree} of {total} method × partition × variant cells with at least two runs '
+           'on each side' + (f'; not yet run on both sides: {", ".join(missing)}.' if missing else '.'), '']
+    out += openfgl_tables(a, b, FEDGKC_METHODS, paper, cols, 'FedGKC Table II', '##')
+    return '\n'.join(out)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--check', action='store_true')
     args = p.parse_args()
-    text = render()
+    reports = [(REPORT, render() + render_openfgl_fedtad()), (FEDGKC_REPORT, render_fedgkc())]
     if args.check:
-        with open(REPORT) as f:
-            if f.read() != text:
-                sys.exit(f'{REPORT} differs from its regeneration from the records')
-        print('authors_code.md regenerates byte for byte')
+        for path, text in reports:
+            with open(path) as f:
+                if f.read() != text:
+                    sys.exit(f'{path} differs from its regeneration from the records')
+            print(f'{os.path.relpath(path, ROOT)} regenerates byte for byte')
         return
-    with open(REPORT, 'w') as f:
-        f.write(text)
-    print(text)
+    for path, text in reports:
+        with open(path, 'w') as f:
+            f.write(text)
+        print(text)
 
 
 if __name__ == '__main__':
