@@ -26,20 +26,14 @@ import torch
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_records import append_record, seeds_of  # noqa: E402
 from methods.fedtad.reference import fedtad_reference as ref  # noqa: E402
 from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.trace import Subgraph  # noqa: E402
 
 PARTITION = 'reference_partitions/fedtad_cora_louvain_10'
 PORT = 'zyl24/FedTAD@3285d54 (ckr from 07a1617)'
-
-
-def seeds_of(text):
-    out = []
-    for part in text.split(','):
-        lo, _, hi = part.partition('-')
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def client_data(trace_binary, data_dir):
@@ -118,8 +112,7 @@ def main():
             if (method, seed, a.rounds) in done:
                 continue
             r = run(method, seed, subgraphs, ckr, a.rounds)
-            with open(a.records, 'a') as f:
-                f.write(json.dumps(r, sort_keys=True) + '\n')
+            append_record(a.records, r)
             print(f"{method} seed {seed}: test {r['dropout_on']['test_acc']:.2f} (dropout on), "
                   f"{r['dropout_off']['test_acc']:.2f} (off), {r['wall_s']} s", flush=True)
 

@@ -50,6 +50,8 @@ import torch
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_records import append_record, seeds_of  # noqa: E402
 from methods.cnfgnn.reference import cnfgnn_reference as cnf  # noqa: E402
 from methods.fedmpa.reference import fedmpa_reference as mpa  # noqa: E402
 from methods.nfedgnn.reference import nfedgnn_reference as nfg  # noqa: E402
@@ -69,14 +71,6 @@ NFEDGNN_METHODS = {'cnfgnn': 0.0, 'nfedgnn_l0': 0.0, 'nfedgnn_l10': 10.0}  # row
 FEDMPA_COLUMNS = {'cora_3': ('dataset: "cora" clients: 3', 7)}
 FEDMPA_METHODS = ['locmpa', 'fedmpa', 'fedmpae']
 EVAL_EVERY = 10
-
-
-def seeds_of(text):
-    out = []
-    for part in text.split(','):
-        lo, _, hi = part.partition('-')
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def trace_arrays(spec, trace_binary, data_dir):
@@ -235,8 +229,7 @@ def main():
                 r = run_fedmpa(method, column, seed, data)
             r.update({'implementation': 'independent_oracle', 'oracle': ORACLE[a.paper], 'torch': torch.__version__,
                       'machine': f'{platform.machine()} {os.cpu_count()} cores'})
-            with open(records, 'a') as f:
-                f.write(json.dumps(r, sort_keys=True) + '\n')
+            append_record(records, r)
             print(f"{method} {column} seed {seed}: test {r['test_acc']:.2f}, {r['wall_s']} s", flush=True)
 
 

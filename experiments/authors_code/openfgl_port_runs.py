@@ -38,6 +38,8 @@ import torch.nn.functional as F
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_records import append_record, seeds_of  # noqa: E402
 from methods.reference import openfgl  # noqa: E402
 from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.trace import Subgraph  # noqa: E402
@@ -60,14 +62,6 @@ METHODS = {
     'fgssl': ('methods.fgssl.reference.fgssl_openfgl', 'FgsslOpenFgl', {'compute_unused': False}),
     'adafgl': ('methods.adafgl.reference.adafgl_openfgl', 'AdaFGLOpenFgl', {}),
 }
-
-
-def seeds_of(text):
-    out = []
-    for part in text.split(','):
-        lo, _, hi = part.partition('-')
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def client_data(trace_binary, data_dir, clients):
@@ -196,8 +190,7 @@ def main():
                 if (method, c, seed, a.rounds) in done:
                     continue
                 r = run(method, seed, c, data[c], a.rounds)
-                with open(a.records, 'a') as f:
-                    f.write(json.dumps(r, sort_keys=True) + '\n')
+                append_record(a.records, r)
                 print(f"{method} Cora-{c} seed {seed}: test {r['dropout_on']['test_acc']:.2f} (dropout on), "
                       f"{r['dropout_off']['test_acc']:.2f} (off), {r['wall_s']} s", flush=True)
 
