@@ -19,12 +19,18 @@ namespace {
 
 float FirstValue(const fl::proto::Message& m) { return fl::DecodeTensors(m)->begin()->second.flatten()[0].item<float>(); }
 
-TEST(DFedGnnServerTest, EachClientGetsItsRingAverage) {
+// A 2-layer GCN of width 4 on 3 features and 2 classes, in a ring of `clients`.
+fl::MethodConfig TinyConfig(int clients) {
   fl::MethodConfig config = fl::testing::TestMethodConfig();
   config.model_spec = "gcn:layers=2,hidden=4";
   config.num_features = 3;
   config.num_classes = 2;
-  config.spec.set_clients(5);
+  config.spec.set_clients(clients);
+  return config;
+}
+
+TEST(DFedGnnServerTest, EachClientGetsItsRingAverage) {
+  const fl::MethodConfig config = TinyConfig(5);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("d_fedgnn"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_TRUE(server->PersonalisedBroadcast());
@@ -64,11 +70,7 @@ TEST(DFedGnnServerTest, EachClientGetsItsRingAverage) {
 // The state is a DFedGnnServerState that restores to the same bytes; a bad one is refused naming
 // the client and the field, and leaves the server as it was.
 TEST(DFedGnnServerTest, RestoreRefusesABadStateAndChangesNothing) {
-  fl::MethodConfig config = fl::testing::TestMethodConfig();
-  config.model_spec = "gcn:layers=2,hidden=4";
-  config.num_features = 3;
-  config.num_classes = 2;
-  config.spec.set_clients(5);
+  const fl::MethodConfig config = TinyConfig(5);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("d_fedgnn"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_OK_AND_ASSIGN(auto model, fl::ModelAverageServer::Create(config, "shapes"));
@@ -137,11 +139,7 @@ TEST(DFedGnnServerTest, RestoreRefusesABadStateAndChangesNothing) {
 }
 
 TEST(DFedGnnServerTest, TwoClientsCountTheOtherTwiceAsTheCode) {
-  fl::MethodConfig config = fl::testing::TestMethodConfig();
-  config.model_spec = "gcn:layers=2,hidden=4";
-  config.num_features = 3;
-  config.num_classes = 2;
-  config.spec.set_clients(2);
+  const fl::MethodConfig config = TinyConfig(2);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("d_fedgnn"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_OK_AND_ASSIGN(auto model, fl::ModelAverageServer::Create(config, "shapes"));
