@@ -5,13 +5,9 @@
 //   state<r>/server/cluster<c>/<name>   cluster c's model;
 //   state<r>/server/sequence<k>         float64 [L]: client k's gradient norms since the last split
 //                                       (absent: the client has not replied yet).
-// The states are read from the checkpoint after each round of a second, identical run (the
-// generic trace keeps its checkpoints to itself); the two runs must end with the same numbers.
+// The states come from the checkpoint the trace reads after each round (its server-state hook).
 //
 //   gcfl_plus_trace --spec='dataset: "csbm:num_nodes=300" clients: 6 method: "gcfl_plus" rounds: 4 ...' --out=t.npz
-#include <stdlib.h>
-
-#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -19,9 +15,6 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "fl/checkpoint_file.h"
-#include "fl/federation_driver.h"
-#include "fl/simulator.h"
 #include "fl/tensor_codec.h"
 #include "fl/typed_state.h"
 #include "graph/io/npz_writer.h"
@@ -58,49 +51,20 @@ absl::Status AddServerState(int round, const GcflPlusServerState& state, Federat
   return absl::OkStatus();
 }
 
-// Runs the traced federation again with a checkpoint after every round and adds each round's
-// server state.
-absl::Status AddServerStates(FederationTrace& trace) {
-  fl::FederationOptions o = trace.options;
-  char scratch[] = "/tmp/fgl_gcfl_plus_trace_XXXXXX";
-  if (mkdtemp(scratch) == nullptr) return absl::InternalError("cannot make a scratch directory under /tmp");
-  o.checkpoint_dir = scratch;
-  o.checkpoint_every = 1;
-  absl::Status failed;
-  fl::DriverHooks hooks;
-  hooks.after_checkpoint = [&](int round) {
-    if (!failed.ok()) return;
-    absl::StatusOr<std::unique_ptr<fl::CheckpointReader>> reader =
-        fl::CheckpointReader::Open(absl::StrCat(scratch, "/checkpoint.pb"));
-    if (!reader.ok()) {
-      failed = reader.status();
-      return;
-    }
-    absl::StatusOr<GcflPlusServerState> state =
-        fl::UnpackState<GcflPlusServerState>((*reader)->header().server(), "gcfl_plus trace");
-    failed = state.ok() ? AddServerState(round, *state, &trace) : state.status();
-  };
-  absl::StatusOr<fl::FederationResult> result = fl::RunFederation(o, hooks);
-  std::filesystem::remove_all(scratch);
-  FGL_RETURN_IF_ERROR(result.status());
-  FGL_RETURN_IF_ERROR(failed);
-  if (result->test_acc != trace.result.test_acc || result->rounds.size() != trace.result.rounds.size()) {
-    return absl::InternalError(absl::StrCat("the second run ended with test accuracy ", result->test_acc,
-                                            " after ", result->rounds.size(), " rounds, the traced one with ",
-                                            trace.result.test_acc, " after ", trace.result.rounds.size()));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Trace() {
   if (absl::GetFlag(FLAGS_out).empty()) return absl::InvalidArgumentError("--out is required");
-  FGL_ASSIGN_OR_RETURN(FederationTrace trace,
-                       testing::TraceFederation(absl::GetFlag(FLAGS_spec), absl::GetFlag(FLAGS_seed)));
-  if (trace.options.spec.method() != "gcfl_plus") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gcfl_plus_trace traces gcfl_plus, not ", trace.options.spec.method()));
-  }
-  FGL_RETURN_IF_ERROR(AddServerStates(trace));
+  auto add_server_state = [](int round, const fl::proto::Message& state, FederationTrace* trace) -> absl::Status {
+    if (trace->options.spec.method() != "gcfl_plus") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gcfl_plus_trace traces gcfl_plus, not ", trace->options.spec.method()));
+    }
+    FGL_ASSIGN_OR_RETURN(const GcflPlusServerState typed,
+                         fl::UnpackState<GcflPlusServerState>(state, "gcfl_plus trace"));
+    return AddServerState(round, typed, trace);
+  };
+  FGL_ASSIGN_OR_RETURN(FederationTrace trace, testing::TraceFederation(absl::GetFlag(FLAGS_spec),
+                                                                       absl::GetFlag(FLAGS_seed), nullptr,
+                                                                       add_server_state));
   FGL_RETURN_IF_ERROR(trace.Write(absl::GetFlag(FLAGS_out)));
   std::cout << "gcfl_plus trace: " << trace.members.size() << " arrays, " << trace.result.rounds.size()
             << " rounds, final test " << trace.result.test_acc << " -> " << absl::GetFlag(FLAGS_out) << "\n";

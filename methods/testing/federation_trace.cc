@@ -167,7 +167,8 @@ void AddViewDraws(const std::string& stream, const std::vector<ViewRates>& per_e
 }
 
 absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, uint64_t seed,
-                                                const ClientStateHook& on_client_state) {
+                                                const ClientStateHook& on_client_state,
+                                                const ServerStateHook& on_server_state) {
   FederationTrace trace;
   fl::FederationOptions o;
   if (!google::protobuf::TextFormat::ParseFromString(spec_text, &o.spec)) {
@@ -252,6 +253,7 @@ absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, ui
       return;
     }
     failed = trace.AddMessage(absl::StrCat("state", round, "/server"), (*reader)->header().server());
+    if (failed.ok() && on_server_state) failed = on_server_state(round, (*reader)->header().server(), &trace);
     for (int k = 0; failed.ok() && !(*reader)->AtEnd(); ++k) {
       absl::StatusOr<fl::proto::Message> client = (*reader)->NextClientState();
       failed = client.ok() ? trace.AddMessage(absl::StrCat("state", round, "/client", k), *client) : client.status();

@@ -68,10 +68,14 @@ void AddViewDraws(const std::string& stream, const std::vector<ViewRates>& per_e
 // `shards` then stays empty).
 // `on_client_state`, when given, sees every client's state after every round (state<r>/client<k>,
 // already traced) and may add members derived from it (AdaFGL's scored prediction).
+// `on_server_state` likewise sees the server's state after every round (state<r>/server; a typed
+// state such as GCFL+'s is the method's to unpack).
 using ClientStateHook =
     std::function<absl::Status(int round, int client, const fl::proto::Message& state, FederationTrace* trace)>;
+using ServerStateHook = std::function<absl::Status(int round, const fl::proto::Message& state, FederationTrace* trace)>;
 absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, uint64_t seed,
-                                                const ClientStateHook& on_client_state = nullptr);
+                                                const ClientStateHook& on_client_state = nullptr,
+                                                const ServerStateHook& on_server_state = nullptr);
 
 }  // namespace fgl::methods::testing
 
