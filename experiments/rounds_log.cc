@@ -8,7 +8,6 @@
 #include "absl/strings/str_split.h"
 #include "fl/proto/federation.pb.h"
 #include "fl/proto_json.h"
-#include "fl/round_records.h"
 #include "glog/logging.h"
 
 namespace fgl::experiments {
@@ -72,16 +71,16 @@ void RoundsLog::Splice(int from) {
   file_ = std::move(*file);
 }
 
-void RoundsLog::Add(const fl::RoundRecord& record) {
+void RoundsLog::Add(const fl::proto::RoundRecord& record) {
   if (first_round_ == 0) {
-    first_round_ = record.round;
-    if (resuming_ && !path_.empty()) Splice(record.round);
+    first_round_ = record.round();
+    if (resuming_ && !path_.empty()) Splice(record.round());
   }
   if (path_.empty() || !error_.ok() || file_ == nullptr) return;
-  Fail(file_->Append(absl::StrCat(fl::ToJsonLine(fl::RoundRecordToProto(record, /*with_clients=*/true)), "\n")));
+  Fail(file_->Append(absl::StrCat(fl::ToJsonLine(record), "\n")));
 }
 
-absl::Status RoundsLog::Finish(const std::vector<fl::RoundRecord>& rounds) {
+absl::Status RoundsLog::Finish(const google::protobuf::RepeatedPtrField<fl::proto::RoundRecord>& rounds) {
   if (path_.empty()) return absl::OkStatus();
   const int total = static_cast<int>(rounds.size());
   // Resumed after the last round (nothing left but its scoring, or nothing at all): every round
@@ -98,7 +97,9 @@ absl::Status RoundsLog::Finish(const std::vector<fl::RoundRecord>& rounds) {
   // detail for those rounds), then this process's lines.
   std::vector<std::string> lines(earlier_.begin(), earlier_.begin() + kept_);
   for (int i = kept_; i < from - 1 && i < total; ++i) {
-    lines.push_back(fl::ToJsonLine(fl::RoundRecordToProto(rounds[i], /*with_clients=*/false)));
+    fl::proto::RoundRecord without_clients = rounds[i];  // as the checkpoint kept it
+    without_clients.clear_clients();
+    lines.push_back(fl::ToJsonLine(without_clients));
   }
   absl::StatusOr<std::string> appended = graph::io::ReadFileBytes(path_);
   if (!appended.ok()) return appended.status();

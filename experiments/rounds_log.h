@@ -30,12 +30,12 @@ class RoundsLog {
 
   // One round of this process (the federation's round callback, which cannot fail): the first
   // error is logged at once and kept for Finish; nothing more is written after it.
-  void Add(const fl::RoundRecord& record);
+  void Add(const fl::proto::RoundRecord& record);
 
   // After the run: `rounds` are the result's records of every round. Splices in the rounds an
   // earlier process did not leave, closes the file (fsync) and returns the first error of any
   // write, naming the path.
-  absl::Status Finish(const std::vector<fl::RoundRecord>& rounds);
+  absl::Status Finish(const google::protobuf::RepeatedPtrField<fl::proto::RoundRecord>& rounds);
 
   // The first round this process ran (0 before any); for the resumed run's log line.
   int first_round() const { return first_round_; }

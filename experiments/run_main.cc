@@ -37,7 +37,6 @@
 #include "fl/phase_profile.h"
 #include "fl/proto/checkpoint.pb.h"
 #include "fl/proto_json.h"
-#include "fl/round_records.h"
 #include "fl/simulator.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
@@ -181,34 +180,34 @@ absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, cons
   const std::string peak_path = o.checkpoint_dir.empty() ? "" : PeakFilePath(o.checkpoint_dir);
   const int64_t earlier_peak = resuming ? ReadPeakFile(peak_path) : 0;
   const int rounds = o.spec.rounds();
-  absl::StatusOr<fl::FederationResult> r = fl::RunFederation(o, [&](const fl::RoundRecord& rec) {
+  absl::StatusOr<fl::proto::FederationResult> r = fl::RunFederation(o, [&](const fl::proto::RoundRecord& rec) {
     rounds_log->Add(rec);
     if (!peak_path.empty()) WritePeakFile(peak_path, std::max(earlier_peak, PeakResidentBytes()));
     if (terminal) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const int done = rec.round - rounds_log->first_round() + 1;
-      std::cerr << absl::StrFormat("\rround %d/%d  val %.2f  test %.2f  ETA %.0fs   ", rec.round, rounds,
-                                   rec.val_acc, rec.test_acc, elapsed / done * (rounds - rec.round))
-                << (rec.round == rounds ? "\n" : "") << std::flush;
+      const int done = rec.round() - rounds_log->first_round() + 1;
+      std::cerr << absl::StrFormat("\rround %d/%d  val %.2f  test %.2f  ETA %.0fs   ", rec.round(), rounds,
+                                   rec.val_acc(), rec.test_acc(), elapsed / done * (rounds - rec.round()))
+                << (rec.round() == rounds ? "\n" : "") << std::flush;
     }
   });
   if (!r.ok()) return r.status();
-  FGL_RETURN_IF_ERROR(rounds_log->Finish(r->rounds));
+  FGL_RETURN_IF_ERROR(rounds_log->Finish(r->rounds()));
   if (resuming) {
-    const int from = rounds_log->first_round() > 0 ? rounds_log->first_round() : static_cast<int>(r->rounds.size()) + 1;
-    LOG(INFO) << "resumed at round " << from << "; the earlier processes' rounds took " << r->resumed_s << " s";
+    const int from = rounds_log->first_round() > 0 ? rounds_log->first_round() : r->rounds_size() + 1;
+    LOG(INFO) << "resumed at round " << from << "; the earlier processes' rounds took " << r->resumed_s() << " s";
   }
   const nn::LargeTensorCacheStats cache = nn::GetLargeTensorCacheStats();
   LOG(INFO) << "large tensor blocks this run: " << cache.hits - cache_at_start.hits << " reused, "
             << cache.misses - cache_at_start.misses << " fresh, " << cache.dropped - cache_at_start.dropped
             << " given back over the cap; " << (cache.cached_bytes >> 20) << " MB held at the end";
-  fl::proto::RunResult result = fl::RunResultToProto(o, *r);
+  const fl::proto::RunResult& result = r->result();
   fl::ScopedPhase output("output");
   if (!out.empty()) {
     FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(out + "/result.json", fl::ToJsonLine(result) + "\n"));
     // The final global model as broadcast: a transport run (//fl:server) must match it bit for bit.
-    if (!r->final_global.empty()) {
-      FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(out + "/final_model.pb", r->final_global));
+    if (!r->final_global().empty()) {
+      FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(out + "/final_model.pb", r->final_global()));
     }
   }
   return result;

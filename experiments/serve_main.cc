@@ -16,7 +16,6 @@
 #include "experiments/transport_flags.h"
 #include "fl/catch_exceptions.h"
 #include "fl/proto_json.h"
-#include "fl/round_records.h"
 #include "fl/transport/server.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
@@ -60,10 +59,8 @@ namespace fgl::experiments {
 namespace {
 
 using fl::FederationOptions;
-using fl::FederationResult;
-using fl::RoundRecord;
-using fl::RoundRecordToProto;
-using fl::RunResultToProto;
+using fl::proto::FederationResult;
+using fl::proto::RoundRecord;
 using fl::ToJsonLine;
 using fl::transport::FederationServer;
 using fl::transport::IsLoopback;
@@ -118,10 +115,10 @@ absl::Status Main() {
   const bool resuming = opt.resume && !opt.checkpoint_dir.empty() && graph::io::FileExists(opt.checkpoint_dir + "/checkpoint.pb");
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<RoundsLog> rounds,
                        RoundsLog::Open(out.empty() ? "" : out + "/rounds.jsonl", resuming));
-  FGL_ASSIGN_OR_RETURN(FederationResult r, server->Run([&](const RoundRecord& rec) { rounds->Add(rec); }));
-  FGL_RETURN_IF_ERROR(rounds->Finish(r.rounds));
+  FGL_ASSIGN_OR_RETURN(proto::FederationResult r, server->Run([&](const proto::RoundRecord& rec) { rounds->Add(rec); }));
+  FGL_RETURN_IF_ERROR(rounds->Finish(r.rounds()));
   const TransportStats t = server->stats();
-  proto::RunResult result = RunResultToProto(run, r);
+  proto::RunResult& result = *r.mutable_result();
   proto::TransportStats& w = *result.mutable_transport();
   w.set_payload_up(t.payload_up);
   w.set_payload_down(t.payload_down);
@@ -135,8 +132,8 @@ absl::Status Main() {
   const std::string json = ToJsonLine(result);
   if (!out.empty()) {
     FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(out + "/result.json", json + "\n"));
-    if (!r.final_global.empty()) {
-      FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(out + "/final_model.pb", r.final_global));
+    if (!r.final_global().empty()) {
+      FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(out + "/final_model.pb", r.final_global()));
     }
   }
   std::cout << json << std::endl;

@@ -68,25 +68,30 @@ RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalC
           global_weight == 0 ? std::numeric_limits<double>::quiet_NaN() : 100.0 * global / global_weight};
 }
 
-void SelectReportedRound(const EvalProtocol& eval, FederationResult& result) {
-  const RoundRecord* pick = &result.rounds.back();
+void SelectReportedRound(const EvalProtocol& eval, proto::FederationResult& result) {
+  const proto::RoundRecord* pick = &result.rounds(result.rounds_size() - 1);
   if (eval.round != EvalProtocol::Round::kLast) {
     const bool by_val = eval.round == EvalProtocol::Round::kBestVal;
-    pick = &result.rounds.front();
-    for (const RoundRecord& rec : result.rounds) {
-      if ((by_val ? rec.val_acc : rec.test_acc) > (by_val ? pick->val_acc : pick->test_acc)) pick = &rec;
+    pick = &result.rounds(0);
+    for (const proto::RoundRecord& rec : result.rounds()) {
+      if ((by_val ? rec.val_acc() : rec.test_acc()) > (by_val ? pick->val_acc() : pick->test_acc())) pick = &rec;
     }
   }
-  result.reported_round = pick->round;
-  result.test_acc = pick->test_acc;
-  result.client_mean_test_acc = pick->client_mean_test_acc;
-  result.val_acc = pick->val_acc;
-  result.global_test_acc = pick->global_test_acc;
+  proto::RunResult& r = *result.mutable_result();
+  r.set_best_round(pick->round());
+  r.set_test_acc(pick->test_acc());
+  r.set_client_mean_test_acc(pick->client_mean_test_acc());
+  r.set_val_acc(pick->val_acc());
+  r.clear_global_test_acc();
+  if (!pick->has_global_test_acc()) return;
+  // FedEgo maximises the two tests independently: the global test's best round, not the local's.
+  double global = pick->global_test_acc();
   if (eval.round == EvalProtocol::Round::kBestTest) {
-    for (const RoundRecord& rec : result.rounds) {
-      if (rec.global_test_acc > result.global_test_acc) result.global_test_acc = rec.global_test_acc;
+    for (const proto::RoundRecord& rec : result.rounds()) {
+      if (rec.has_global_test_acc() && rec.global_test_acc() > global) global = rec.global_test_acc();
     }
   }
+  r.set_global_test_acc(global);
 }
 
 }  // namespace fgl::fl

@@ -27,8 +27,8 @@ struct RoundAccuracy {
 RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalCounts>& counts,
                                const std::vector<int64_t>& sizes);
 // Picks the reported round per the protocol (ties go to the earliest) and fills the result's
-// reported_round, test_acc and val_acc. `result.rounds` must not be empty.
-void SelectReportedRound(const EvalProtocol& eval, FederationResult& result);
+// best_round and its accuracies. `result.rounds` must not be empty.
+void SelectReportedRound(const EvalProtocol& eval, proto::FederationResult& result);
 
 }  // namespace fgl::fl
 

@@ -1,12 +1,10 @@
-// The options and results of one federation run, shared by the simulator and the gRPC transport.
+// The options of one federation run, shared by the simulator and the gRPC transport; what a run
+// returns is the proto fl.proto.FederationResult (fl/proto/federation.proto).
 #ifndef FGL_FL_FEDERATION_H_
 #define FGL_FL_FEDERATION_H_
 
 #include <cstdint>
-#include <limits>
-#include <map>
 #include <string>
-#include <vector>
 
 #include "fl/proto/federation.pb.h"
 
@@ -60,67 +58,6 @@ struct FederationOptions {
   EvalProtocol eval() const;
   // Every option that affects results except `rounds` (a resumed run may run longer).
   std::string Fingerprint() const;
-};
-
-// One client's view of one round.
-struct ClientRecord {
-  int id = 0;
-  bool participated = false;
-  double train_loss = std::numeric_limits<double>::quiet_NaN();  // as the client reported it
-  double val_acc = 0, test_acc = 0;  // percent, of the protocol's model on this client
-  int64_t bytes_up = 0, bytes_down = 0;
-  double seconds = 0;  // local training
-  // What the client reported about itself after training (ClientAlgorithm::Reports).
-  std::map<std::string, double> reports;
-};
-
-struct RoundRecord {
-  int round = 0;
-  double val_acc = 0, test_acc = 0;  // percent, weighted per the protocol
-  // The plain mean of the clients' test accuracies (clients with test nodes), logged beside a
-  // node-weighted protocol's number (FedGKC §A.3).
-  double client_mean_test_acc = 0;
-  // On the shared global test graph (ClientData::global_test), weighted like test_acc; NaN when
-  // the partition has none.
-  double global_test_acc = std::numeric_limits<double>::quiet_NaN();
-  int participants = 0, failed_clients = 0;
-  int64_t bytes_up = 0, bytes_down = 0;  // this round
-  // The uploaded tensors' raw bytes by group (fl::AddTensorBytesByGroup), this round.
-  std::map<std::string, int64_t> tensor_bytes_up;
-  double seconds = 0;
-  // The server's training loss, for methods that compute it centrally (nFedGNN); NaN otherwise.
-  double train_loss = std::numeric_limits<double>::quiet_NaN();
-  // The unweighted mean over clients of their mean local-test loss (EvalCounts::test_loss_sum);
-  // NaN when no client has test nodes.
-  double test_loss = std::numeric_limits<double>::quiet_NaN();
-  std::vector<ClientRecord> clients;  // every client, in id order (not kept in checkpoints)
-};
-
-struct FederationResult {
-  std::vector<RoundRecord> rounds;  // 1..rounds, or 1..stopped_round
-  int stopped_round = 0;  // the last round when EvalProtocol's early stop ended the run; 0: it did not
-  int reported_round = 0;
-  double test_acc = 0, val_acc = 0;  // at the reported round
-  double client_mean_test_acc = 0;   // at the reported round (RoundRecord's)
-  // The global test's accuracy (NaN without one): the maximum over rounds when the protocol
-  // picks the best test round (FedEgo maximises the two tests independently), else at the
-  // reported round.
-  double global_test_acc = std::numeric_limits<double>::quiet_NaN();
-  int64_t bytes_up = 0, bytes_down = 0;
-  int64_t preparation_bytes_up = 0;  // the one-off uploads before round 1
-  std::map<std::string, int64_t> tensor_bytes_up;  // over the rounds, by group (not preparation)
-  // The last round's client reports (ClientRecord::reports): per name, one value per client in
-  // id order, NaN for a client that did not report it.
-  std::map<std::string, std::vector<double>> final_client_reports;
-  double wall_s = 0, train_s = 0;  // whole run; rounds only (no loading/partitioning)
-  // A resumed run: the rounds seconds of its earlier processes, included in train_s (the runners
-  // add them to wall_s; those processes' loading is not counted).
-  double resumed_s = 0;
-  std::string protocol;            // EvalProtocol::Card() plus split and partition description
-  std::vector<int64_t> client_sizes;
-  // The server's model after the last round as it broadcasts it, serialised (global evaluation
-  // only): what a transport run must reproduce bit for bit.
-  std::string final_global;
 };
 
 }  // namespace fgl::fl

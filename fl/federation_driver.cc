@@ -36,21 +36,13 @@ constexpr uint32_t kCheckpointVersion = 3;
 
 // A round that is aggregated but not yet scored.
 struct PendingEval {
-  RoundRecord rec;
+  proto::RoundRecord rec;
   SharedMessage global;  // the model to score (global evaluation); empty: each client's own
   Clock::time_point start;
   std::vector<EvalCounts> counts;  // of the clients scored so far
   std::vector<int64_t> sizes;
   std::vector<SharedMessage> personal;  // per client instead of `global`, from a personalised server
 };
-
-RoundRecord EmptyRecord(int round, int num_clients) {
-  RoundRecord rec;
-  rec.round = round;
-  rec.clients.resize(num_clients);
-  for (int k = 0; k < num_clients; ++k) rec.clients[k].id = k;
-  return rec;
-}
 
 bool Unreachable(const absl::Status& s) { return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s); }
 
@@ -68,15 +60,21 @@ double MeanTestLoss(const std::vector<EvalCounts>& counts) {
 
 // EvalProtocol's early stop after the last of `rounds` (FedEgo's code): past `early_stop_after`,
 // its test loss exceeds early_stop_ratio × the minimum over all of them.
-bool EarlyStopAfter(const EvalProtocol& eval, const std::vector<RoundRecord>& rounds) {
+bool EarlyStopAfter(const EvalProtocol& eval, const google::protobuf::RepeatedPtrField<proto::RoundRecord>& rounds) {
   if (eval.early_stop_ratio <= 0 || rounds.empty()) return false;
-  const RoundRecord& last = rounds.back();
-  if (last.round <= eval.early_stop_after || !std::isfinite(last.test_loss)) return false;
+  const proto::RoundRecord& last = rounds[rounds.size() - 1];
+  if (last.round() <= eval.early_stop_after || !last.has_test_loss()) return false;
   double min_loss = std::numeric_limits<double>::infinity();
-  for (const RoundRecord& r : rounds) {
-    if (std::isfinite(r.test_loss)) min_loss = std::min(min_loss, r.test_loss);
+  for (const proto::RoundRecord& r : rounds) {
+    if (r.has_test_loss()) min_loss = std::min(min_loss, r.test_loss());
   }
-  return last.test_loss > eval.early_stop_ratio * min_loss;
+  return last.test_loss() > eval.early_stop_ratio * min_loss;
+}
+
+// A finished round as a checkpoint keeps it: without the per-client detail (the reports stay).
+proto::RoundRecord WithoutClients(proto::RoundRecord rec) {
+  rec.clear_clients();
+  return rec;
 }
 
 }  // namespace
@@ -136,7 +134,7 @@ constexpr char kBroadcastPhase[] = "rounds/server broadcast";
 constexpr char kAggregatePhase[] = "rounds/server aggregate";
 
 // The run; `stage` names what it is doing, for an exception's error.
-absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorithm& server, ClientChannel& channel,
+absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, ServerAlgorithm& server, ClientChannel& channel,
                                        const DriverHooks& hooks, std::string* stage) {
   *stage = "resuming";
   const Clock::time_point train_start = Clock::now();
@@ -147,7 +145,9 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
   const bool global_eval =
       eval.model == EvalProtocol::Model::kGlobal || eval.model == EvalProtocol::Model::kPersonalized;
   const bool personal_eval = eval.model == EvalProtocol::Model::kPersonalized && server.PersonalisedBroadcast();
-  FederationResult result;
+  proto::FederationResult result;
+  proto::RunResult& totals = *result.mutable_result();
+  int stopped_round = 0;  // the round after which EvalProtocol's early stop ended the run; 0: none
   std::vector<int64_t> sizes(n, 0);  // learnt from the evaluations
   std::optional<PendingEval> pending;
   int first_round = 1;
@@ -174,30 +174,25 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     FGL_RETURN_IF_ERROR(server.RestoreState(ckpt.server()));
     FGL_RETURN_IF_ERROR(channel.RestoreClients(*file));
     for (const proto::RoundRecord& p : ckpt.records()) {
-      result.rounds.push_back(RoundRecordFromProto(p));
-      result.bytes_up += p.bytes_up();
-      result.bytes_down += p.bytes_down();
-      for (const auto& [group, bytes] : p.tensor_bytes_up()) result.tensor_bytes_up[group] += bytes;
+      *result.add_rounds() = p;
+      AddRoundTraffic(p, totals);
     }
-    RoundRecord rec = RoundRecordFromProto(ckpt.pending_record());
-    if (static_cast<int>(rec.clients.size()) != n) rec = [&] {
-      RoundRecord full = EmptyRecord(rec.round, n);
-      full.participants = rec.participants;
-      full.failed_clients = rec.failed_clients;
-      full.bytes_up = rec.bytes_up;
-      full.bytes_down = rec.bytes_down;
-      full.tensor_bytes_up = rec.tensor_bytes_up;
-      return full;
-    }();
-    ApplyClientReports(ckpt.pending_record(), rec);
+    proto::RoundRecord rec = ckpt.pending_record();
+    if (rec.clients_size() != n) {  // a checkpoint of an older build: the clients' detail is lost
+      rec.clear_clients();
+      for (int k = 0; k < n; ++k) rec.add_clients()->set_id(k);
+      for (auto& [name, values] : *rec.mutable_client_reports()) {
+        values.mutable_values()->Resize(n, std::numeric_limits<double>::quiet_NaN());
+      }
+    }
     // Round `round` already trained for pending_round_s in the process that wrote the checkpoint.
     const auto pending_since = Clock::now() - std::chrono::duration_cast<Clock::duration>(
                                                   std::chrono::duration<double>(std::max(0.0, ckpt.pending_round_s())));
     pending = PendingEval{std::move(rec),
                           global_eval && !personal_eval ? SharedMessage::Of(ckpt.pending_global()) : SharedMessage(),
                           pending_since};
-    result.resumed_s = std::max(0.0, ckpt.rounds_s());
-    result.preparation_bytes_up = ckpt.preparation_bytes_up();
+    result.set_resumed_s(std::max(0.0, ckpt.rounds_s()));
+    totals.set_preparation_bytes_up(ckpt.preparation_bytes_up());
     if (personal_eval) {
       if (ckpt.pending_personal_size() != n) {
         return absl::DataLossError(absl::StrCat(ckpt_path, ": ", ckpt.pending_personal_size(),
@@ -218,7 +213,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     channel.Exchange(tasks, [&](int k, ClientAnswer& a) {
       absl::Status s = a.status;
       if (s.ok() && a.reply) {
-        result.preparation_bytes_up += a.bytes_up;
+        totals.set_preparation_bytes_up(totals.preparation_bytes_up() + a.bytes_up);
         s = server.AcceptPreparation(*a.reply);
       }
       if (!s.ok()) {
@@ -235,7 +230,7 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     if (!pending) return;
     for (int k : channel.Reachable()) {
       ClientTask& t = tasks[k];  // a client with no training this round gets an evaluation only
-      t.eval_round = pending->rec.round;
+      t.eval_round = pending->rec.round();
       t.eval_model = pending->personal.empty() ? pending->global : pending->personal[k];
     }
   };
@@ -253,12 +248,12 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
         s = absl::InvalidArgumentError("evaluation counts inconsistent");
       }
     }
-    RoundRecord& rec = pending->rec;
+    proto::RoundRecord& rec = pending->rec;
     if (!s.ok()) {
       if (!Unreachable(s)) {
-        return absl::Status(s.code(), absl::StrCat("round ", rec.round, ": client ", k, " evaluation: ", s.message()));
+        return absl::Status(s.code(), absl::StrCat("round ", rec.round(), ": client ", k, " evaluation: ", s.message()));
       }
-      LOG(WARNING) << "round " << rec.round << ": client " << k << " not evaluated: " << s;
+      LOG(WARNING) << "round " << rec.round() << ": client " << k << " not evaluated: " << s;
       return absl::OkStatus();
     }
     const EvalCounts& c = **a.eval;
@@ -266,49 +261,40 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     pending->counts.push_back(c);
     pending->sizes.push_back(c.num_nodes);
     const RoundAccuracy acc = WeightedAccuracy(eval, {c}, {1});
-    rec.clients[k].val_acc = acc.val;
-    rec.clients[k].test_acc = acc.test;
+    rec.mutable_clients(k)->set_val_acc(acc.val);
+    rec.mutable_clients(k)->set_test_acc(acc.test);
     // The evaluated round's reports: after its training's, overriding them.
-    for (const auto& [name, value] : a.eval_reports) rec.clients[k].reports[name] = value;
+    for (const auto& [name, value] : a.eval_reports) SetClientReport(rec, k, name, value);
     return absl::OkStatus();
   };
   // Completes the pending round's record.
   auto finish_evaluation = [&]() -> absl::Status {
     if (!pending) return absl::OkStatus();
-    RoundRecord& rec = pending->rec;
+    proto::RoundRecord& rec = pending->rec;
     if (pending->counts.empty()) {
-      return absl::UnavailableError(absl::StrCat("round ", rec.round, ": no client left to evaluate"));
+      return absl::UnavailableError(absl::StrCat("round ", rec.round(), ": no client left to evaluate"));
     }
     const RoundAccuracy acc = WeightedAccuracy(eval, pending->counts, pending->sizes);
-    rec.val_acc = acc.val;
-    rec.test_acc = acc.test;
-    rec.global_test_acc = acc.global;
+    rec.set_val_acc(acc.val);
+    rec.set_test_acc(acc.test);
+    if (std::isfinite(acc.global)) rec.set_global_test_acc(acc.global);
     EvalProtocol unweighted = eval;
     unweighted.node_weighted = false;
-    rec.client_mean_test_acc = WeightedAccuracy(unweighted, pending->counts, pending->sizes).test;
-    rec.test_loss = MeanTestLoss(pending->counts);
-    if (rec.seconds == 0) rec.seconds = Seconds(pending->start);
-    result.bytes_up += rec.bytes_up;
-    result.bytes_down += rec.bytes_down;
-    for (const auto& [group, bytes] : rec.tensor_bytes_up) result.tensor_bytes_up[group] += bytes;
-    result.rounds.push_back(rec);
-    if (rec.round < o.spec.rounds() && EarlyStopAfter(eval, result.rounds)) result.stopped_round = rec.round;
-    const bool last = rec.round == o.spec.rounds() || result.stopped_round == rec.round;
-    if (last && pending->global.bytes) result.final_global = *pending->global.bytes;
-    if (last) {
-      for (const ClientRecord& c : rec.clients) {
-        for (const auto& [name, value] : c.reports) {
-          std::vector<double>& values = result.final_client_reports[name];
-          values.resize(rec.clients.size(), std::numeric_limits<double>::quiet_NaN());
-          values[c.id] = value;
-        }
-      }
-    }
-    VLOG(1) << "round " << rec.round << ": " << rec.participants << " participants, " << rec.failed_clients
-            << " left out, " << pending->counts.size() << " evaluated, val " << rec.val_acc << " test "
-            << rec.test_acc << " (" << rec.seconds << " s)";
+    rec.set_client_mean_test_acc(WeightedAccuracy(unweighted, pending->counts, pending->sizes).test);
+    if (const double loss = MeanTestLoss(pending->counts); std::isfinite(loss)) rec.set_test_loss(loss);
+    if (rec.seconds() == 0) rec.set_seconds(Seconds(pending->start));
+    AddRoundTraffic(rec, totals);
+    *result.add_rounds() = std::move(rec);
+    const proto::RoundRecord& done = result.rounds(result.rounds_size() - 1);
+    if (done.round() < o.spec.rounds() && EarlyStopAfter(eval, result.rounds())) stopped_round = done.round();
+    const bool last = done.round() == o.spec.rounds() || stopped_round == done.round();
+    if (last && pending->global.bytes) result.set_final_global(*pending->global.bytes);
+    if (last) *totals.mutable_final_client_reports() = done.client_reports();
+    VLOG(1) << "round " << done.round() << ": " << done.participants() << " participants, " << done.failed_clients()
+            << " left out, " << pending->counts.size() << " evaluated, val " << done.val_acc() << " test "
+            << done.test_acc() << " (" << done.seconds() << " s)";
     pending.reset();
-    if (hooks.on_round) hooks.on_round(result.rounds.back());
+    if (hooks.on_round) hooks.on_round(done);
     return absl::OkStatus();
   };
 
@@ -317,8 +303,8 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     FGL_RETURN_IF_ERROR(channel.BeforeRound(r));
     const Clock::time_point round_start = Clock::now();
     // A round lasts from its tasks going out to the next round's (its evaluation rides along).
-    if (pending) pending->rec.seconds = Seconds(pending->start);
-    RoundRecord rec = EmptyRecord(r, n);
+    if (pending) pending->rec.set_seconds(Seconds(pending->start));
+    proto::RoundRecord rec = EmptyRoundRecord(r, n);
     const RoundInfo info = ServerRound(o, r);
     const std::vector<int> sampled = SampleClients(o, r, n);
     const int exchanges = server.ExchangesPerRound();
@@ -353,24 +339,24 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
         }
       }
       if (e == 0) attach_evaluation(tasks);  // the previous round's scoring rides on the first
-      RoundRecord counted = EmptyRecord(r, 0);  // this exchange's counts; the round's are set after the last
+      proto::RoundRecord counted = EmptyRoundRecord(r, 0);  // this exchange's counts; the round's are set after the last
       absl::Status failed;
       channel.Exchange(tasks, [&](int k, ClientAnswer& a) {
         if (!failed.ok()) return;
         const ClientTask& t = tasks.at(k);
         if (t.eval_round > 0) failed = take_evaluation(k, a);
         if (!failed.ok() || !is_sampled[k]) return;
-        ClientRecord& cr = rec.clients[k];
-        cr.seconds += a.seconds;
-        cr.bytes_down += a.bytes_down;
-        rec.bytes_down += a.bytes_down;
+        proto::ClientRoundRecord& cr = *rec.mutable_clients(k);
+        cr.set_seconds(cr.seconds() + a.seconds);
+        cr.set_bytes_down(cr.bytes_down() + a.bytes_down);
+        rec.set_bytes_down(rec.bytes_down() + a.bytes_down);
         absl::StatusOr<proto::Message> reply = absl::DataLossError("no reply");
         if (!a.status.ok()) {
           reply = a.status;
         } else if (a.reply) {
-          cr.bytes_up += a.bytes_up;
-          rec.bytes_up += a.bytes_up;
-          AddTensorBytesByGroup(*a.reply, &rec.tensor_bytes_up);
+          cr.set_bytes_up(cr.bytes_up() + a.bytes_up);
+          rec.set_bytes_up(rec.bytes_up() + a.bytes_up);
+          AddTensorBytesByGroup(*a.reply, rec.mutable_tensor_bytes_up());
           reply = std::move(*a.reply);
           a.reply.reset();  // aggregated: the message is not needed again
         }
@@ -379,27 +365,32 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
         accepted[k] += st.ok();
         if (!st.ok() && first_rejection.empty()) first_rejection = absl::StrCat("client ", k, ": ", st.ToString());
         if (st.ok()) {
-          for (const auto& [name, value] : a.reports) cr.reports[name] = value;
+          for (const auto& [name, value] : a.reports) SetClientReport(rec, k, name, value);
         }
         if (!st.ok() && o.strict) failed = st;
       });
       FGL_RETURN_IF_ERROR(failed);
       if (e == 0) FGL_RETURN_IF_ERROR(finish_evaluation());
       // Stopped after the previous round: this round's training is dropped, never scored.
-      if (result.stopped_round > 0) break;
+      if (stopped_round > 0) break;
       ScopedPhase phase(kAggregatePhase);
       FGL_RETURN_IF_ERROR(server.FinishRound(exchange_info));
     }
-    if (result.stopped_round > 0) {
-      LOG(INFO) << "early stop after round " << result.stopped_round;
+    if (stopped_round > 0) {
+      LOG(INFO) << "early stop after round " << stopped_round;
       break;
     }
     for (int k : sampled) {
-      rec.clients[k].participated = accepted[k] == exchanges;
-      ++(rec.clients[k].participated ? rec.participants : rec.failed_clients);
+      const bool participated = accepted[k] == exchanges;
+      rec.mutable_clients(k)->set_participated(participated);
+      if (participated) {
+        rec.set_participants(rec.participants() + 1);
+      } else {
+        rec.set_failed_clients(rec.failed_clients() + 1);
+      }
     }
-    if (rec.participants == 0 && rec.failed_clients > 0) {
-      LOG(WARNING) << "round " << r << ": no update accepted from any of the " << rec.failed_clients
+    if (rec.participants() == 0 && rec.failed_clients() > 0) {
+      LOG(WARNING) << "round " << r << ": no update accepted from any of the " << rec.failed_clients()
                    << " sampled clients; the server's model is unchanged (first: " << first_rejection << ")";
       if (no_update_cause.empty()) no_update_cause = absl::StrCat("round ", r, ", ", first_rejection);
     }
@@ -421,16 +412,16 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
     if (!ckpt_path.empty() && o.CheckpointDue(r, Seconds(last_checkpoint))) {
       ScopedPhase phase("rounds/checkpoint");
       proto::Checkpoint ckpt;
-      ckpt.set_rounds_s(result.resumed_s + Seconds(train_start) - checkpoint_s);
+      ckpt.set_rounds_s(result.resumed_s() + Seconds(train_start) - checkpoint_s);
       ckpt.set_pending_round_s(Seconds(pending->start));
       const Clock::time_point write_start = Clock::now();
       ckpt.set_version(kCheckpointVersion);
       ckpt.set_run_fingerprint(o.Fingerprint());
       ckpt.set_round(r);
-      for (const RoundRecord& done : result.rounds) *ckpt.add_records() = RoundRecordToProto(done);
+      for (const proto::RoundRecord& done : result.rounds()) *ckpt.add_records() = WithoutClients(done);
       ckpt.set_has_pending_eval(true);
-      ckpt.set_preparation_bytes_up(result.preparation_bytes_up);
-      *ckpt.mutable_pending_record() = RoundRecordToProto(pending->rec, /*with_clients=*/true);
+      ckpt.set_preparation_bytes_up(totals.preparation_bytes_up());
+      *ckpt.mutable_pending_record() = pending->rec;
       if (pending->global.message) *ckpt.mutable_pending_global() = *pending->global.message;
       for (const SharedMessage& m : pending->personal) *ckpt.add_pending_personal() = *m.message;
       FGL_ASSIGN_OR_RETURN(*ckpt.mutable_server(), server.SaveState());
@@ -459,26 +450,27 @@ absl::StatusOr<FederationResult> Drive(const FederationOptions& o, ServerAlgorit
   channel.Finish();
   // A run in which no client's update was ever taken trained nothing: it must not read as a result.
   const bool never_updated =
-      !result.rounds.empty() && std::all_of(result.rounds.begin(), result.rounds.end(), [](const RoundRecord& rec) {
-        return rec.participants == 0 && rec.failed_clients > 0;
+      !result.rounds().empty() &&
+      std::all_of(result.rounds().begin(), result.rounds().end(), [](const proto::RoundRecord& rec) {
+        return rec.participants() == 0 && rec.failed_clients() > 0;
       });
   if (never_updated) {
     return absl::FailedPreconditionError(
-        absl::StrCat("no client's update was accepted in any of the ", result.rounds.size(),
+        absl::StrCat("no client's update was accepted in any of the ", result.rounds_size(),
                      " rounds, so the model was never trained (first left out: ",
                      no_update_cause.empty() ? std::string("before a resume") : no_update_cause, ")"));
   }
-  if (!result.final_global.empty()) FGL_RETURN_IF_ERROR(CheckFiniteModel(result.final_global));
-  result.train_s = result.resumed_s + Seconds(train_start) - checkpoint_s;
-  result.client_sizes = sizes;
-  SelectReportedRound(eval, result);
-  FGL_ASSIGN_OR_RETURN(result.protocol, ProtocolCard(o));
+  if (!result.final_global().empty()) FGL_RETURN_IF_ERROR(CheckFiniteModel(result.final_global()));
+  totals.set_train_s(result.resumed_s() + Seconds(train_start) - checkpoint_s);
+  totals.mutable_client_sizes()->Add(sizes.begin(), sizes.end());
+  if (stopped_round > 0) totals.set_stopped_round(stopped_round);
+  FGL_RETURN_IF_ERROR(CompleteResult(o, result));
   return result;
 }
 
 }  // namespace
 
-absl::StatusOr<FederationResult> DriveFederation(const FederationOptions& o, ServerAlgorithm& server,
+absl::StatusOr<proto::FederationResult> DriveFederation(const FederationOptions& o, ServerAlgorithm& server,
                                                  ClientChannel& channel, const DriverHooks& hooks) {
   // `stage` is read when an exception is caught, so the error names what the run was doing.
   std::string stage;

@@ -14,8 +14,8 @@
 namespace fgl::fl {
 
 struct DriverHooks {
-  std::function<void(const RoundRecord&)> on_round;  // each round once it is scored
-  std::function<void(int round)> after_checkpoint;   // tests: a crash right after a checkpoint
+  std::function<void(const proto::RoundRecord&)> on_round;  // each round once it is scored
+  std::function<void(int round)> after_checkpoint;          // tests: a crash right after a checkpoint
   // Every task a client was handed and its answer, in the order the driver takes them (tests:
   // round-level traces of the exchanged messages, compared with a reference port).
   std::function<void(int client, const ClientTask& task, const ClientAnswer& answer)> on_exchange;
@@ -34,8 +34,8 @@ struct DriverHooks {
 // Checkpoints: o.checkpoint_dir/checkpoint.pb after every o.checkpoint_every rounds, holding the
 // server's state, the records, the pending evaluation and (in process) every client's state; with
 // o.resume a run continues from it.
-absl::StatusOr<FederationResult> DriveFederation(const FederationOptions& o, ServerAlgorithm& server,
-                                                 ClientChannel& channel, const DriverHooks& hooks = {});
+absl::StatusOr<proto::FederationResult> DriveFederation(const FederationOptions& o, ServerAlgorithm& server,
+                                                        ClientChannel& channel, const DriverHooks& hooks = {});
 
 }  // namespace fgl::fl
 

@@ -9,7 +9,6 @@
 #include "fl/evaluation.h"
 #include "fl/federated_data.h"
 #include "fl/federation_driver.h"
-#include "fl/round_records.h"
 #include "fl/run_setup.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
@@ -191,9 +190,9 @@ TEST(FederationDriverTest, EvaluationRidesOnTheNextRoundsTasks) {
   ScriptedChannel channel(2);
   channel.correct = {5, 8};
   std::vector<int> reported;
-  ASSERT_OK_AND_ASSIGN(FederationResult r,
-                       DriveFederation(DriverRun(3), server, channel, {[&](const RoundRecord& rec) {
-                                         reported.push_back(rec.round);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult r,
+                       DriveFederation(DriverRun(3), server, channel, {[&](const proto::RoundRecord& rec) {
+                                         reported.push_back(rec.round());
                                        }}));
   // Preparation, rounds 1-3, then the last round's evaluation on its own.
   ASSERT_EQ(channel.seen.size(), 5u);
@@ -212,10 +211,10 @@ TEST(FederationDriverTest, EvaluationRidesOnTheNextRoundsTasks) {
   EXPECT_EQ(channel.seen[4].at(0).eval_round, 3);
   EXPECT_EQ(reported, (std::vector<int>{1, 2, 3}));
   // Node-weighted: (10 * 50% + 20 * 80%) / 30.
-  ASSERT_EQ(r.rounds.size(), 3u);
-  EXPECT_DOUBLE_EQ(r.rounds[0].test_acc, 100.0 * (10 * 0.5 + 20 * 0.8) / 30);
-  EXPECT_EQ(r.rounds[0].participants, 2);
-  EXPECT_EQ(r.client_sizes, (std::vector<int64_t>{10, 20}));
+  ASSERT_EQ(r.rounds_size(), 3);
+  EXPECT_DOUBLE_EQ(r.rounds(0).test_acc(), 100.0 * (10 * 0.5 + 20 * 0.8) / 30);
+  EXPECT_EQ(r.rounds(0).participants(), 2);
+  EXPECT_THAT(r.result().client_sizes(), ::testing::ElementsAre(10, 20));
 }
 
 // FedEgo's code's rule: past round `after_round`, stop at the first round whose clients' mean test
@@ -228,31 +227,30 @@ TEST(FederationDriverTest, EarlyStopEndsTheRunAtTheFirstRoundPastTheLossBound) {
   ScriptedChannel channel(2);
   // Round 3 is 1.5 × the minimum but not past round 3; round 5 is 1.31 × it.
   channel.loss = {2.0, 1.0, 1.5, 1.2, 1.31, 0.5, 0.5, 0.5, 0.5, 0.5};
-  ASSERT_OK_AND_ASSIGN(FederationResult r, DriveFederation(o, server, channel));
-  ASSERT_EQ(r.rounds.size(), 5u);
-  EXPECT_EQ(r.stopped_round, 5);
-  EXPECT_DOUBLE_EQ(r.rounds[4].test_loss, 1.31 * 1.5);  // the mean of 1.31 and 2.62
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, DriveFederation(o, server, channel));
+  ASSERT_EQ(r.rounds_size(), 5);
+  ASSERT_TRUE(r.result().has_stopped_round());
+  EXPECT_EQ(r.result().stopped_round(), 5);
+  EXPECT_DOUBLE_EQ(r.rounds(4).test_loss(), 1.31 * 1.5);  // the mean of 1.31 and 2.62
   // Preparation, rounds 1-6 (round 6 carried round 5's evaluation), no evaluation of round 6.
   ASSERT_EQ(channel.seen.size(), 7u);
   EXPECT_EQ(channel.seen.back().at(0).round, 6);
   EXPECT_EQ(channel.seen.back().at(0).eval_round, 5);
-  EXPECT_EQ(RunResultToProto(o, r).stopped_round(), 5);
 
   // A bound that is never crossed runs every round; so does a run without the rule.
   o.spec.mutable_eval()->mutable_early_stop()->set_loss_ratio(2.5);
   CountingServer server2;
   ScriptedChannel channel2(2);
   channel2.loss = channel.loss;
-  ASSERT_OK_AND_ASSIGN(FederationResult full, DriveFederation(o, server2, channel2));
-  EXPECT_EQ(full.rounds.size(), 10u);
-  EXPECT_EQ(full.stopped_round, 0);
-  EXPECT_FALSE(RunResultToProto(o, full).has_stopped_round());
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult full, DriveFederation(o, server2, channel2));
+  EXPECT_EQ(full.rounds_size(), 10);
+  EXPECT_FALSE(full.result().has_stopped_round());
   o.spec.mutable_eval()->clear_early_stop();
   CountingServer server3;
   ScriptedChannel channel3(2);
   channel3.loss = channel.loss;
-  ASSERT_OK_AND_ASSIGN(FederationResult without, DriveFederation(o, server3, channel3));
-  EXPECT_EQ(without.rounds.size(), 10u);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult without, DriveFederation(o, server3, channel3));
+  EXPECT_EQ(without.rounds_size(), 10);
 
   FederationOptions bad = testing::SmallFederation("testing_majority");
   bad.spec.mutable_eval()->mutable_early_stop()->set_loss_ratio(1.0);
@@ -293,11 +291,11 @@ TEST(FederationDriverTest, UnreachableClientsAreLeftOutAndFailuresAreErrors) {
   ScriptedChannel channel(2);
   channel.correct = {5, 8};
   channel.unreachable = {1};
-  ASSERT_OK_AND_ASSIGN(FederationResult r, DriveFederation(DriverRun(2), server, channel));
-  for (const RoundRecord& rec : r.rounds) {
-    EXPECT_EQ(rec.participants, 1);
-    EXPECT_EQ(rec.failed_clients, 1);
-    EXPECT_DOUBLE_EQ(rec.test_acc, 50.0);  // client 0 alone
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, DriveFederation(DriverRun(2), server, channel));
+  for (const proto::RoundRecord& rec : r.rounds()) {
+    EXPECT_EQ(rec.participants(), 1);
+    EXPECT_EQ(rec.failed_clients(), 1);
+    EXPECT_DOUBLE_EQ(rec.test_acc(), 50.0);  // client 0 alone
   }
   // A client that is there but fails to evaluate stops the run: no accuracy over a subset.
   ScriptedChannel failing(2);
@@ -311,10 +309,10 @@ TEST(FederationDriverTest, RejectedReplyIsLeftOutUnlessStrict) {
   ScriptedChannel channel(2);
   channel.bad_reply = {0};
   CountingServer server;
-  ASSERT_OK_AND_ASSIGN(FederationResult r, DriveFederation(DriverRun(2), server, channel));
-  EXPECT_EQ(r.rounds[0].participants, 1);
-  EXPECT_FALSE(r.rounds[0].clients[0].participated);
-  EXPECT_TRUE(r.rounds[0].clients[1].participated);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, DriveFederation(DriverRun(2), server, channel));
+  EXPECT_EQ(r.rounds(0).participants(), 1);
+  EXPECT_FALSE(r.rounds(0).clients(0).participated());
+  EXPECT_TRUE(r.rounds(0).clients(1).participated());
   FederationOptions strict = DriverRun(2);
   strict.strict = true;
   CountingServer server2;
@@ -325,24 +323,24 @@ TEST(FederationDriverTest, RejectedReplyIsLeftOutUnlessStrict) {
 FederationOptions Majority() { return testing::SmallFederation(testing::kMajorityMethod); }
 
 TEST(SimulatorTest, RunsAMethodAndCountsItsBytes) {
-  ASSERT_OK_AND_ASSIGN(FederationResult r, RunFederation(Majority()));
-  ASSERT_EQ(r.rounds.size(), 6u);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, RunFederation(Majority()));
+  ASSERT_EQ(r.rounds_size(), 6);
   // Every node is predicted as one class of 4 balanced ones.
-  EXPECT_GT(r.test_acc, 15.0);
-  EXPECT_LT(r.test_acc, 35.0);
-  EXPECT_EQ(r.client_sizes.size(), 4u);
-  for (const RoundRecord& rec : r.rounds) {
-    EXPECT_EQ(rec.participants, 4);
+  EXPECT_GT(r.result().test_acc(), 15.0);
+  EXPECT_LT(r.result().test_acc(), 35.0);
+  EXPECT_EQ(r.result().client_sizes_size(), 4);
+  for (const proto::RoundRecord& rec : r.rounds()) {
+    EXPECT_EQ(rec.participants(), 4);
     // A prior of 4 float32 (16 bytes) plus framing each way, per client.
-    EXPECT_GE(rec.bytes_up, 4 * 16);
-    EXPECT_LE(rec.bytes_up, 4 * 128);
-    EXPECT_GE(rec.bytes_down, 4 * 16);
-    EXPECT_LE(rec.bytes_down, 4 * 128);
+    EXPECT_GE(rec.bytes_up(), 4 * 16);
+    EXPECT_LE(rec.bytes_up(), 4 * 128);
+    EXPECT_GE(rec.bytes_down(), 4 * 16);
+    EXPECT_LE(rec.bytes_down(), 4 * 128);
   }
   FederationOptions half = Majority();
   half.spec.set_client_fraction(0.5);
-  ASSERT_OK_AND_ASSIGN(FederationResult h, RunFederation(half));
-  for (const RoundRecord& rec : h.rounds) EXPECT_EQ(rec.participants, 2);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult h, RunFederation(half));
+  for (const proto::RoundRecord& rec : h.rounds()) EXPECT_EQ(rec.participants(), 2);
   FederationOptions unknown = Majority();
   unknown.spec.set_method("testing_majorityy");
   EXPECT_THAT(RunFederation(unknown), StatusIs(absl::StatusCode::kNotFound, HasSubstr("testing_majorityy")));
@@ -350,13 +348,13 @@ TEST(SimulatorTest, RunsAMethodAndCountsItsBytes) {
 
 TEST(SimulatorTest, SameNumbersOnAnyThreadCountAndAfterResume) {
   FederationOptions o = Majority();
-  ASSERT_OK_AND_ASSIGN(FederationResult one, RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult one, RunFederation(o));
   o.threads = 2;
-  ASSERT_OK_AND_ASSIGN(FederationResult two, RunFederation(o));
-  EXPECT_EQ(one.final_global, two.final_global);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult two, RunFederation(o));
+  EXPECT_EQ(one.final_global(), two.final_global());
   o.seed = 8;  // the seed reaches the clients
-  ASSERT_OK_AND_ASSIGN(FederationResult other, RunFederation(o));
-  EXPECT_NE(one.final_global, other.final_global);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult other, RunFederation(o));
+  EXPECT_NE(one.final_global(), other.final_global());
 
   o = Majority();
   const std::string dir = std::string(::testing::TempDir()) + "/ckpt_majority";
@@ -367,12 +365,12 @@ TEST(SimulatorTest, SameNumbersOnAnyThreadCountAndAfterResume) {
   ASSERT_OK(RunFederation(o).status());
   o.spec.set_rounds(6);
   o.resume = true;
-  ASSERT_OK_AND_ASSIGN(FederationResult resumed, RunFederation(o));
-  EXPECT_EQ(resumed.final_global, one.final_global);
-  ASSERT_EQ(resumed.rounds.size(), one.rounds.size());
-  for (size_t i = 0; i < one.rounds.size(); ++i) {
-    EXPECT_EQ(resumed.rounds[i].test_acc, one.rounds[i].test_acc) << i;
-    EXPECT_EQ(resumed.rounds[i].bytes_up, one.rounds[i].bytes_up) << i;
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult resumed, RunFederation(o));
+  EXPECT_EQ(resumed.final_global(), one.final_global());
+  ASSERT_EQ(resumed.rounds_size(), one.rounds_size());
+  for (int i = 0; i < one.rounds_size(); ++i) {
+    EXPECT_EQ(resumed.rounds(i).test_acc(), one.rounds(i).test_acc()) << i;
+    EXPECT_EQ(resumed.rounds(i).bytes_up(), one.rounds(i).bytes_up()) << i;
   }
 
   // By time alone: a round that ends any time after the last checkpoint is due, so the
@@ -389,8 +387,8 @@ TEST(SimulatorTest, SameNumbersOnAnyThreadCountAndAfterResume) {
   }
   o.spec.set_rounds(6);
   o.resume = true;
-  ASSERT_OK_AND_ASSIGN(FederationResult by_time, RunFederation(o));
-  EXPECT_EQ(by_time.final_global, one.final_global);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult by_time, RunFederation(o));
+  EXPECT_EQ(by_time.final_global(), one.final_global());
   o.spec.set_lr(0.02);  // a checkpoint of a different run is refused
   EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("different run")));
 
@@ -408,9 +406,9 @@ TEST(SimulatorTest, SameNumbersOnAnyThreadCountAndAfterResume) {
     }
     ASSERT_OK(old->Commit());
   }
-  ASSERT_OK_AND_ASSIGN(FederationResult restarted, RunFederation(o));
-  EXPECT_EQ(restarted.final_global, one.final_global);
-  EXPECT_EQ(restarted.resumed_s, 0);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult restarted, RunFederation(o));
+  EXPECT_EQ(restarted.final_global(), one.final_global());
+  EXPECT_EQ(restarted.resumed_s(), 0);
   EXPECT_EQ(system(("ls " + dir + "/checkpoint.pb.version* > /dev/null").c_str()), 0);
 }
 

@@ -21,8 +21,8 @@ using ServerFactory =
 
 // A method whose users are rows of batched tensors rather than ClientAlgorithm objects (nFedGNN:
 // thousands of one-node users) runs its whole federation itself; see fl/node_level.
-using FederationRunner = std::function<absl::StatusOr<FederationResult>(
-    const FederationOptions& resolved, const std::function<void(const RoundRecord&)>& on_round)>;
+using FederationRunner = std::function<absl::StatusOr<proto::FederationResult>(
+    const FederationOptions& resolved, const std::function<void(const proto::RoundRecord&)>& on_round)>;
 
 struct MethodFactories {
   ClientFactory client;

@@ -23,7 +23,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The run; `stage` names what it is doing, for an exception's error.
-absl::StatusOr<FederationResult> Run(const FederationOptions& options, const DriverHooks& hooks, std::string* stage) {
+absl::StatusOr<proto::FederationResult> Run(const FederationOptions& options, const DriverHooks& hooks, std::string* stage) {
   const Clock::time_point start = Clock::now();
   *stage = "setup";
   FGL_ASSIGN_OR_RETURN(const FederationOptions o, ResolveOptions(options));
@@ -34,8 +34,8 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options, const Dri
     FGL_ASSIGN_OR_RETURN(MethodFactories batched, FindMethod(o.spec.method()));
     if (batched.federation) {  // thousands of one-node users as rows of tensors (nFedGNN)
       *stage = "the batched node-level federation";
-      FGL_ASSIGN_OR_RETURN(FederationResult result, batched.federation(o, hooks.on_round));
-      result.wall_s = std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s;
+      FGL_ASSIGN_OR_RETURN(proto::FederationResult result, batched.federation(o, hooks.on_round));
+      result.mutable_result()->set_wall_s(std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s());
       return result;
     }
   }
@@ -100,26 +100,26 @@ absl::StatusOr<FederationResult> Run(const FederationOptions& options, const Dri
   method_setup.reset();
   *stage = "the rounds";
   InProcessChannel channel(o, std::move(clients), std::move(algos));
-  absl::StatusOr<FederationResult> driven;
+  absl::StatusOr<proto::FederationResult> driven;
   {
     ScopedPhase phase("rounds");
     driven = DriveFederation(o, *server, channel, hooks);
   }
-  FGL_ASSIGN_OR_RETURN(FederationResult result, std::move(driven));
-  result.wall_s = std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s;
+  FGL_ASSIGN_OR_RETURN(proto::FederationResult result, std::move(driven));
+  result.mutable_result()->set_wall_s(std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s());
   return result;
 }
 
 }  // namespace
 
-absl::StatusOr<FederationResult> RunFederation(const FederationOptions& options,
-                                               const std::function<void(const RoundRecord&)>& on_round) {
+absl::StatusOr<proto::FederationResult> RunFederation(const FederationOptions& options,
+                                               const std::function<void(const proto::RoundRecord&)>& on_round) {
   DriverHooks hooks;
   hooks.on_round = on_round;
   return RunFederation(options, hooks);
 }
 
-absl::StatusOr<FederationResult> RunFederation(const FederationOptions& options, const DriverHooks& hooks) {
+absl::StatusOr<proto::FederationResult> RunFederation(const FederationOptions& options, const DriverHooks& hooks) {
   // `stage` is read when an exception is caught, so the error names what the run was doing.
   std::string stage;
   return CatchExceptions(stage, [&] { return Run(options, hooks, &stage); });

@@ -18,10 +18,10 @@ namespace fgl::fl {
 
 struct DriverHooks;  // fl/federation_driver.h
 
-absl::StatusOr<FederationResult> RunFederation(
-    const FederationOptions& options, const std::function<void(const RoundRecord&)>& on_round = {});
+absl::StatusOr<proto::FederationResult> RunFederation(
+    const FederationOptions& options, const std::function<void(const proto::RoundRecord&)>& on_round = {});
 // The same with every driver hook (fl/federation_driver.h), e.g. a trace of the exchanged messages.
-absl::StatusOr<FederationResult> RunFederation(const FederationOptions& options, const DriverHooks& hooks);
+absl::StatusOr<proto::FederationResult> RunFederation(const FederationOptions& options, const DriverHooks& hooks);
 
 }  // namespace fgl::fl
 

@@ -116,7 +116,7 @@ void AddTensors(const NamedTensors& tensors, proto::Message* message) {
   for (const auto& [name, t] : tensors) *message->add_tensors() = EncodeTensor(name, t);
 }
 
-void AddTensorBytesByGroup(const proto::Message& message, std::map<std::string, int64_t>* by_group) {
+void AddTensorBytesByGroup(const proto::Message& message, google::protobuf::Map<std::string, int64_t>* by_group) {
   for (const proto::Tensor& t : message.tensors()) {
     (*by_group)[t.name().substr(0, t.name().find('.'))] += static_cast<int64_t>(t.data().size());
   }

@@ -35,7 +35,7 @@ void AddTensors(const NamedTensors& tensors, proto::Message* message);
 // Adds each tensor's raw data bytes (numel × dtype size) to `by_group[group]`, its group being its
 // name up to the first '.' ("reduction.weight" -> "reduction"): what a method uploads, by kind,
 // without the message's framing (FedEgo Table 7 counts parameters and mashed ego-graphs apart).
-void AddTensorBytesByGroup(const proto::Message& message, std::map<std::string, int64_t>* by_group);
+void AddTensorBytesByGroup(const proto::Message& message, google::protobuf::Map<std::string, int64_t>* by_group);
 
 // All tensors of a message by name; InvalidArgument for a duplicate name or a bad tensor.
 absl::StatusOr<std::map<std::string, torch::Tensor>> DecodeTensors(const proto::Message& message);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -44,18 +45,20 @@ class ResultFingerprintTest : public ::testing::TestWithParam<testing::TestConfi
 
 TEST_P(ResultFingerprintTest, MatchesTheRecordedVersion) {
   const fl::FederationOptions o = testing::SmallRun(GetParam(), 3);
-  ASSERT_OK_AND_ASSIGN(const fl::FederationResult r, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(const fl::proto::FederationResult r, fl::RunFederation(o));
   std::string all;
-  for (const fl::RoundRecord& round : r.rounds) {
-    absl::StrAppend(&all, absl::StrFormat("%d %.17g %.17g %d %d|", round.round, round.val_acc, round.test_acc,
-                                          round.bytes_up, round.bytes_down));
-    if (std::isfinite(round.train_loss)) absl::StrAppend(&all, absl::StrFormat("%.17g|", round.train_loss));
+  for (const fl::proto::RoundRecord& round : r.rounds()) {
+    absl::StrAppend(&all, absl::StrFormat("%d %.17g %.17g %d %d|", round.round(), round.val_acc(), round.test_acc(),
+                                          round.bytes_up(), round.bytes_down()));
+    if (round.has_train_loss()) absl::StrAppend(&all, absl::StrFormat("%.17g|", round.train_loss()));
     // Accuracies are argmaxes and survive small numeric changes; the reported training losses do not.
-    for (const fl::ClientRecord& c : round.clients) {
-      absl::StrAppend(&all, absl::StrFormat("%.17g %.17g,", c.test_acc, c.train_loss));
+    for (const fl::proto::ClientRoundRecord& c : round.clients()) {
+      // A client that did not train has no loss: "nan", as the fingerprints were first recorded.
+      const double loss = c.has_train_loss() ? c.train_loss() : std::numeric_limits<double>::quiet_NaN();
+      absl::StrAppend(&all, absl::StrFormat("%.17g %.17g,", c.test_acc(), loss));
     }
   }
-  absl::StrAppend(&all, r.final_global);
+  absl::StrAppend(&all, r.final_global());
   const std::string fingerprint = absl::StrFormat("%016x", graph::Fnv1a64(all.data(), all.size()));
 
   ASSERT_OK_AND_ASSIGN(const fl::MethodFactories m, fl::FindMethod(GetParam().method));

@@ -37,20 +37,20 @@ FederationOptions Small(const std::string& method) {
 }
 
 TEST(SimulatorTest, FedAvgLearnsAndCountsBytes) {
-  ASSERT_OK_AND_ASSIGN(FederationResult r, RunFederation(Small("fedavg")));
-  ASSERT_EQ(r.rounds.size(), 8u);
-  EXPECT_GT(r.test_acc, 70.0);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, RunFederation(Small("fedavg")));
+  ASSERT_EQ(r.rounds_size(), 8);
+  EXPECT_GT(r.result().test_acc(), 70.0);
   // GCN 16 -> 64 -> 4: 16*64 + 64 + 64*4 + 4 = 1348 float32 = 5392 bytes per model; each of the
   // 4 clients receives and sends one model per round (plus small headers).
-  for (const RoundRecord& rec : r.rounds) {
-    EXPECT_EQ(rec.participants, 4);
-    EXPECT_GE(rec.bytes_down, 4 * 5392);
-    EXPECT_LE(rec.bytes_down, 4 * (5392 + 256));
-    EXPECT_GE(rec.bytes_up, 4 * 5392);
-    EXPECT_LE(rec.bytes_up, 4 * (5392 + 256));
+  for (const proto::RoundRecord& rec : r.rounds()) {
+    EXPECT_EQ(rec.participants(), 4);
+    EXPECT_GE(rec.bytes_down(), 4 * 5392);
+    EXPECT_LE(rec.bytes_down(), 4 * (5392 + 256));
+    EXPECT_GE(rec.bytes_up(), 4 * 5392);
+    EXPECT_LE(rec.bytes_up(), 4 * (5392 + 256));
   }
-  ASSERT_OK_AND_ASSIGN(FederationResult local, RunFederation(Small("local")));
-  EXPECT_LT(local.bytes_up, 4 * 8 * 64);  // headers only: nothing leaves a local client
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult local, RunFederation(Small("local")));
+  EXPECT_LT(local.result().bytes_up(), 4 * 8 * 64);  // headers only: nothing leaves a local client
 }
 
 // The whole-graph test beside the local one: the global model (FedAvg) and each client's own
@@ -58,19 +58,19 @@ TEST(SimulatorTest, FedAvgLearnsAndCountsBytes) {
 TEST(SimulatorTest, WholeGraphTestIsScoredBesideTheLocalTest) {
   for (const char* method : {"fedavg", "local"}) {
     FederationOptions o = Small(method);
-    ASSERT_OK_AND_ASSIGN(FederationResult plain, RunFederation(o));
-    EXPECT_TRUE(std::isnan(plain.global_test_acc));
+    ASSERT_OK_AND_ASSIGN(proto::FederationResult plain, RunFederation(o));
+    EXPECT_FALSE(plain.result().has_global_test_acc());
     o.spec.mutable_eval()->set_global_test("whole_graph");
-    ASSERT_OK_AND_ASSIGN(FederationResult whole, RunFederation(o));
-    ASSERT_EQ(whole.rounds.size(), plain.rounds.size());
-    for (size_t r = 0; r < whole.rounds.size(); ++r) {
-      EXPECT_EQ(whole.rounds[r].test_acc, plain.rounds[r].test_acc) << method << r;
-      EXPECT_TRUE(std::isfinite(whole.rounds[r].global_test_acc)) << method << r;
+    ASSERT_OK_AND_ASSIGN(proto::FederationResult whole, RunFederation(o));
+    ASSERT_EQ(whole.rounds_size(), plain.rounds_size());
+    for (int r = 0; r < whole.rounds_size(); ++r) {
+      EXPECT_EQ(whole.rounds(r).test_acc(), plain.rounds(r).test_acc()) << method << r;
+      EXPECT_TRUE(whole.rounds(r).has_global_test_acc()) << method << r;
     }
     // 4 classes: the global model learned the whole graph. Local models, each trained on one
     // label-skewed community, score near chance there (~31%): what LocSage's protocol measures.
     if (std::string(method) == "fedavg") {
-      EXPECT_GT(whole.global_test_acc, 50.0);
+      EXPECT_GT(whole.result().global_test_acc(), 50.0);
     }
   }
 }
@@ -78,29 +78,29 @@ TEST(SimulatorTest, WholeGraphTestIsScoredBesideTheLocalTest) {
 TEST(SimulatorTest, SameSeedSameNumbersOnAnyThreadCount) {
   FederationOptions o = Small("fedprox");
   o.threads = 1;
-  ASSERT_OK_AND_ASSIGN(FederationResult a, RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult a, RunFederation(o));
   o.threads = 2;
-  ASSERT_OK_AND_ASSIGN(FederationResult b, RunFederation(o));
-  ASSERT_EQ(a.rounds.size(), b.rounds.size());
-  for (size_t i = 0; i < a.rounds.size(); ++i) {
-    EXPECT_EQ(a.rounds[i].val_acc, b.rounds[i].val_acc) << "round " << i + 1;
-    EXPECT_EQ(a.rounds[i].test_acc, b.rounds[i].test_acc) << "round " << i + 1;
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult b, RunFederation(o));
+  ASSERT_EQ(a.rounds_size(), b.rounds_size());
+  for (int i = 0; i < a.rounds_size(); ++i) {
+    EXPECT_EQ(a.rounds(i).val_acc(), b.rounds(i).val_acc()) << "round " << i + 1;
+    EXPECT_EQ(a.rounds(i).test_acc(), b.rounds(i).test_acc()) << "round " << i + 1;
   }
   o.seed = 8;
-  ASSERT_OK_AND_ASSIGN(FederationResult c, RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult c, RunFederation(o));
   bool differs = false;
-  for (size_t i = 0; i < a.rounds.size(); ++i) differs |= a.rounds[i].test_acc != c.rounds[i].test_acc;
+  for (int i = 0; i < a.rounds_size(); ++i) differs |= a.rounds(i).test_acc() != c.rounds(i).test_acc();
   EXPECT_TRUE(differs);
 }
 
 TEST(SimulatorTest, CentralizedAndClientFractionAndErrors) {
   FederationOptions o = Small("centralized");
-  ASSERT_OK_AND_ASSIGN(FederationResult c, RunFederation(o));
-  EXPECT_EQ(c.client_sizes, std::vector<int64_t>{600});
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult c, RunFederation(o));
+  EXPECT_THAT(c.result().client_sizes(), ::testing::ElementsAre(600));
   o = Small("fedavg");
   o.spec.set_client_fraction(0.5);
-  ASSERT_OK_AND_ASSIGN(FederationResult half, RunFederation(o));
-  for (const RoundRecord& rec : half.rounds) EXPECT_EQ(rec.participants, 2);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult half, RunFederation(o));
+  for (const proto::RoundRecord& rec : half.rounds()) EXPECT_EQ(rec.participants(), 2);
   o.spec.set_method("fedavgg");
   EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kNotFound, HasSubstr("fedavgg")));
 }
@@ -109,7 +109,7 @@ TEST(SimulatorTest, ResumedRunEqualsUninterruptedRun) {
   for (const std::string method : {"fedavg", "fedprox", "local"}) {
     FederationOptions o = Small(method);
     o.spec.mutable_eval()->set_dropout_at_eval(true);  // the evaluation's randomness must resume too
-    ASSERT_OK_AND_ASSIGN(FederationResult whole, RunFederation(o));
+    ASSERT_OK_AND_ASSIGN(proto::FederationResult whole, RunFederation(o));
     const std::string dir = std::string(::testing::TempDir()) + "/ckpt_" + method;
     ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
     o.checkpoint_dir = dir;
@@ -118,12 +118,12 @@ TEST(SimulatorTest, ResumedRunEqualsUninterruptedRun) {
     ASSERT_OK(RunFederation(o).status());
     o.spec.set_rounds(8);
     o.resume = true;
-    ASSERT_OK_AND_ASSIGN(FederationResult resumed, RunFederation(o));
-    ASSERT_EQ(resumed.rounds.size(), whole.rounds.size()) << method;
-    for (size_t i = 0; i < whole.rounds.size(); ++i) {
-      EXPECT_EQ(resumed.rounds[i].val_acc, whole.rounds[i].val_acc) << method << " round " << i + 1;
-      EXPECT_EQ(resumed.rounds[i].test_acc, whole.rounds[i].test_acc) << method << " round " << i + 1;
-      EXPECT_EQ(resumed.rounds[i].bytes_up, whole.rounds[i].bytes_up) << method;
+    ASSERT_OK_AND_ASSIGN(proto::FederationResult resumed, RunFederation(o));
+    ASSERT_EQ(resumed.rounds_size(), whole.rounds_size()) << method;
+    for (int i = 0; i < whole.rounds_size(); ++i) {
+      EXPECT_EQ(resumed.rounds(i).val_acc(), whole.rounds(i).val_acc()) << method << " round " << i + 1;
+      EXPECT_EQ(resumed.rounds(i).test_acc(), whole.rounds(i).test_acc()) << method << " round " << i + 1;
+      EXPECT_EQ(resumed.rounds(i).bytes_up(), whole.rounds(i).bytes_up()) << method;
     }
     // A checkpoint of a different run is refused.
     o.spec.set_lr(0.02);
@@ -136,13 +136,13 @@ TEST(SimulatorTest, DifferentArchitecturesShareOnlyAHead) {
   o.spec.set_clients(2);
   o.spec.set_model("gcn:layers=2,jk=max;sage:layers=2,jk=max");  // both end in a Linear(64 -> 4) head
   o.spec.set_shared_group("head");
-  ASSERT_OK_AND_ASSIGN(FederationResult r, RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, RunFederation(o));
   // Only head.weight [64, 4] and head.bias [4] travel: 260 floats = 1040 bytes per message.
-  for (const RoundRecord& rec : r.rounds) {
-    EXPECT_GE(rec.bytes_down, 2 * 1040);
-    EXPECT_LE(rec.bytes_down, 2 * (1040 + 128));
+  for (const proto::RoundRecord& rec : r.rounds()) {
+    EXPECT_GE(rec.bytes_down(), 2 * 1040);
+    EXPECT_LE(rec.bytes_down(), 2 * (1040 + 128));
   }
-  EXPECT_GT(r.test_acc, 60.0);
+  EXPECT_GT(r.result().test_acc(), 60.0);
   // Bodies of different shapes cannot be averaged: sharing everything is refused, not mixed up.
   o.spec.set_shared_group("");
   EXPECT_FALSE(RunFederation(o).ok());
@@ -294,27 +294,27 @@ FGL_REGISTER_METHOD(
     });
 
 TEST(SimulatorTest, PreparationHookRunsOnceBeforeRoundOneAndPerClientRecords) {
-  ASSERT_OK_AND_ASSIGN(FederationResult r, RunFederation(Small("test_prepare")));
-  EXPECT_GT(r.preparation_bytes_up, 0);
-  ASSERT_EQ(r.rounds[0].clients.size(), 4u);
-  for (const ClientRecord& c : r.rounds[0].clients) {
-    EXPECT_TRUE(c.participated);
-    EXPECT_TRUE(std::isfinite(c.train_loss));
-    EXPECT_GT(c.bytes_up, 5392);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, RunFederation(Small("test_prepare")));
+  EXPECT_GT(r.result().preparation_bytes_up(), 0);
+  ASSERT_EQ(r.rounds(0).clients_size(), 4);
+  for (const proto::ClientRoundRecord& c : r.rounds(0).clients()) {
+    EXPECT_TRUE(c.participated());
+    EXPECT_TRUE(c.has_train_loss() && std::isfinite(c.train_loss()));
+    EXPECT_GT(c.bytes_up(), 5392);
   }
   // Methods without a preparation step send nothing before round 1.
-  ASSERT_OK_AND_ASSIGN(FederationResult plain, RunFederation(Small("fedavg")));
-  EXPECT_EQ(plain.preparation_bytes_up, 0);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult plain, RunFederation(Small("fedavg")));
+  EXPECT_EQ(plain.result().preparation_bytes_up(), 0);
 }
 
 TEST(SimulatorTest, NanClientIsLeftOutAndStrictMakesItFatal) {
   FederationOptions o = Small("test_nan");
-  ASSERT_OK_AND_ASSIGN(FederationResult r, RunFederation(o));
-  for (const RoundRecord& rec : r.rounds) {
-    EXPECT_EQ(rec.participants, 3);
-    EXPECT_EQ(rec.failed_clients, 1);
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, RunFederation(o));
+  for (const proto::RoundRecord& rec : r.rounds()) {
+    EXPECT_EQ(rec.participants(), 3);
+    EXPECT_EQ(rec.failed_clients(), 1);
   }
-  EXPECT_GT(r.test_acc, 60.0);  // the global model never absorbed the NaNs
+  EXPECT_GT(r.result().test_acc(), 60.0);  // the global model never absorbed the NaNs
   o.strict = true;
   EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not finite")));
 }
@@ -325,7 +325,7 @@ TEST(SimulatorTest, RunWithNoAcceptedUpdateIsAnError) {
   FederationOptions o = Small("fedavg");
   o.spec.set_rounds(2);
   o.spec.set_lr(1e300);
-  const absl::StatusOr<FederationResult> r = RunFederation(o);
+  const absl::StatusOr<proto::FederationResult> r = RunFederation(o);
   EXPECT_THAT(r, StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no client's update was accepted")));
   EXPECT_THAT(r.status().message(), HasSubstr("round 1, client 0: INTERNAL: round 1: client 0 training: value cannot"));
 }

@@ -29,7 +29,7 @@ TEST_P(StateRoundTripTest, ResumesBitIdentically) {
   // The batched node-level methods score without dropout (nFedGNN §B.4); their training dropout
   // must still resume.
   if (!factories.federation) o.spec.mutable_eval()->set_dropout_at_eval(true);
-  ASSERT_OK_AND_ASSIGN(const fl::FederationResult whole, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(const fl::proto::FederationResult whole, fl::RunFederation(o));
 
   const std::string dir = std::string(::testing::TempDir()) + "/round_trip_" + GetParam().Name();
   ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
@@ -39,36 +39,36 @@ TEST_P(StateRoundTripTest, ResumesBitIdentically) {
   ASSERT_OK(fl::RunFederation(o).status());
   o.spec.set_rounds(4);
   o.resume = true;  // fresh server and clients, restored from the checkpoint
-  ASSERT_OK_AND_ASSIGN(const fl::FederationResult resumed, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(const fl::proto::FederationResult resumed, fl::RunFederation(o));
 
-  ASSERT_EQ(resumed.rounds.size(), whole.rounds.size());
-  for (size_t r = 2; r < whole.rounds.size(); ++r) {
+  ASSERT_EQ(resumed.rounds_size(), whole.rounds_size());
+  for (int r = 2; r < whole.rounds_size(); ++r) {
     // FedEgo scores a global test graph (else NaN on both sides, and the check below is moot).
-    if (GetParam().method == "fedego") EXPECT_TRUE(std::isfinite(whole.rounds[r].global_test_acc));
-    EXPECT_EQ(resumed.rounds[r].val_acc, whole.rounds[r].val_acc) << "round " << r + 1;
-    EXPECT_EQ(resumed.rounds[r].test_acc, whole.rounds[r].test_acc) << "round " << r + 1;
-    EXPECT_TRUE(SameScore(resumed.rounds[r].global_test_acc, whole.rounds[r].global_test_acc))
-        << "round " << r + 1 << ": " << resumed.rounds[r].global_test_acc << " vs "
-        << whole.rounds[r].global_test_acc;
-    EXPECT_EQ(resumed.rounds[r].bytes_up, whole.rounds[r].bytes_up) << "round " << r + 1;
-    EXPECT_EQ(resumed.rounds[r].bytes_down, whole.rounds[r].bytes_down) << "round " << r + 1;
-    ASSERT_EQ(resumed.rounds[r].clients.size(), whole.rounds[r].clients.size());
-    for (size_t k = 0; k < whole.rounds[r].clients.size(); ++k) {
-      EXPECT_EQ(resumed.rounds[r].clients[k].test_acc, whole.rounds[r].clients[k].test_acc)
+    if (GetParam().method == "fedego") EXPECT_TRUE(whole.rounds(r).has_global_test_acc());
+    EXPECT_EQ(resumed.rounds(r).val_acc(), whole.rounds(r).val_acc()) << "round " << r + 1;
+    EXPECT_EQ(resumed.rounds(r).test_acc(), whole.rounds(r).test_acc()) << "round " << r + 1;
+    EXPECT_TRUE(SameScore(resumed.rounds(r).global_test_acc(), whole.rounds(r).global_test_acc()))
+        << "round " << r + 1 << ": " << resumed.rounds(r).global_test_acc() << " vs "
+        << whole.rounds(r).global_test_acc();
+    EXPECT_EQ(resumed.rounds(r).bytes_up(), whole.rounds(r).bytes_up()) << "round " << r + 1;
+    EXPECT_EQ(resumed.rounds(r).bytes_down(), whole.rounds(r).bytes_down()) << "round " << r + 1;
+    ASSERT_EQ(resumed.rounds(r).clients_size(), whole.rounds(r).clients_size());
+    for (int k = 0; k < whole.rounds(r).clients_size(); ++k) {
+      EXPECT_EQ(resumed.rounds(r).clients(k).test_acc(), whole.rounds(r).clients(k).test_acc())
           << "round " << r + 1 << " client " << k;
     }
   }
 }
 
 // NaN (a client without a report) equals NaN here.
-bool SameReports(const std::map<std::string, std::vector<double>>& a,
-                 const std::map<std::string, std::vector<double>>& b) {
+bool SameReports(const google::protobuf::Map<std::string, fl::proto::ClientValues>& a,
+                 const google::protobuf::Map<std::string, fl::proto::ClientValues>& b) {
   if (a.size() != b.size()) return false;
   for (const auto& [name, values] : a) {
     auto it = b.find(name);
-    if (it == b.end() || it->second.size() != values.size()) return false;
-    for (size_t k = 0; k < values.size(); ++k) {
-      if (!SameScore(values[k], it->second[k])) return false;
+    if (it == b.end() || it->second.values_size() != values.values_size()) return false;
+    for (int k = 0; k < values.values_size(); ++k) {
+      if (!SameScore(values.values(k), it->second.values(k))) return false;
     }
   }
   return true;
@@ -78,19 +78,24 @@ bool SameReports(const std::map<std::string, std::vector<double>>& a,
 // the uninterrupted run's tensor bytes and client reports (FedEgo's Figs. 5 and 7 read them).
 TEST_P(StateRoundTripTest, ResumingAtTheLastRoundKeepsBytesAndReports) {
   fl::FederationOptions o = testing::SmallRun(GetParam(), 2);
-  ASSERT_OK_AND_ASSIGN(const fl::FederationResult whole, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(const fl::proto::FederationResult whole, fl::RunFederation(o));
   const std::string dir = std::string(::testing::TempDir()) + "/last_round_" + GetParam().Name();
   ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
   o.checkpoint_dir = dir;
   o.checkpoint_every = 2;
   ASSERT_OK(fl::RunFederation(o).status());
   o.resume = true;
-  ASSERT_OK_AND_ASSIGN(const fl::FederationResult resumed, fl::RunFederation(o));
-  EXPECT_EQ(resumed.test_acc, whole.test_acc);
-  EXPECT_TRUE(SameScore(resumed.global_test_acc, whole.global_test_acc))
-      << resumed.global_test_acc << " vs " << whole.global_test_acc;
-  EXPECT_EQ(resumed.tensor_bytes_up, whole.tensor_bytes_up);
-  EXPECT_TRUE(SameReports(resumed.final_client_reports, whole.final_client_reports));
+  ASSERT_OK_AND_ASSIGN(const fl::proto::FederationResult resumed, fl::RunFederation(o));
+  EXPECT_EQ(resumed.result().test_acc(), whole.result().test_acc());
+  EXPECT_TRUE(SameScore(resumed.result().global_test_acc(), whole.result().global_test_acc()))
+      << resumed.result().global_test_acc() << " vs " << whole.result().global_test_acc();
+  EXPECT_EQ(resumed.result().has_global_test_acc(), whole.result().has_global_test_acc());
+  using ByGroup = std::map<std::string, int64_t>;
+  EXPECT_EQ(ByGroup(resumed.result().uploaded_tensor_bytes_by_group().begin(),
+                    resumed.result().uploaded_tensor_bytes_by_group().end()),
+            ByGroup(whole.result().uploaded_tensor_bytes_by_group().begin(),
+                    whole.result().uploaded_tensor_bytes_by_group().end()));
+  EXPECT_TRUE(SameReports(resumed.result().final_client_reports(), whole.result().final_client_reports()));
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryRegisteredMethod, StateRoundTripTest, ::testing::ValuesIn(testing::EveryConfig()),

@@ -70,8 +70,8 @@ uint64_t RoundDropoutSeed(uint64_t run_seed, int round) {
   return graph::Rng::Derive(run_seed, absl::StrCat("nfedgnn/round", round));
 }
 
-absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
-    const fl::FederationOptions& o, const std::function<void(const fl::RoundRecord&)>& on_round,
+absl::StatusOr<fl::proto::FederationResult> RunNodeLevelFederation(
+    const fl::FederationOptions& o, const std::function<void(const fl::proto::RoundRecord&)>& on_round,
     const UserModelsFactory& make_users, bool laplacian_allowed) {
   const std::string& method = o.spec.method();
   if (o.device != "cpu") {
@@ -129,7 +129,7 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   // Float32 payloads per user and round (the paper's Table 1 counts the uploads).
   const int64_t per_user = (model.latent_width() + users->model_floats_per_user()) * 4;
 
-  fl::FederationResult result;
+  fl::proto::FederationResult result;
   const Clock::time_point start = Clock::now();
   // Checkpoints: the server's model and Adam state, every user's tensors, the rounds so far.
   // Seeds are derived per round, so a resumed run continues bit for bit.
@@ -164,12 +164,11 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
     }
     users->set_step(static_cast<int64_t>(step->second));
     for (const fl::proto::RoundRecord& p : ckpt.records()) {
-      result.rounds.push_back(fl::RoundRecordFromProto(p));
-      result.bytes_up += p.bytes_up();
-      result.bytes_down += p.bytes_down();
+      *result.add_rounds() = p;
+      fl::AddRoundTraffic(p, *result.mutable_result());
     }
     first_round = ckpt.round() + 1;
-    result.resumed_s = std::max(0.0, ckpt.rounds_s());
+    result.set_resumed_s(std::max(0.0, ckpt.rounds_s()));
   }
   const RoundTracer* tracer = current_tracer;  // tests only
   RoundTrace trace;
@@ -185,33 +184,33 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
   for (int t = first_round; t <= o.spec.rounds(); ++t) {
     const Clock::time_point round_start = Clock::now();
     nn::DropoutSeedScope dropout_seed(RoundDropoutSeed(o.seed, t));
-    fl::RoundRecord rec;
-    rec.round = t;
+    fl::proto::RoundRecord rec;
+    rec.set_round(t);
     // Users: latents up (dropout on their own input where the model has it).
     const torch::Tensor values = nn::Dropout(features.values, model.input_dropout, /*training=*/true);
     const torch::Tensor latents = users->Latents(values);
     // Server: one step, and every user's ∂(L_CE + λ·L_reg)/∂x̄_i.
     torch::Tensor gradients;
-    rec.train_loss = server->Step(latents, &gradients, tracer != nullptr ? &trace.step : nullptr);
+    const double train_loss = server->Step(latents, &gradients, tracer != nullptr ? &trace.step : nullptr);
     if (tracer != nullptr) {
       trace.round = t;
       trace.values = values.clone();
       trace.latents = latents.detach().clone();
       trace.gradients = gradients.clone();
-      trace.loss = rec.train_loss;
+      trace.loss = train_loss;
     }
     // Users: one Adam step each on the gradient that came down.
     users->Step(values, gradients);
-    rec.participants = static_cast<int>(n);
-    rec.bytes_up = n * per_user;
-    rec.bytes_down = n * per_user;
-    rec.seconds = std::chrono::duration<double>(Clock::now() - round_start).count();
+    rec.set_participants(static_cast<int>(n));
+    rec.set_bytes_up(n * per_user);
+    rec.set_bytes_down(n * per_user);
+    rec.set_seconds(std::chrono::duration<double>(Clock::now() - round_start).count());
     // Evaluation of the model after round t: users send eval-mode latents (not counted, §B.4).
     {
       torch::NoGradGuard no_grad;
       const torch::Tensor eval_logits = server->EvalLogits(users->Latents(features.values));
-      rec.val_acc = Accuracy(eval_logits, labels, split.val);
-      rec.test_acc = Accuracy(eval_logits, labels, split.test);
+      rec.set_val_acc(Accuracy(eval_logits, labels, split.val));
+      rec.set_test_acc(Accuracy(eval_logits, labels, split.test));
       if (tracer != nullptr) trace.eval_logits = eval_logits.clone();
     }
     if (tracer != nullptr) {
@@ -219,22 +218,22 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
       trace.users = UsersState(*users);
       (*tracer)(trace);
     }
-    if (!std::isfinite(rec.train_loss)) {
-      return absl::InternalError(absl::StrCat(method, ": the training loss became ", rec.train_loss, " in round ", t));
+    if (!std::isfinite(train_loss)) {
+      return absl::InternalError(absl::StrCat(method, ": the training loss became ", train_loss, " in round ", t));
     }
-    result.bytes_up += rec.bytes_up;
-    result.bytes_down += rec.bytes_down;
+    rec.set_train_loss(train_loss);
+    fl::AddRoundTraffic(rec, *result.mutable_result());
     if (on_round) on_round(rec);
-    result.rounds.push_back(std::move(rec));
+    *result.add_rounds() = std::move(rec);
     if (!ckpt_path.empty() &&
         o.CheckpointDue(t, std::chrono::duration<double>(Clock::now() - last_checkpoint).count())) {
       const Clock::time_point write_start = Clock::now();
       fl::proto::Checkpoint ckpt;
-      ckpt.set_rounds_s(result.resumed_s + std::chrono::duration<double>(write_start - start).count() - checkpoint_s);
+      ckpt.set_rounds_s(result.resumed_s() + std::chrono::duration<double>(write_start - start).count() - checkpoint_s);
       ckpt.set_version(kCheckpointVersion);
       ckpt.set_run_fingerprint(o.Fingerprint());
       ckpt.set_round(t);
-      for (const fl::RoundRecord& done : result.rounds) *ckpt.add_records() = fl::RoundRecordToProto(done);
+      *ckpt.mutable_records() = result.rounds();  // no per-client detail here
       *ckpt.mutable_server() = ServerState(*server, server_params);
       const fl::proto::Message users_state = UsersState(*users);
       FGL_RETURN_IF_ERROR(fl::WriteCheckpointBestEffort(ckpt_path, ckpt, t, [&](fl::CheckpointWriter& w) {
@@ -244,9 +243,9 @@ absl::StatusOr<fl::FederationResult> RunNodeLevelFederation(
       checkpoint_s += std::chrono::duration<double>(last_checkpoint - write_start).count();
     }
   }
-  result.train_s = result.resumed_s + std::chrono::duration<double>(Clock::now() - start).count() - checkpoint_s;
-  fl::SelectReportedRound(o.eval(), result);
-  FGL_ASSIGN_OR_RETURN(result.protocol, fl::ProtocolCard(o));
+  result.mutable_result()->set_train_s(result.resumed_s() + std::chrono::duration<double>(Clock::now() - start).count() -
+                                       checkpoint_s);
+  FGL_RETURN_IF_ERROR(fl::CompleteResult(o, result));
   return result;
 }
 

@@ -47,7 +47,7 @@ class FederationServer::Impl final : public ClientChannel {
   std::string run_tokens_file;
   int port() const { return hub_->port(); }
   TransportStats stats() const { return hub_->stats(); }
-  absl::StatusOr<FederationResult> Run(const std::function<void(const RoundRecord&)>& on_round);
+  absl::StatusOr<proto::FederationResult> Run(const std::function<void(const proto::RoundRecord&)>& on_round);
 
   int num_clients() const override { return run_.spec.clients(); }
 
@@ -146,8 +146,8 @@ class FederationServer::Impl final : public ClientChannel {
   std::unique_ptr<SessionHub> hub_;
 };
 
-absl::StatusOr<FederationResult> FederationServer::Impl::Run(
-    const std::function<void(const RoundRecord&)>& on_round) {
+absl::StatusOr<proto::FederationResult> FederationServer::Impl::Run(
+    const std::function<void(const proto::RoundRecord&)>& on_round) {
   const Clock::time_point start = Clock::now();
   FGL_RETURN_IF_ERROR(hub_->WaitForClients(opt_.min_clients));
   FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(run_.spec.method()));
@@ -155,9 +155,9 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
   FGL_ASSIGN_OR_RETURN(MethodConfig config, ServerMethodConfig(run_, features, classes));
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<ServerAlgorithm> server, factories.server(config));
   DriverHooks hooks;
-  hooks.on_round = [&](const RoundRecord& rec) {
-    LOG(INFO) << "round " << rec.round << ": " << rec.participants << " participants, " << rec.failed_clients
-              << " left out, val " << rec.val_acc << " test " << rec.test_acc << " (" << rec.seconds << " s)";
+  hooks.on_round = [&](const proto::RoundRecord& rec) {
+    LOG(INFO) << "round " << rec.round() << ": " << rec.participants() << " participants, " << rec.failed_clients()
+              << " left out, val " << rec.val_acc() << " test " << rec.test_acc() << " (" << rec.seconds() << " s)";
     if (on_round) on_round(rec);
   };
   hooks.after_checkpoint = [&](int round) {
@@ -166,8 +166,8 @@ absl::StatusOr<FederationResult> FederationServer::Impl::Run(
       std::raise(SIGKILL);
     }
   };
-  FGL_ASSIGN_OR_RETURN(FederationResult result, DriveFederation(run_, *server, *this, hooks));
-  result.wall_s = Seconds(start) + result.resumed_s;
+  FGL_ASSIGN_OR_RETURN(proto::FederationResult result, DriveFederation(run_, *server, *this, hooks));
+  result.mutable_result()->set_wall_s(Seconds(start) + result.resumed_s());
   return result;
 }
 
@@ -260,9 +260,9 @@ absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const 
 
 int FederationServer::port() const { return impl_->port(); }
 
-absl::StatusOr<FederationResult> FederationServer::Run(
-    const std::function<void(const RoundRecord&)>& on_round) {
-  absl::StatusOr<FederationResult> result = impl_->Run(on_round);
+absl::StatusOr<proto::FederationResult> FederationServer::Run(
+    const std::function<void(const proto::RoundRecord&)>& on_round) {
+  absl::StatusOr<proto::FederationResult> result = impl_->Run(on_round);
   // Kept after a failure, so that a --resume lets the waiting clients back in.
   if (result.ok() && !impl_->run_tokens_file.empty()) std::remove(impl_->run_tokens_file.c_str());
   return result;

@@ -66,7 +66,7 @@ class FederationServer {
   int port() const;
   // Waits for min_clients, then runs preparation and every round; the result has the simulator's
   // fields (accuracy over the clients that answered the evaluation).
-  absl::StatusOr<FederationResult> Run(const std::function<void(const RoundRecord&)>& on_round = {});
+  absl::StatusOr<proto::FederationResult> Run(const std::function<void(const proto::RoundRecord&)>& on_round = {});
   TransportStats stats() const;
 
   class Impl;

@@ -58,20 +58,20 @@ fl::FederationOptions Small(int vanilla_rounds, int rounds) {
 }
 
 TEST(AdaFglTest, StepTwoPersonalisesLocallyAndNothingTravels) {
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult a, fl::RunFederation(Small(3, 8)));
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(Small(3, 8)));
-  EXPECT_EQ(a.test_acc, b.test_acc);
-  EXPECT_GT(a.test_acc, 40.0);  // 4 balanced classes
-  ASSERT_EQ(a.rounds.size(), 8u);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult a, fl::RunFederation(Small(3, 8)));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult b, fl::RunFederation(Small(3, 8)));
+  EXPECT_EQ(a.result().test_acc(), b.result().test_acc());
+  EXPECT_GT(a.result().test_acc(), 40.0);  // 4 balanced classes
+  ASSERT_EQ(a.rounds_size(), 8);
   // Rounds 1-3 upload models; round 4 starts step 2 (the extractor comes down once more); from
   // round 5 on only empty messages travel.
-  EXPECT_GT(a.rounds[2].bytes_up, 1000);
-  EXPECT_GT(a.rounds[3].bytes_down, 1000);
-  EXPECT_LT(a.rounds[5].bytes_up, a.rounds[2].bytes_up / 10);
-  EXPECT_LT(a.rounds[5].bytes_down, a.rounds[2].bytes_down / 10);
+  EXPECT_GT(a.rounds(2).bytes_up(), 1000);
+  EXPECT_GT(a.rounds(3).bytes_down(), 1000);
+  EXPECT_LT(a.rounds(5).bytes_up(), a.rounds(2).bytes_up() / 10);
+  EXPECT_LT(a.rounds(5).bytes_down(), a.rounds(2).bytes_down() / 10);
   // Step 2 changes the scored model: accuracy moves after round 3.
   bool moved = false;
-  for (size_t r = 4; r < 8; ++r) moved |= a.rounds[r].test_acc != a.rounds[2].test_acc;
+  for (size_t r = 4; r < 8; ++r) moved |= a.rounds(r).test_acc() != a.rounds(2).test_acc();
   EXPECT_TRUE(moved);
 }
 
@@ -90,7 +90,7 @@ fl::FederationOptions Sampled(int rounds) {
   return o;
 }
 
-absl::StatusOr<fl::FederationResult> RunSampled(const fl::FederationOptions& o, Exchanged* seen) {
+absl::StatusOr<fl::proto::FederationResult> RunSampled(const fl::FederationOptions& o, Exchanged* seen) {
   fl::DriverHooks hooks;
   hooks.on_exchange = [seen](int k, const fl::ClientTask& task, const fl::ClientAnswer& answer) {
     if (task.kind != fl::ClientTask::Kind::kTrain) return;
@@ -112,10 +112,10 @@ bool SameTensors(const fl::proto::Message& a, const fl::proto::Message& b) {
 
 TEST(AdaFglTest, AClientNotSampledWhenStepTwoStartsStartsItLaterFromTheStepOneModel) {
   Exchanged seen;
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult result, RunSampled(Sampled(5), &seen));
-  for (const fl::RoundRecord& rec : result.rounds) {
-    EXPECT_EQ(rec.participants, 2) << "round " << rec.round;
-    EXPECT_EQ(rec.failed_clients, 0) << "round " << rec.round;
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult result, RunSampled(Sampled(5), &seen));
+  for (const fl::proto::RoundRecord& rec : result.rounds()) {
+    EXPECT_EQ(rec.participants(), 2) << "round " << rec.round();
+    EXPECT_EQ(rec.failed_clients(), 0) << "round " << rec.round();
   }
   // Round 3 starts step 2: its two clients get the step-1 model; the third (this seed's sampling)
   // is sampled again later and gets that same model then, in a message of its own.
@@ -146,12 +146,12 @@ TEST(AdaFglTest, AClientNotSampledWhenStepTwoStartsStartsItLaterFromTheStepOneMo
     }
   }
   EXPECT_EQ(started, (std::set<int>{0, 1, 2}));
-  EXPECT_GT(result.rounds[late_round - 1].clients[late].bytes_down, 1000);
+  EXPECT_GT(result.rounds(late_round - 1).clients(late).bytes_down(), 1000);
 }
 
 TEST(AdaFglTest, ASampledRunResumesWithTheClientsThatStartedStepTwo) {
   Exchanged whole_seen, resumed_seen;
-  ASSERT_OK_AND_ASSIGN(const fl::FederationResult whole, RunSampled(Sampled(5), &whole_seen));
+  ASSERT_OK_AND_ASSIGN(const fl::proto::FederationResult whole, RunSampled(Sampled(5), &whole_seen));
   fl::FederationOptions o = Sampled(3);  // stops after the round-3 checkpoint: one client not started
   const std::string dir = std::string(::testing::TempDir()) + "/adafgl_sampled_resume";
   ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
@@ -160,11 +160,11 @@ TEST(AdaFglTest, ASampledRunResumesWithTheClientsThatStartedStepTwo) {
   ASSERT_OK(fl::RunFederation(o).status());
   o.spec.set_rounds(5);
   o.resume = true;
-  ASSERT_OK_AND_ASSIGN(const fl::FederationResult resumed, RunSampled(o, &resumed_seen));
-  ASSERT_EQ(resumed.rounds.size(), whole.rounds.size());
-  for (size_t r = 3; r < whole.rounds.size(); ++r) {
-    EXPECT_EQ(resumed.rounds[r].test_acc, whole.rounds[r].test_acc) << "round " << r + 1;
-    EXPECT_EQ(resumed.rounds[r].bytes_down, whole.rounds[r].bytes_down) << "round " << r + 1;
+  ASSERT_OK_AND_ASSIGN(const fl::proto::FederationResult resumed, RunSampled(o, &resumed_seen));
+  ASSERT_EQ(resumed.rounds_size(), whole.rounds_size());
+  for (int r = 3; r < whole.rounds_size(); ++r) {
+    EXPECT_EQ(resumed.rounds(r).test_acc(), whole.rounds(r).test_acc()) << "round " << r + 1;
+    EXPECT_EQ(resumed.rounds(r).bytes_down(), whole.rounds(r).bytes_down()) << "round " << r + 1;
     for (const auto& [k, m] : whole_seen.sent[r + 1]) {
       EXPECT_EQ(resumed_seen.sent[r + 1][k].tensors_size(), m.tensors_size()) << "round " << r + 1 << " client " << k;
     }

@@ -88,8 +88,8 @@ absl::Status Trace() {
   }
   FGL_RETURN_IF_ERROR(AddDraws(trace));
   FGL_RETURN_IF_ERROR(trace.Write(absl::GetFlag(FLAGS_out)));
-  std::cout << "adafgl trace: " << trace.members.size() << " arrays, " << trace.result.rounds.size()
-            << " rounds, final test " << trace.result.test_acc << " -> " << absl::GetFlag(FLAGS_out) << "\n";
+  std::cout << "adafgl trace: " << trace.members.size() << " arrays, " << trace.result.rounds_size()
+            << " rounds, final test " << trace.result.result().test_acc() << " -> " << absl::GetFlag(FLAGS_out) << "\n";
   return absl::OkStatus();
 }
 

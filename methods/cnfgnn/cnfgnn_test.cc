@@ -59,11 +59,11 @@ TEST(CnfgnnRun, UploadsLatentsAndModels) {
   o.spec.set_local_epochs(1);
   o.cache_dir = "none";
   // §B.7: n · (16d + 16 bias + 16 latent) floats per round.
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
-  EXPECT_EQ(r.bytes_up, 60 * (16 * 9 + 16 + 16) * 4 * 2);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
+  EXPECT_EQ(r.result().bytes_up(), 60 * (16 * 9 + 16 + 16) * 4 * 2);
   o.spec.set_model("gat:layers=2,heads=8,hidden=16");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult gat, fl::RunFederation(o));
-  EXPECT_EQ(gat.bytes_up, 60 * (128 * 9 + 128) * 4 * 2);  // n · (128d + 128 latent), no user bias
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult gat, fl::RunFederation(o));
+  EXPECT_EQ(gat.result().bytes_up(), 60 * (128 * 9 + 128) * 4 * 2);  // n · (128d + 128 latent), no user bias
 
   fl::node_level::NfedgnnParams p;
   p.set_laplacian_weight(1);

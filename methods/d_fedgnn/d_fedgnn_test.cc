@@ -156,8 +156,8 @@ TEST(DFedGnnServerTest, TwoClientsCountTheOtherTwiceAsTheCode) {
 TEST(DFedGnnRunTest, LearnsAndScoresEachRingAverage) {
   fl::FederationOptions o = fl::testing::SmallFederation("d_fedgnn");
   o.spec.mutable_eval()->set_model("personalized");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
-  EXPECT_GT(r.test_acc, 60.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
+  EXPECT_GT(r.result().test_acc(), 60.0);
   o.spec.mutable_eval()->set_model("global");
   EXPECT_FALSE(fl::RunFederation(o).ok());
 }

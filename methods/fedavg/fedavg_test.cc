@@ -49,8 +49,8 @@ TEST(FedAvgTest, FederationFromTheMeanOfInitialisationsLearns) {
   FedAvgParams p;
   p.set_mean_of_client_initialisations(true);
   o.spec.add_method_params()->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
-  EXPECT_GT(r.test_acc, 40.0);  // 4 classes
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
+  EXPECT_GT(r.result().test_acc(), 40.0);  // 4 classes
 }
 
 // SGD (with momentum) in place of Adam: the federation learns, and a run resumed from a checkpoint
@@ -62,15 +62,15 @@ TEST(FedAvgTest, SgdWithMomentumLearnsAndResumesBitForBit) {
   o.spec.set_lr(0.05);
   o.spec.set_rounds(6);
   o.spec.mutable_eval()->set_model("local");  // each client's own model, so its state matters
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult one, fl::RunFederation(o));
-  EXPECT_GT(one.test_acc, 40.0);  // 4 classes
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult one, fl::RunFederation(o));
+  EXPECT_GT(one.result().test_acc(), 40.0);  // 4 classes
 
   fl::FederationOptions adam = o;
   adam.spec.set_optimizer(fl::proto::FederationSpec::ADAM);
   adam.spec.clear_momentum();
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult other, fl::RunFederation(adam));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult other, fl::RunFederation(adam));
   bool differs = false;  // the option reaches the clients
-  for (size_t i = 0; i < one.rounds.size(); ++i) differs |= one.rounds[i].test_acc != other.rounds[i].test_acc;
+  for (int i = 0; i < one.rounds_size(); ++i) differs |= one.rounds(i).test_acc() != other.rounds(i).test_acc();
   EXPECT_TRUE(differs);
 
   const std::string dir = std::string(::testing::TempDir()) + "/ckpt_sgd";
@@ -81,11 +81,11 @@ TEST(FedAvgTest, SgdWithMomentumLearnsAndResumesBitForBit) {
   ASSERT_OK(fl::RunFederation(o).status());
   o.spec.set_rounds(6);
   o.resume = true;
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult resumed, fl::RunFederation(o));
-  ASSERT_EQ(resumed.rounds.size(), one.rounds.size());
-  for (size_t i = 0; i < one.rounds.size(); ++i) {
-    EXPECT_EQ(resumed.rounds[i].test_acc, one.rounds[i].test_acc) << i;
-    EXPECT_EQ(resumed.rounds[i].val_acc, one.rounds[i].val_acc) << i;
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult resumed, fl::RunFederation(o));
+  ASSERT_EQ(resumed.rounds_size(), one.rounds_size());
+  for (int i = 0; i < one.rounds_size(); ++i) {
+    EXPECT_EQ(resumed.rounds(i).test_acc(), one.rounds(i).test_acc()) << i;
+    EXPECT_EQ(resumed.rounds(i).val_acc(), one.rounds(i).val_acc()) << i;
   }
 }
 

@@ -97,11 +97,11 @@ TEST(FedDcTest, CodeCorrectionKeepsAControlState) {
   }
   // It trains differently from OpenFGL's correction.
   fl::FederationOptions o = fl::testing::SmallFederation("feddc");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult openfgl, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult openfgl, fl::RunFederation(o));
   o.spec.add_method_params()->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult code, fl::RunFederation(o));
-  EXPECT_NE(openfgl.final_global, code.final_global);
-  EXPECT_GT(code.test_acc, 40.0);  // 4 classes
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult code, fl::RunFederation(o));
+  EXPECT_NE(openfgl.final_global(), code.final_global());
+  EXPECT_GT(code.result().test_acc(), 40.0);  // 4 classes
 }
 
 }  // namespace

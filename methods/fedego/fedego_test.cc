@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "fl/federated_data.h"
 #include "fl/registry.h"
-#include "fl/round_records.h"
 #include "fl/run_setup.h"
 #include "fl/simulator.h"
 #include "fl/testing/client_data.h"
@@ -230,29 +229,29 @@ fl::FederationOptions EgoFederation(const FedEgoParams& p = {}) {
 }
 
 TEST(FedEgoTest, FederationScoresBothTestsAndRepeats) {
-  std::vector<fl::RoundRecord> rounds;
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult a,
-                       fl::RunFederation(EgoFederation(), [&](const fl::RoundRecord& r) { rounds.push_back(r); }));
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(EgoFederation()));
+  std::vector<fl::proto::RoundRecord> rounds;
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult a,
+                       fl::RunFederation(EgoFederation(), [&](const fl::proto::RoundRecord& r) { rounds.push_back(r); }));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult b, fl::RunFederation(EgoFederation()));
   ASSERT_EQ(rounds.size(), 8u);
-  for (const fl::RoundRecord& r : rounds) EXPECT_TRUE(std::isfinite(r.global_test_acc));
-  EXPECT_GT(a.test_acc, 50.0) << a.global_test_acc;  // 4 classes
-  EXPECT_GT(a.global_test_acc, 40.0);
-  EXPECT_EQ(a.test_acc, b.test_acc);
-  EXPECT_EQ(a.global_test_acc, b.global_test_acc);
-  EXPECT_EQ(a.bytes_up, b.bytes_up);
+  for (const fl::proto::RoundRecord& r : rounds) EXPECT_TRUE(r.has_global_test_acc());
+  EXPECT_GT(a.result().test_acc(), 50.0) << a.result().global_test_acc();  // 4 classes
+  EXPECT_GT(a.result().global_test_acc(), 40.0);
+  EXPECT_EQ(a.result().test_acc(), b.result().test_acc());
+  EXPECT_EQ(a.result().global_test_acc(), b.result().global_test_acc());
+  EXPECT_EQ(a.result().bytes_up(), b.result().bytes_up());
   // best_test maximises the two tests independently.
   double best_global = 0;
-  for (const fl::RoundRecord& r : rounds) best_global = std::max(best_global, r.global_test_acc);
-  EXPECT_EQ(a.global_test_acc, best_global);
+  for (const fl::proto::RoundRecord& r : rounds) best_global = std::max(best_global, r.global_test_acc());
+  EXPECT_EQ(a.result().global_test_acc(), best_global);
 }
 
 // Note §12: per round every client uploads Θ_i (d·h + h floats; Cora 734,208) and its mashed
 // ego-graphs (per graph, tree-size × (h + C) floats); Table 7's cost columns are these sums.
 TEST(FedEgoTest, UploadsAreThetaAndMashedEgoGraphs) {
-  std::vector<fl::RoundRecord> rounds;
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r,
-                       fl::RunFederation(EgoFederation(), [&](const fl::RoundRecord& x) { rounds.push_back(x); }));
+  std::vector<fl::proto::RoundRecord> rounds;
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r,
+                       fl::RunFederation(EgoFederation(), [&](const fl::proto::RoundRecord& x) { rounds.push_back(x); }));
   constexpr int64_t kClients = 3, kFeatures = 16, kHidden = 32, kClasses = 4, kTreeNodes = 1 + 3 + 9,
                     kBatch = 16;
   const int64_t theta_bytes = kClients * (kFeatures * kHidden + kHidden) * 4;
@@ -272,30 +271,28 @@ TEST(FedEgoTest, UploadsAreThetaAndMashedEgoGraphs) {
   }
   ASSERT_TRUE(short_last_chunk);
   int64_t theta_total = 0, mashed_total = 0;
-  for (const fl::RoundRecord& round : rounds) {
-    ASSERT_EQ(round.tensor_bytes_up.size(), 2u) << round.round;
-    EXPECT_EQ(round.tensor_bytes_up.at("reduction"), theta_bytes);
-    const int64_t mashed = round.tensor_bytes_up.at("mashed");
-    EXPECT_EQ(mashed, graphs_per_round * graph_bytes) << round.round;
-    EXPECT_LT(round.tensor_bytes_up.at("reduction") + mashed, round.bytes_up);  // framing on top
+  for (const fl::proto::RoundRecord& round : rounds) {
+    ASSERT_EQ(round.tensor_bytes_up().size(), 2u) << round.round();
+    EXPECT_EQ(round.tensor_bytes_up().at("reduction"), theta_bytes);
+    const int64_t mashed = round.tensor_bytes_up().at("mashed");
+    EXPECT_EQ(mashed, graphs_per_round * graph_bytes) << round.round();
+    EXPECT_LT(round.tensor_bytes_up().at("reduction") + mashed, round.bytes_up());  // framing on top
     theta_total += theta_bytes;
     mashed_total += mashed;
   }
-  EXPECT_EQ(r.tensor_bytes_up.at("reduction"), theta_total);
-  EXPECT_EQ(r.tensor_bytes_up.at("mashed"), mashed_total);
-  const fl::proto::RunResult p = fl::RunResultToProto(EgoFederation(), r);
-  EXPECT_EQ(p.uploaded_tensor_bytes(), theta_total + mashed_total);
-  EXPECT_EQ(p.uploaded_tensor_bytes_by_group().at("mashed"), mashed_total);
+  EXPECT_EQ(r.result().uploaded_tensor_bytes_by_group().at("reduction"), theta_total);
+  EXPECT_EQ(r.result().uploaded_tensor_bytes_by_group().at("mashed"), mashed_total);
+  EXPECT_EQ(r.result().uploaded_tensor_bytes(), theta_total + mashed_total);
 }
 
 // Fig. 5: every client reports λ_i and the weight divergence ‖Φ_i − Φ_g‖ / ‖Φ_g‖ its mixing
 // leaves; with λ = 1 the client takes Φ_g outright (divergence 0), with λ = 0 nothing is mixed.
 TEST(FedEgoTest, ClientsReportLambdaAndWeightDivergence) {
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult adaptive, fl::RunFederation(EgoFederation()));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult adaptive, fl::RunFederation(EgoFederation()));
   // λ, WD, two distances and three shares per class (4 classes).
-  ASSERT_EQ(adaptive.final_client_reports.size(), 2u + 2u + 3u * 4u);
-  const std::vector<double>& lambda = adaptive.final_client_reports.at("lambda");
-  const std::vector<double>& wd = adaptive.final_client_reports.at("weight_divergence");
+  ASSERT_EQ(adaptive.result().final_client_reports().size(), 2u + 2u + 3u * 4u);
+  const auto& lambda = adaptive.result().final_client_reports().at("lambda").values();
+  const auto& wd = adaptive.result().final_client_reports().at("weight_divergence").values();
   ASSERT_EQ(lambda.size(), 3u);
   ASSERT_EQ(wd.size(), 3u);
   for (int k = 0; k < 3; ++k) {
@@ -305,50 +302,49 @@ TEST(FedEgoTest, ClientsReportLambdaAndWeightDivergence) {
   }
   FedEgoParams server;
   server.set_fixed_lambda(1);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult taken, fl::RunFederation(EgoFederation(server)));
-  for (double d : taken.final_client_reports.at("weight_divergence")) EXPECT_EQ(d, 0.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult taken, fl::RunFederation(EgoFederation(server)));
+  for (double d : taken.result().final_client_reports().at("weight_divergence").values()) EXPECT_EQ(d, 0.0);
   FedEgoParams no_pl;
   no_pl.set_fixed_lambda(0);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult unmixed, fl::RunFederation(EgoFederation(no_pl)));
-  EXPECT_EQ(unmixed.final_client_reports.count("lambda"), 0u);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult unmixed, fl::RunFederation(EgoFederation(no_pl)));
+  EXPECT_EQ(unmixed.result().final_client_reports().count("lambda"), 0u);
   // Fig. 7's label shares: distributions, the global truth the same for every client, and each
   // distance the total variation of its shares.
   for (int k = 0; k < 3; ++k) {
     double local = 0, predicted = 0, truth = 0, tv_local = 0, tv_predicted = 0;
     for (int c = 0; c < 4; ++c) {
       const auto share = [&](const std::string& what) {
-        return adaptive.final_client_reports.at(absl::StrCat(what, "_share.", c))[k];
+        return adaptive.result().final_client_reports().at(absl::StrCat(what, "_share.", c)).values(k);
       };
       local += share("local");
       predicted += share("predicted");
       truth += share("global");
-      EXPECT_EQ(share("global"), adaptive.final_client_reports.at(absl::StrCat("global_share.", c))[0]);
+      EXPECT_EQ(share("global"), adaptive.result().final_client_reports().at(absl::StrCat("global_share.", c)).values(0));
       tv_local += 0.5 * std::abs(share("local") - share("global"));
       tv_predicted += 0.5 * std::abs(share("predicted") - share("global"));
     }
     EXPECT_NEAR(local, 1, 1e-9);
     EXPECT_NEAR(predicted, 1, 1e-9);
     EXPECT_NEAR(truth, 1, 1e-9);
-    EXPECT_NEAR(adaptive.final_client_reports.at("label_tv_local")[k], tv_local, 1e-9);
-    EXPECT_NEAR(adaptive.final_client_reports.at("label_tv_predicted")[k], tv_predicted, 1e-9);
+    EXPECT_NEAR(adaptive.result().final_client_reports().at("label_tv_local").values(k), tv_local, 1e-9);
+    EXPECT_NEAR(adaptive.result().final_client_reports().at("label_tv_predicted").values(k), tv_predicted, 1e-9);
   }
-  const fl::proto::RunResult p = fl::RunResultToProto(EgoFederation(), adaptive);
-  EXPECT_EQ(p.final_client_reports().at("lambda").values_size(), 3);
+  EXPECT_EQ(adaptive.result().final_client_reports().at("lambda").values_size(), 3);
 }
 
 TEST(FedEgoTest, WithoutEgoGraphsUploadsOneNodePerChunk) {
   fl::FederationOptions o = EgoFederation();
   o.spec.set_model("ego_sage:hidden=32,layers=1,fanout=0,dropout=0.5,batch=16,reduction=sage");
   o.spec.set_rounds(3);
-  std::vector<fl::RoundRecord> rounds;
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o, [&](const fl::RoundRecord& x) { rounds.push_back(x); }));
-  EXPECT_GT(r.test_acc, 40.0);
-  EXPECT_TRUE(std::isfinite(r.global_test_acc));
+  std::vector<fl::proto::RoundRecord> rounds;
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o, [&](const fl::proto::RoundRecord& x) { rounds.push_back(x); }));
+  EXPECT_GT(r.result().test_acc(), 40.0);
+  EXPECT_TRUE(r.result().has_global_test_acc());
   // Θ: two SAGE layers (16 -> 32 with bias and root weight, 32 -> 32 likewise), per client.
   const int64_t theta = 3 * ((16 * 32 * 2 + 32) + (32 * 32 * 2 + 32)) * 4;
-  for (const fl::RoundRecord& round : rounds) {
-    EXPECT_EQ(round.tensor_bytes_up.at("reduction"), theta);
-    EXPECT_EQ(round.tensor_bytes_up.at("mashed") % ((32 + 4) * 4), 0);  // one node per mashed graph
+  for (const fl::proto::RoundRecord& round : rounds) {
+    EXPECT_EQ(round.tensor_bytes_up().at("reduction"), theta);
+    EXPECT_EQ(round.tensor_bytes_up().at("mashed") % ((32 + 4) * 4), 0);  // one node per mashed graph
   }
 }
 
@@ -365,33 +361,33 @@ TEST(FedEgoTest, AuthorsLossChangesTheLossAlone) {
     o.spec.set_lr(3e-4);
     return fl::RunFederation(o);
   };
-  ASSERT_OK_AND_ASSIGN(const fl::FederationResult ce, run(FedEgoParams::CROSS_ENTROPY));
-  ASSERT_OK_AND_ASSIGN(const fl::FederationResult authors, run(FedEgoParams::AUTHORS_CODE));
-  ASSERT_OK_AND_ASSIGN(const fl::FederationResult again, run(FedEgoParams::AUTHORS_CODE));
-  ASSERT_EQ(ce.rounds.size(), 1u);
-  ASSERT_EQ(authors.rounds.size(), 1u);
-  ASSERT_EQ(authors.rounds[0].clients.size(), 3u);
+  ASSERT_OK_AND_ASSIGN(const fl::proto::FederationResult ce, run(FedEgoParams::CROSS_ENTROPY));
+  ASSERT_OK_AND_ASSIGN(const fl::proto::FederationResult authors, run(FedEgoParams::AUTHORS_CODE));
+  ASSERT_OK_AND_ASSIGN(const fl::proto::FederationResult again, run(FedEgoParams::AUTHORS_CODE));
+  ASSERT_EQ(ce.rounds_size(), 1);
+  ASSERT_EQ(authors.rounds_size(), 1);
+  ASSERT_EQ(authors.rounds(0).clients_size(), 3);
   double largest = 0;
   for (size_t k = 0; k < 3; ++k) {
-    const double a = authors.rounds[0].clients[k].train_loss;
+    const double a = authors.rounds(0).clients(k).train_loss();
     ASSERT_TRUE(std::isfinite(a)) << k;
-    largest = std::max(largest, std::abs(a - ce.rounds[0].clients[k].train_loss));
-    EXPECT_EQ(a, again.rounds[0].clients[k].train_loss) << k;  // repeats bit for bit
+    largest = std::max(largest, std::abs(a - ce.rounds(0).clients(k).train_loss()));
+    EXPECT_EQ(a, again.rounds(0).clients(k).train_loss()) << k;  // repeats bit for bit
   }
   EXPECT_GT(largest, 0.0);  // the option acts
   EXPECT_LT(largest, 5e-3);
 }
 
 TEST(FedEgoTest, VariantsChangeWhatTheyName) {
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult full, fl::RunFederation(EgoFederation()));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult full, fl::RunFederation(EgoFederation()));
   FedEgoParams no_pl;
   no_pl.set_fixed_lambda(0);  // w/o PL: no mashed ego-graphs travel
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult local_phi, fl::RunFederation(EgoFederation(no_pl)));
-  EXPECT_LT(local_phi.bytes_up, full.bytes_up / 2);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult local_phi, fl::RunFederation(EgoFederation(no_pl)));
+  EXPECT_LT(local_phi.result().bytes_up(), full.result().bytes_up() / 2);
   FedEgoParams no_rl;
   no_rl.set_reduction_averaging(false);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult own_theta, fl::RunFederation(EgoFederation(no_rl)));
-  EXPECT_LT(own_theta.bytes_up, full.bytes_up);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult own_theta, fl::RunFederation(EgoFederation(no_rl)));
+  EXPECT_LT(own_theta.result().bytes_up(), full.result().bytes_up());
   FedEgoParams bad;
   bad.set_fixed_lambda(1.5);
   absl::Status s = fl::RunFederation(EgoFederation(bad)).status();

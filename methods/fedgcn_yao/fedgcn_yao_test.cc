@@ -105,9 +105,9 @@ TEST(FedGcnYaoRunTest, LearnsOnAveragedFeatures) {
   o.spec.set_model("gcn:layers=2,hidden=16,norm=row,out_act=relu");
   o.spec.set_rounds(20);
   o.spec.set_local_epochs(5);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
-  EXPECT_GT(r.preparation_bytes_up, 0);
-  EXPECT_GT(r.test_acc, 40.0);  // 4 classes: chance is 25
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
+  EXPECT_GT(r.result().preparation_bytes_up(), 0);
+  EXPECT_GT(r.result().test_acc(), 40.0);  // 4 classes: chance is 25
 }
 
 // Node 0 is isolated, node 1's neighbours are 3 and 2: the code's loop keeps only 1 - 2.
@@ -143,11 +143,11 @@ TEST(FedGcnYaoRunTest, CodeAsRunIgnoresTheAverageAndLearnsWithoutEdges) {
   o.spec.set_rounds(20);
   o.spec.set_local_epochs(5);
   o.spec.add_method_params()->PackFrom(code);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
-  EXPECT_GT(r.test_acc, 30.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
+  EXPECT_GT(r.result().test_acc(), 30.0);
   o.spec.clear_method_params();
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult plain, fl::RunFederation(o));
-  EXPECT_NE(r.test_acc, plain.test_acc);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult plain, fl::RunFederation(o));
+  EXPECT_NE(r.result().test_acc(), plain.result().test_acc());
 
   auto data = fl::testing::CsbmClient(60, 2, 2, 10);
   for (int64_t i = 0; i < 60; ++i) data->node_ids.push_back(i);

@@ -116,14 +116,14 @@ TEST(FedGtaServerTest, SimilarClientsShareConfidenceWeightedModels) {
 TEST(FedGtaRunTest, LearnsAloneAndWithTheFedTadPlugin) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedgta");
   o.spec.mutable_eval()->set_model("local");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
-  EXPECT_GT(r.test_acc, 60.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
+  EXPECT_GT(r.result().test_acc(), 60.0);
   o.spec.set_method("fedgta+fedtad");
   methods::fedtad::FedTadParams tad;
   tad.set_num_pseudo(20);
   o.spec.add_method_params()->PackFrom(tad);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult t, fl::RunFederation(o));
-  EXPECT_GT(t.test_acc, 50.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult t, fl::RunFederation(o));
+  EXPECT_GT(t.result().test_acc(), 50.0);
 }
 
 }  // namespace

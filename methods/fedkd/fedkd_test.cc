@@ -86,10 +86,10 @@ TEST(FedKdTest, HeterogeneousFederationRunsAndRepeats) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedkd");
   o.spec.set_model("gcn:layers=2,hidden=64;sage:layers=2,hidden=64;gat:layers=2,heads=1,hidden=64");
   o.spec.mutable_eval()->set_model("local");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult a, fl::RunFederation(o));
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(o));
-  EXPECT_GT(a.test_acc, 40.0);
-  EXPECT_EQ(a.test_acc, b.test_acc);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult a, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult b, fl::RunFederation(o));
+  EXPECT_GT(a.result().test_acc(), 40.0);
+  EXPECT_EQ(a.result().test_acc(), b.result().test_acc());
 }
 
 // [S]'s SVD compression: less travels up and down, the run still learns and repeats, a resumed
@@ -98,19 +98,19 @@ TEST(FedKdTest, SvdCompressedUpdatesShrinkTheTraffic) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedkd");
   o.spec.set_model("gcn:layers=2,hidden=64;sage:layers=2,hidden=64");
   o.spec.mutable_eval()->set_model("local");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult whole, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult whole, fl::RunFederation(o));
   FedKdParams p;
   p.set_svd_compression(true);
   o.spec.add_method_params()->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult a, fl::RunFederation(o));
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(o));
-  EXPECT_EQ(a.test_acc, b.test_acc);
-  EXPECT_EQ(a.bytes_up, b.bytes_up);
-  EXPECT_LT(a.bytes_up, whole.bytes_up);
-  EXPECT_LT(a.bytes_down, whole.bytes_down);
-  EXPECT_GT(a.test_acc, 40.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult a, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult b, fl::RunFederation(o));
+  EXPECT_EQ(a.result().test_acc(), b.result().test_acc());
+  EXPECT_EQ(a.result().bytes_up(), b.result().bytes_up());
+  EXPECT_LT(a.result().bytes_up(), whole.result().bytes_up());
+  EXPECT_LT(a.result().bytes_down(), whole.result().bytes_down());
+  EXPECT_GT(a.result().test_acc(), 40.0);
   // Round 1 travels whole both ways; later rounds as factors.
-  EXPECT_LT(a.rounds[2].bytes_up, whole.rounds[2].bytes_up);
+  EXPECT_LT(a.rounds(2).bytes_up(), whole.rounds(2).bytes_up());
   p.set_svd_energy_start(0.99);
   p.set_svd_energy_end(0.9);
   o.spec.clear_method_params();

@@ -39,48 +39,48 @@ fl::FederationOptions Spec(const std::string& method, FedMpaParams p = {}) {
 }
 
 TEST(FedMpaTest, PropagationBeatsTheFederatedMlpWithFewLabels) {
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult mlp, fl::RunFederation(Spec("fedmlp")));
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult mpa, fl::RunFederation(Spec("fedmpa")));
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult loc, fl::RunFederation(Spec("locmpa")));
-  EXPECT_GT(mpa.test_acc, mlp.test_acc + 5) << "APPNP over a homophilous graph should help";
-  EXPECT_GT(loc.test_acc, mlp.test_acc);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult mlp, fl::RunFederation(Spec("fedmlp")));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult mpa, fl::RunFederation(Spec("fedmpa")));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult loc, fl::RunFederation(Spec("locmpa")));
+  EXPECT_GT(mpa.result().test_acc(), mlp.result().test_acc() + 5) << "APPNP over a homophilous graph should help";
+  EXPECT_GT(loc.result().test_acc(), mlp.result().test_acc());
   // The local stage sends nothing: its round's uploads are headers only, and LocMpa's whole run.
-  EXPECT_LT(mpa.rounds.back().bytes_up, 4 * 64);
-  EXPECT_GT(mpa.rounds.front().bytes_up, 4 * 1000);  // stage 1 uploads the MLP
-  EXPECT_LT(loc.bytes_up + loc.bytes_down, 4 * 128);
+  EXPECT_LT(mpa.rounds(mpa.rounds_size() - 1).bytes_up(), 4 * 64);
+  EXPECT_GT(mpa.rounds(0).bytes_up(), 4 * 1000);  // stage 1 uploads the MLP
+  EXPECT_LT(loc.result().bytes_up() + loc.result().bytes_down(), 4 * 128);
 }
 
 // The whole-graph test (note A.5.3's second protocol) scores the same models on the original graph.
 TEST(FedMpaTest, WholeGraphTestScoresTheSameModels) {
   for (const char* method : {"fedmlp", "fedmpa", "locmpa"}) {
     fl::FederationOptions o = Spec(method);
-    ASSERT_OK_AND_ASSIGN(fl::FederationResult plain, fl::RunFederation(o));
+    ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult plain, fl::RunFederation(o));
     o.spec.mutable_eval()->set_global_test("whole_graph");
-    ASSERT_OK_AND_ASSIGN(fl::FederationResult whole, fl::RunFederation(o));
-    EXPECT_EQ(whole.test_acc, plain.test_acc) << method;
-    EXPECT_TRUE(std::isfinite(whole.global_test_acc)) << method;
+    ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult whole, fl::RunFederation(o));
+    EXPECT_EQ(whole.result().test_acc(), plain.result().test_acc()) << method;
+    EXPECT_TRUE(whole.result().has_global_test_acc()) << method;
     // 4 classes; LocMpa's models, each from one label-skewed community, may sit at chance there.
     if (std::string(method) != "locmpa") {
-      EXPECT_GT(whole.global_test_acc, 25.0) << method;
+      EXPECT_GT(whole.result().global_test_acc(), 25.0) << method;
     }
     // FedMpa's last round scores the local stage's APPNP, not the MLP of the round before.
     if (std::string(method) == "fedmpa") {
-      const size_t n = whole.rounds.size();
-      EXPECT_NE(whole.rounds[n - 1].global_test_acc, whole.rounds[n - 2].global_test_acc);
+      const int n = whole.rounds_size();
+      EXPECT_NE(whole.rounds(n - 1).global_test_acc(), whole.rounds(n - 2).global_test_acc());
     }
   }
 }
 
 TEST(FedMpaTest, ReconstructionChangesFedMpaAndZeroWeightIsFedMpa) {
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult mpa, fl::RunFederation(Spec("fedmpa")));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult mpa, fl::RunFederation(Spec("fedmpa")));
   FedMpaParams none;
   none.set_reconstruction_weight(0);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult mpae0, fl::RunFederation(Spec("fedmpae", none)));
-  EXPECT_EQ(mpae0.test_acc, mpa.test_acc);
-  EXPECT_EQ(mpae0.rounds.back().clients[0].train_loss, mpa.rounds.back().clients[0].train_loss);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult mpae, fl::RunFederation(Spec("fedmpae")));
-  EXPECT_NE(mpae.rounds.back().clients[0].train_loss, mpa.rounds.back().clients[0].train_loss);
-  EXPECT_GT(mpae.test_acc, 50.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult mpae0, fl::RunFederation(Spec("fedmpae", none)));
+  EXPECT_EQ(mpae0.result().test_acc(), mpa.result().test_acc());
+  EXPECT_EQ(mpae0.rounds(mpae0.rounds_size() - 1).clients(0).train_loss(), mpa.rounds(mpa.rounds_size() - 1).clients(0).train_loss());
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult mpae, fl::RunFederation(Spec("fedmpae")));
+  EXPECT_NE(mpae.rounds(mpae.rounds_size() - 1).clients(0).train_loss(), mpa.rounds(mpa.rounds_size() - 1).clients(0).train_loss());
+  EXPECT_GT(mpae.result().test_acc(), 50.0);
 }
 
 TEST(FedMpaTest, RoundsMustFitTheStagesAndModelMustBeAppnp) {
@@ -100,9 +100,9 @@ TEST(FedMpaTest, RoundsMustFitTheStagesAndModelMustBeAppnp) {
 TEST(FedMpaTest, UniformAveragingIsEquation5) {
   FedMpaParams weighted;
   weighted.set_uniform_average(false);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult uniform, fl::RunFederation(Spec("fedmlp")));
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult by_nodes, fl::RunFederation(Spec("fedmlp", weighted)));
-  EXPECT_NE(uniform.final_global, by_nodes.final_global);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult uniform, fl::RunFederation(Spec("fedmlp")));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult by_nodes, fl::RunFederation(Spec("fedmlp", weighted)));
+  EXPECT_NE(uniform.final_global(), by_nodes.final_global());
 }
 
 // Stage 1 uploads the MLP's tensors and nothing else (no propagation or private state); the local

@@ -121,24 +121,24 @@ TEST(FedProtoTest, TheTermChangesAHeterogeneousFederation) {
   FedProtoParams zero;
   zero.set_proto_weight(0);
   o.spec.add_method_params()->PackFrom(zero);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult proto0, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult proto0, fl::RunFederation(o));
   o.spec.clear_method_params();
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult proto1, fl::RunFederation(o));
-  ASSERT_EQ(proto0.rounds.size(), proto1.rounds.size());
-  EXPECT_NE(proto1.rounds.back().test_acc + proto1.rounds.back().val_acc,
-            proto0.rounds.back().test_acc + proto0.rounds.back().val_acc);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult proto1, fl::RunFederation(o));
+  ASSERT_EQ(proto0.rounds_size(), proto1.rounds_size());
+  EXPECT_NE(proto1.rounds(proto1.rounds_size() - 1).test_acc() + proto1.rounds(proto1.rounds_size() - 1).val_acc(),
+            proto0.rounds(proto0.rounds_size() - 1).test_acc() + proto0.rounds(proto0.rounds_size() - 1).val_acc());
 }
 
 // OpenFGL's post-dropout embeddings are an option: they change the run; a rate of 1 is refused.
 TEST(FedProtoTest, EmbeddingDropoutChangesTheRunAndIsChecked) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedproto");
   o.spec.mutable_eval()->set_model("local");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult plain, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult plain, fl::RunFederation(o));
   FedProtoParams p;
   p.set_embedding_dropout(0.5);
   o.spec.add_method_params()->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult dropped, fl::RunFederation(o));
-  EXPECT_NE(plain.rounds.back().clients[0].train_loss, dropped.rounds.back().clients[0].train_loss);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult dropped, fl::RunFederation(o));
+  EXPECT_NE(plain.rounds(plain.rounds_size() - 1).clients(0).train_loss(), dropped.rounds(dropped.rounds_size() - 1).clients(0).train_loss());
   p.set_embedding_dropout(1);
   o.spec.clear_method_params();
   o.spec.add_method_params()->PackFrom(p);

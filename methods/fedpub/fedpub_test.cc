@@ -96,14 +96,14 @@ TEST(FedPubRunTest, LearnsAloneAndWithTheFedTadPlugin) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedpub");
   o.spec.set_model("gcn:layers=3,jk=last,masked=true");
   o.spec.mutable_eval()->set_model("local");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
-  EXPECT_GT(r.test_acc, 60.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
+  EXPECT_GT(r.result().test_acc(), 60.0);
   o.spec.set_method("fedpub+fedtad");
   methods::fedtad::FedTadParams tad;
   tad.set_num_pseudo(20);
   o.spec.add_method_params()->PackFrom(tad);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult t, fl::RunFederation(o));
-  EXPECT_GT(t.test_acc, 40.0);  // 4 balanced classes: chance is 25%
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult t, fl::RunFederation(o));
+  EXPECT_GT(t.result().test_acc(), 40.0);  // 4 balanced classes: chance is 25%
   o.spec.set_model("gcn");
   o.spec.set_method("fedpub");
   EXPECT_FALSE(fl::RunFederation(o).ok());  // needs the masked model

@@ -455,19 +455,19 @@ TEST(FedSageRunTest, FamilyLearnsInASmallFederation) {
   o.spec.add_method_params()->PackFrom(small);
   // The FedSage code's protocol beside ours: the original whole graph's test nodes.
   o.spec.mutable_eval()->set_global_test("whole_graph");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult plus, fl::RunFederation(o));
-  EXPECT_GT(plus.test_acc, 50.0);
-  EXPECT_GT(plus.global_test_acc, 50.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult plus, fl::RunFederation(o));
+  EXPECT_GT(plus.result().test_acc(), 50.0);
+  EXPECT_GT(plus.result().global_test_acc(), 50.0);
   o.spec.set_method("fedsage");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult sage, fl::RunFederation(o));
-  EXPECT_GT(sage.test_acc, 50.0);
-  EXPECT_GT(sage.global_test_acc, 50.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult sage, fl::RunFederation(o));
+  EXPECT_GT(sage.result().test_acc(), 50.0);
+  EXPECT_GT(sage.result().global_test_acc(), 50.0);
   o.spec.set_method("locsage");
   o.spec.mutable_eval()->set_model("local");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult loc, fl::RunFederation(o));
-  EXPECT_GT(loc.test_acc, 50.0);
-  EXPECT_TRUE(std::isfinite(loc.global_test_acc));
-  EXPECT_LT(sage.bytes_up, plus.bytes_up);  // NeighGen travels in fedsage_plus's generator rounds
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult loc, fl::RunFederation(o));
+  EXPECT_GT(loc.result().test_acc(), 50.0);
+  EXPECT_TRUE(loc.result().has_global_test_acc());
+  EXPECT_LT(sage.result().bytes_up(), plus.result().bytes_up());  // NeighGen travels in fedsage_plus's generator rounds
 }
 
 // hidden_portion and neighgen could not be set before typed parameters: from a textproto, each
@@ -479,16 +479,16 @@ TEST(FedSageRunTest, HiddenPortionAndNeighGenFromATextprotoTakeEffect) {
   FedSagePlusParams p;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString("gen_rounds: 2 latent: 16 gen_hidden: 16", &p));
   o.spec.add_method_params()->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult half, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult half, fl::RunFederation(o));
   ASSERT_TRUE(google::protobuf::TextFormat::MergeFromString("hidden_portion: 0.2", &p));
   o.spec.mutable_method_params(0)->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult fifth, fl::RunFederation(o));
-  EXPECT_NE(half.final_global, fifth.final_global);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult fifth, fl::RunFederation(o));
+  EXPECT_NE(half.final_global(), fifth.final_global());
   ASSERT_TRUE(google::protobuf::TextFormat::MergeFromString("neighgen: false", &p));
   o.spec.mutable_method_params(0)->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult plain, fl::RunFederation(o));
-  EXPECT_NE(fifth.final_global, plain.final_global);
-  EXPECT_LT(plain.bytes_up, fifth.bytes_up);  // no NeighGen travels
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult plain, fl::RunFederation(o));
+  EXPECT_NE(fifth.final_global(), plain.final_global());
+  EXPECT_LT(plain.result().bytes_up(), fifth.result().bytes_up());  // no NeighGen travels
 }
 
 }  // namespace

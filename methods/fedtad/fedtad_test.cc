@@ -278,26 +278,26 @@ TEST(PluginTest, DistilsEveryAggregateFromItsOwnRepliesOnly) {
 fl::FederationOptions Small(const std::string& method) { return fl::testing::SmallFederation(method); }
 
 TEST(PluginTest, ZeroIterationsLeaveTheBaseMethodUntouched) {
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult base, fl::RunFederation(Small("fedprox")));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult base, fl::RunFederation(Small("fedprox")));
   fl::FederationOptions o = Small("fedprox+fedtad");
   FedTadParams none;
   none.set_iterations(0);
   o.spec.add_method_params()->PackFrom(none);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult plugged, fl::RunFederation(o));
-  ASSERT_EQ(base.rounds.size(), plugged.rounds.size());
-  for (size_t r = 0; r < base.rounds.size(); ++r) {
-    EXPECT_EQ(base.rounds[r].val_acc, plugged.rounds[r].val_acc) << r;
-    EXPECT_EQ(base.rounds[r].test_acc, plugged.rounds[r].test_acc) << r;
-    EXPECT_EQ(base.rounds[r].bytes_up, plugged.rounds[r].bytes_up) << r;
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult plugged, fl::RunFederation(o));
+  ASSERT_EQ(base.rounds_size(), plugged.rounds_size());
+  for (int r = 0; r < base.rounds_size(); ++r) {
+    EXPECT_EQ(base.rounds(r).val_acc(), plugged.rounds(r).val_acc()) << r;
+    EXPECT_EQ(base.rounds(r).test_acc(), plugged.rounds(r).test_acc()) << r;
+    EXPECT_EQ(base.rounds(r).bytes_up(), plugged.rounds(r).bytes_up()) << r;
   }
   // Only the one-off reliability upload is extra: 4 classes as float32 per client, plus headers.
-  EXPECT_GE(plugged.preparation_bytes_up, 4 * 16);
-  EXPECT_LT(plugged.preparation_bytes_up, 4 * 128);
+  EXPECT_GE(plugged.result().preparation_bytes_up(), 4 * 16);
+  EXPECT_LT(plugged.result().preparation_bytes_up(), 4 * 128);
   // With its default iterations the plug-in does change the global model.
   o.spec.clear_method_params();
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult distilled, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult distilled, fl::RunFederation(o));
   bool differs = false;
-  for (size_t r = 0; r < base.rounds.size(); ++r) differs |= base.rounds[r].val_acc != distilled.rounds[r].val_acc;
+  for (int r = 0; r < base.rounds_size(); ++r) differs |= base.rounds(r).val_acc() != distilled.rounds(r).val_acc();
   EXPECT_TRUE(differs);
   o.spec.set_method("fedprox+nosuchplugin");
   EXPECT_THAT(fl::RunFederation(o), StatusIs(absl::StatusCode::kNotFound, HasSubstr("nosuchplugin")));
@@ -309,10 +309,10 @@ TEST(PluginTest, PluggedMethodScoresTheGlobalTestGraph) {
   for (const char* method : {"fedavg", "fedavg+fedtad"}) {
     fl::FederationOptions o = Small(method);
     o.spec.mutable_eval()->set_global_test("whole_graph");
-    ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
-    ASSERT_EQ(r.rounds.size(), 6u) << method;
-    for (const fl::RoundRecord& round : r.rounds) EXPECT_TRUE(std::isfinite(round.global_test_acc)) << method;
-    EXPECT_GT(r.global_test_acc, 40.0) << method;  // 4 classes: well above chance
+    ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
+    ASSERT_EQ(r.rounds_size(), 6) << method;
+    for (const fl::proto::RoundRecord& round : r.rounds()) EXPECT_TRUE(round.has_global_test_acc()) << method;
+    EXPECT_GT(r.result().global_test_acc(), 40.0) << method;  // 4 classes: well above chance
   }
 }
 
@@ -323,19 +323,19 @@ TEST(PluginTest, RealGraphAblationLoadsTheWholeDatasetOnTheServer) {
   FedTadParams p;
   p.set_reliability(FedTadParams::EQUAL);
   o.spec.add_method_params()->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult eq, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult eq, fl::RunFederation(o));
   p.set_real_graph(true);
   o.spec.mutable_method_params(0)->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r_eq, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r_eq, fl::RunFederation(o));
   bool differs = false;
-  for (size_t r = 0; r < eq.rounds.size(); ++r) differs |= eq.rounds[r].val_acc != r_eq.rounds[r].val_acc;
+  for (int r = 0; r < eq.rounds_size(); ++r) differs |= eq.rounds(r).val_acc() != r_eq.rounds(r).val_acc();
   EXPECT_TRUE(differs);
   // The distillation changed the global model (no claim on accuracy: on this toy graph pulling
   // the global model towards the teachers' mean logits on real nodes costs accuracy).
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult fedavg, fl::RunFederation(Small("fedavg")));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult fedavg, fl::RunFederation(Small("fedavg")));
   fl::proto::Message a, b;
-  ASSERT_TRUE(a.ParseFromString(r_eq.final_global));
-  ASSERT_TRUE(b.ParseFromString(fedavg.final_global));
+  ASSERT_TRUE(a.ParseFromString(r_eq.final_global()));
+  ASSERT_TRUE(b.ParseFromString(fedavg.final_global()));
   ASSERT_EQ(a.tensors_size(), b.tensors_size());
   ASSERT_GT(a.tensors_size(), 0);
   bool moved = false;
@@ -417,8 +417,8 @@ TEST(PluginTest, FedTadResumesExactly) {
   FedTadParams noisy;
   noisy.set_reliability_noise(0.1);
   o.spec.add_method_params()->PackFrom(noisy);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult whole, fl::RunFederation(o));
-  EXPECT_GT(whole.test_acc, 60.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult whole, fl::RunFederation(o));
+  EXPECT_GT(whole.result().test_acc(), 60.0);
   const std::string dir = std::string(::testing::TempDir()) + "/ckpt_fedtad";
   ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
   o.checkpoint_dir = dir;
@@ -427,11 +427,11 @@ TEST(PluginTest, FedTadResumesExactly) {
   ASSERT_OK(fl::RunFederation(o).status());
   o.spec.set_rounds(6);
   o.resume = true;
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult resumed, fl::RunFederation(o));
-  ASSERT_EQ(resumed.rounds.size(), whole.rounds.size());
-  for (size_t r = 0; r < whole.rounds.size(); ++r) {
-    EXPECT_EQ(resumed.rounds[r].val_acc, whole.rounds[r].val_acc) << r;
-    EXPECT_EQ(resumed.rounds[r].test_acc, whole.rounds[r].test_acc) << r;
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult resumed, fl::RunFederation(o));
+  ASSERT_EQ(resumed.rounds_size(), whole.rounds_size());
+  for (int r = 0; r < whole.rounds_size(); ++r) {
+    EXPECT_EQ(resumed.rounds(r).val_acc(), whole.rounds(r).val_acc()) << r;
+    EXPECT_EQ(resumed.rounds(r).test_acc(), whole.rounds(r).test_acc()) << r;
   }
 }
 
@@ -440,12 +440,12 @@ TEST(PluginTest, FedTadResumesExactly) {
 TEST(PluginTest, KnnFromATextprotoTakesEffect) {
   fl::FederationOptions o = Small("fedtad");
   o.spec.set_rounds(3);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult defaults, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult defaults, fl::RunFederation(o));
   FedTadParams p;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString("knn: 2 num_pseudo: 40", &p));
   o.spec.add_method_params()->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult knn2, fl::RunFederation(o));
-  EXPECT_NE(defaults.final_global, knn2.final_global);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult knn2, fl::RunFederation(o));
+  EXPECT_NE(defaults.final_global(), knn2.final_global());
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString("knn: 0", &p));
   o.spec.mutable_method_params(0)->PackFrom(p);
   EXPECT_THAT(fl::RunFederation(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fedtad.knn = 0")));

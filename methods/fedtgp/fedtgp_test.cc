@@ -53,12 +53,12 @@ TEST(FedTgpTest, HeterogeneousFederationRunsAndRepeats) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedtgp");
   o.spec.set_model("gcn:layers=2,hidden=64;sage:layers=2,hidden=64;gat:layers=2,heads=1,hidden=64");
   o.spec.mutable_eval()->set_model("local");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult a, fl::RunFederation(o));
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(o));
-  EXPECT_GT(a.test_acc, 40.0);
-  EXPECT_EQ(a.test_acc, b.test_acc);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult a, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult b, fl::RunFederation(o));
+  EXPECT_GT(a.result().test_acc(), 40.0);
+  EXPECT_EQ(a.result().test_acc(), b.result().test_acc());
   // Uploads are prototypes and counts only: far below a 64-hidden model's weights.
-  EXPECT_LT(a.rounds.back().bytes_up, 4 * 3 * (4 * 64 + 4) * 4);
+  EXPECT_LT(a.rounds(a.rounds_size() - 1).bytes_up(), 4 * 3 * (4 * 64 + 4) * 4);
 }
 
 }  // namespace

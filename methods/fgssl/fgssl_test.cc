@@ -43,10 +43,10 @@ TEST(FgsslTest, TheStructureTermChangesTheModel) {
 TEST(FgsslTest, FederationLearnsAndRepeats) {
   fl::FederationOptions o = fl::testing::SmallFederation("fgssl");
   o.spec.mutable_eval()->set_model("local");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult a, fl::RunFederation(o));
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(o));
-  EXPECT_GT(a.test_acc, 40.0);  // 4 balanced classes
-  EXPECT_EQ(a.test_acc, b.test_acc);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult a, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult b, fl::RunFederation(o));
+  EXPECT_GT(a.result().test_acc(), 40.0);  // 4 balanced classes
+  EXPECT_EQ(a.result().test_acc(), b.result().test_acc());
 }
 
 TEST(FgsslTest, RejectsBadOptions) {

@@ -63,11 +63,11 @@ TEST(FmlTest, HeterogeneousFederationRunsAndRepeats) {
   fl::FederationOptions o = fl::testing::SmallFederation("fml");
   o.spec.set_model("gcn:layers=2,hidden=64;sage:layers=2,hidden=64;gat:layers=2,heads=1,hidden=64");
   o.spec.mutable_eval()->set_model("local");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult a, fl::RunFederation(o));
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(o));
-  EXPECT_GT(a.test_acc, 40.0);  // 4 balanced classes
-  EXPECT_EQ(a.test_acc, b.test_acc);
-  EXPECT_EQ(a.bytes_up, b.bytes_up);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult a, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult b, fl::RunFederation(o));
+  EXPECT_GT(a.result().test_acc(), 40.0);  // 4 balanced classes
+  EXPECT_EQ(a.result().test_acc(), b.result().test_acc());
+  EXPECT_EQ(a.result().bytes_up(), b.result().bytes_up());
 }
 
 // The authors' options (fml.proto 4-8): each changes the run; the reply carries the uniform weight;

@@ -197,14 +197,14 @@ TEST(GcflPlusServerTest, AMemberWithoutASequenceBlocksTheSplit) {
 TEST(GcflPlusRunTest, LearnsAloneAndWithTheFedTadPlugin) {
   fl::FederationOptions o = fl::testing::SmallFederation("gcfl_plus");
   o.spec.mutable_eval()->set_model("local");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
-  EXPECT_GT(r.test_acc, 60.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
+  EXPECT_GT(r.result().test_acc(), 60.0);
   o.spec.set_method("gcfl_plus+fedtad");
   methods::fedtad::FedTadParams tad;
   tad.set_num_pseudo(20);
   o.spec.add_method_params()->PackFrom(tad);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult t, fl::RunFederation(o));
-  EXPECT_GT(t.test_acc, 40.0);  // 4 balanced classes: chance is 25%
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult t, fl::RunFederation(o));
+  EXPECT_GT(t.result().test_acc(), 40.0);  // 4 balanced classes: chance is 25%
 }
 
 // eps1, eps2, seq_length and min_round could not be set before typed parameters: thresholds that
@@ -212,15 +212,15 @@ TEST(GcflPlusRunTest, LearnsAloneAndWithTheFedTadPlugin) {
 TEST(GcflPlusRunTest, SplitThresholdsFromATextprotoTakeEffect) {
   fl::FederationOptions o = fl::testing::SmallFederation("gcfl_plus");
   o.spec.mutable_eval()->set_model("local");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult defaults, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult defaults, fl::RunFederation(o));
   GcflPlusParams p;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString("eps1: 1e9 eps2: 0 seq_length: 1 min_round: 0", &p));
   o.spec.add_method_params()->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult split, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult split, fl::RunFederation(o));
   bool differs = false;
-  for (size_t r = 0; r < defaults.rounds.size(); ++r) {
-    for (size_t k = 0; k < defaults.rounds[r].clients.size(); ++k) {
-      differs |= defaults.rounds[r].clients[k].test_acc != split.rounds[r].clients[k].test_acc;
+  for (int r = 0; r < defaults.rounds_size(); ++r) {
+    for (int k = 0; k < defaults.rounds(r).clients_size(); ++k) {
+      differs |= defaults.rounds(r).clients(k).test_acc() != split.rounds(r).clients(k).test_acc();
     }
   }
   EXPECT_TRUE(differs);

@@ -66,8 +66,8 @@ absl::Status Trace() {
                                                                        absl::GetFlag(FLAGS_seed), nullptr,
                                                                        add_server_state));
   FGL_RETURN_IF_ERROR(trace.Write(absl::GetFlag(FLAGS_out)));
-  std::cout << "gcfl_plus trace: " << trace.members.size() << " arrays, " << trace.result.rounds.size()
-            << " rounds, final test " << trace.result.test_acc << " -> " << absl::GetFlag(FLAGS_out) << "\n";
+  std::cout << "gcfl_plus trace: " << trace.members.size() << " arrays, " << trace.result.rounds_size()
+            << " rounds, final test " << trace.result.result().test_acc() << " -> " << absl::GetFlag(FLAGS_out) << "\n";
   return absl::OkStatus();
 }
 

@@ -107,15 +107,15 @@ TEST(GraphFlClientTest, RepliesAQueryGradientThenItsWeights) {
 TEST(GraphFlRunTest, TwoExchangesPerRoundAndTheGlobalModelLearns) {
   fl::FederationOptions o = fl::testing::SmallFederation("graphfl");
   o.spec.mutable_eval()->set_model("global");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
-  EXPECT_GT(r.test_acc, 50.0);  // 4 classes
-  ASSERT_EQ(r.rounds.size(), 6u);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
+  EXPECT_GT(r.result().test_acc(), 50.0);  // 4 classes
+  ASSERT_EQ(r.rounds_size(), 6);
   // Each round every client uploads a query gradient and its weights: the same tensors twice.
   fl::FederationOptions once = o;
   once.spec.set_method("fedavg");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult fedavg, fl::RunFederation(once));
-  EXPECT_EQ(r.rounds[0].participants, 4);
-  EXPECT_NEAR(static_cast<double>(r.rounds[0].bytes_up) / fedavg.rounds[0].bytes_up, 2.0, 0.05);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult fedavg, fl::RunFederation(once));
+  EXPECT_EQ(r.rounds(0).participants(), 4);
+  EXPECT_NEAR(static_cast<double>(r.rounds(0).bytes_up()) / fedavg.rounds(0).bytes_up(), 2.0, 0.05);
 }
 
 }  // namespace

@@ -104,8 +104,8 @@ TEST(LgFedAvgTest, HeterogeneousBodiesShareOneHead) {
   o.spec.set_model("gcn:layers=2,hidden=64,jk=last;sage:layers=2,hidden=64,jk=last;sgc:k=2,hidden=64");
   o.spec.set_shared_group("head");
   o.spec.mutable_eval()->set_model("local");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult r, fl::RunFederation(o));
-  EXPECT_GT(r.test_acc, 40.0);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
+  EXPECT_GT(r.result().test_acc(), 40.0);
 }
 
 }  // namespace

@@ -43,13 +43,13 @@ TEST(MoonTest, ContrastiveTermFromTheSecondRoundAndCheckpoint) {
 // OpenFGL's post-dropout z is an option: it changes the run, and a rate of 1 is refused.
 TEST(MoonTest, EmbeddingDropoutChangesTheRunAndIsChecked) {
   fl::FederationOptions o = fl::testing::SmallFederation("moon");
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult plain, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult plain, fl::RunFederation(o));
   MoonParams p;
   p.set_embedding_dropout(0.5);
   o.spec.add_method_params()->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult dropped, fl::RunFederation(o));
-  EXPECT_NE(plain.final_global, dropped.final_global);
-  EXPECT_GT(dropped.test_acc, 40.0);  // 4 classes
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult dropped, fl::RunFederation(o));
+  EXPECT_NE(plain.final_global(), dropped.final_global());
+  EXPECT_GT(dropped.result().test_acc(), 40.0);  // 4 classes
   p.set_embedding_dropout(1);
   o.spec.clear_method_params();
   o.spec.add_method_params()->PackFrom(p);

@@ -211,25 +211,25 @@ constexpr char kGat[] = "gat:layers=2,heads=8,hidden=16,out_heads=1,dropout=0.6,
 
 TEST(NfedgnnRun, CountsTheLatentBytesOfTableOne) {
   // §B.7: n · 16 floats (GCN) or n · 128 (GAT) per round up, and as many gradients down.
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult gcn, fl::RunFederation(NodeLevelRun("nfedgnn", kGcn, 1)));
-  EXPECT_EQ(gcn.bytes_up, 120 * 16 * 4 * 3);
-  EXPECT_EQ(gcn.bytes_down, 120 * 16 * 4 * 3);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult gat, fl::RunFederation(NodeLevelRun("nfedgnn", kGat, 1)));
-  EXPECT_EQ(gat.bytes_up, 120 * 128 * 4 * 3);
-  ASSERT_EQ(gat.rounds.size(), 3u);
-  EXPECT_TRUE(std::isfinite(gat.rounds[2].train_loss));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult gcn, fl::RunFederation(NodeLevelRun("nfedgnn", kGcn, 1)));
+  EXPECT_EQ(gcn.result().bytes_up(), 120 * 16 * 4 * 3);
+  EXPECT_EQ(gcn.result().bytes_down(), 120 * 16 * 4 * 3);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult gat, fl::RunFederation(NodeLevelRun("nfedgnn", kGat, 1)));
+  EXPECT_EQ(gat.result().bytes_up(), 120 * 128 * 4 * 3);
+  ASSERT_EQ(gat.rounds_size(), 3);
+  EXPECT_TRUE(gat.rounds(2).has_train_loss());
 }
 
 TEST(NfedgnnRun, LearnsAndIsDeterministic) {
   fl::FederationOptions o = NodeLevelRun("nfedgnn", kGcn, 1);
   o.spec.set_rounds(40);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult a, fl::RunFederation(o));
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(o));
-  EXPECT_GT(a.test_acc, 60.0);  // 3 balanced classes: chance is 33%
-  EXPECT_LT(a.rounds.back().train_loss, a.rounds.front().train_loss);
-  for (size_t r = 0; r < a.rounds.size(); ++r) {
-    EXPECT_EQ(a.rounds[r].test_acc, b.rounds[r].test_acc);
-    EXPECT_EQ(a.rounds[r].train_loss, b.rounds[r].train_loss);
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult a, fl::RunFederation(o));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult b, fl::RunFederation(o));
+  EXPECT_GT(a.result().test_acc(), 60.0);  // 3 balanced classes: chance is 33%
+  EXPECT_LT(a.rounds(a.rounds_size() - 1).train_loss(), a.rounds(0).train_loss());
+  for (int r = 0; r < a.rounds_size(); ++r) {
+    EXPECT_EQ(a.rounds(r).test_acc(), b.rounds(r).test_acc());
+    EXPECT_EQ(a.rounds(r).train_loss(), b.rounds(r).train_loss());
   }
 }
 
@@ -242,9 +242,9 @@ TEST(NfedgnnRun, SummedCrossEntropyAndUserWeightDecay) {
   p.set_ce_reduction(NfedgnnParams::SUM);
   sum.spec.clear_method_params();
   sum.spec.add_method_params()->PackFrom(p);
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult a, fl::RunFederation(mean));
-  ASSERT_OK_AND_ASSIGN(fl::FederationResult b, fl::RunFederation(sum));
-  EXPECT_NEAR(b.rounds[0].train_loss / a.rounds[0].train_loss, 24.0, 1e-4);  // 20% of 120 users
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult a, fl::RunFederation(mean));
+  ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult b, fl::RunFederation(sum));
+  EXPECT_NEAR(b.rounds(0).train_loss() / a.rounds(0).train_loss(), 24.0, 1e-4);  // 20% of 120 users
 
   auto with_user_decay = [&](double decay) {
     fl::FederationOptions o = mean;
@@ -252,12 +252,12 @@ TEST(NfedgnnRun, SummedCrossEntropyAndUserWeightDecay) {
     q.set_user_weight_decay(decay);
     o.spec.clear_method_params();
     o.spec.add_method_params()->PackFrom(q);
-    absl::StatusOr<fl::FederationResult> r = fl::RunFederation(o);
+    absl::StatusOr<fl::proto::FederationResult> r = fl::RunFederation(o);
     CHECK(r.ok()) << r.status();
-    return r->rounds.back().train_loss;
+    return r->rounds(r->rounds_size() - 1).train_loss();
   };
-  EXPECT_EQ(with_user_decay(5e-4), a.rounds.back().train_loss);  // the run's weight decay, spelled
-  EXPECT_NE(with_user_decay(0), a.rounds.back().train_loss);
+  EXPECT_EQ(with_user_decay(5e-4), a.rounds(a.rounds_size() - 1).train_loss());  // the run's weight decay, spelled
+  EXPECT_NE(with_user_decay(0), a.rounds(a.rounds_size() - 1).train_loss());
   p.Clear();
   p.set_user_weight_decay(-1);
   sum.spec.clear_method_params();

@@ -260,7 +260,7 @@ absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, ui
       if (failed.ok() && on_client_state) failed = on_client_state(round, k, *client, &trace);
     }
   };
-  absl::StatusOr<fl::FederationResult> result = fl::RunFederation(o, hooks);
+  absl::StatusOr<fl::proto::FederationResult> result = fl::RunFederation(o, hooks);
   std::filesystem::remove_all(scratch);
   FGL_ASSIGN_OR_RETURN(trace.result, std::move(result));
   FGL_RETURN_IF_ERROR(failed);

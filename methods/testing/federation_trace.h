@@ -42,7 +42,7 @@ namespace fgl::methods::testing {
 struct FederationTrace {
   fl::FederationOptions options;  // resolved
   std::vector<fl::ClientShard> shards;
-  fl::FederationResult result;
+  fl::proto::FederationResult result;
   std::vector<graph::io::testing::NpzMember> members;
   std::map<std::string, double> scalars;  // every message scalar by its member name, without ".npy"
 

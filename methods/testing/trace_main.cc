@@ -172,8 +172,8 @@ absl::Status Trace() {
   if (trace.options.spec.method() == "fedpub") FGL_RETURN_IF_ERROR(AddFedPubProxy(trace));
   if (trace.options.spec.method() == "fedego") FGL_RETURN_IF_ERROR(AddFedEgoDraws(trace));
   FGL_RETURN_IF_ERROR(trace.Write(absl::GetFlag(FLAGS_out)));
-  std::cout << "trace: " << trace.members.size() << " arrays, " << trace.result.rounds.size()
-            << " rounds, final test " << trace.result.test_acc << " -> " << absl::GetFlag(FLAGS_out) << "\n";
+  std::cout << "trace: " << trace.members.size() << " arrays, " << trace.result.rounds_size()
+            << " rounds, final test " << trace.result.result().test_acc() << " -> " << absl::GetFlag(FLAGS_out) << "\n";
   return absl::OkStatus();
 }
 
