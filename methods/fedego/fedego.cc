@@ -73,20 +73,6 @@ Options Resolve(const FedEgoParams& p) {
   return o;
 }
 
-absl::Status Validate(const FedEgoParams& p) {
-  auto fail = [](const std::string& what) { return absl::InvalidArgumentError(absl::StrCat("FedEgoParams.", what)); };
-  const Options o = Resolve(p);
-  if (!(o.gamma >= 0 && std::isfinite(o.gamma))) return fail(absl::StrCat("gamma must be >= 0, not ", o.gamma));
-  if (o.fixed && !(o.fixed_lambda >= 0 && o.fixed_lambda <= 1)) {
-    return fail(absl::StrCat("fixed_lambda must be in [0, 1], not ", o.fixed_lambda));
-  }
-  if (o.server_epochs < 0) return fail(absl::StrCat("server_epochs must be >= 0, not ", o.server_epochs));
-  if (!(o.server_epoch_fraction > 0 && o.server_epoch_fraction <= 1)) {
-    return fail(absl::StrCat("server_epoch_fraction must be in (0, 1], not ", o.server_epoch_fraction));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<nn::EgoSageOptions> EgoModel(const fl::MethodConfig& config) {
   absl::StatusOr<nn::EgoSageOptions> o = nn::ParseEgoSageSpec(config.model_spec);
   if (!o.ok()) {
@@ -463,6 +449,6 @@ class FedEgoServer final : public fl::ServerAlgorithm {
 
 }  // namespace
 
-FGL_REGISTER_METHOD("fedego", FedEgoClient::Make, FedEgoServer::Make, {fl::TypedParams(&Validate)}, 3);
+FGL_REGISTER_METHOD("fedego", FedEgoClient::Make, FedEgoServer::Make, {fl::TypedParams<FedEgoParams>()}, 3);  // ranges on the fields
 
 }  // namespace fgl::methods::fedego
