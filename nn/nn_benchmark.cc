@@ -1,13 +1,18 @@
 // Training-epoch time (forward, backward, Adam step) of each model on Cora and Coauthor Physics,
 // and the SpMM kernel against LibTorch's sparse mm, in a process set up as the run binaries are. Needs $FGL_DATA_DIR for the real graphs.
 //   FGL_DATA_DIR=../shared/data bazel run //nn:nn_benchmark -- --benchmark_filter=Cora
+#include <ATen/record_function.h>
+
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
 
 #include "benchmark/benchmark.h"
 #include "c10/util/string_utils.h"
+#include "graph/dataset.h"
 #include "graph/datasets.h"
+#include "graph/partition/partitioner_registry.h"
 #include "nn/adam.h"
 #include "nn/cpu_kernels.h"
 #include "nn/losses/losses.h"
@@ -85,6 +90,77 @@ void BM_TrainEpochCS(benchmark::State& state) { TrainEpoch(state, "coauthor_cs")
 BENCHMARK(BM_TrainEpochPhoto)->ArgsProduct({{0, 2}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TrainEpochComputers)->ArgsProduct({{0, 2}, {1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TrainEpochCS)->ArgsProduct({{0, 2}, {1, 2}})->Unit(benchmark::kMillisecond);
+
+// Issue #69: what an epoch costs at the size of one client of FedAvg Cora-10 (Louvain, seed 2024:
+// client 0, a few hundred nodes), against LibTorch's floor for dispatching an op. The counters say
+// how many ATen ops (`ops`) and autograd backward functions (`backward_fns`) one epoch dispatches,
+// counted by a RecordFunction observer over one untimed epoch; BM_DispatchFloor times one trivial
+// op, so ops × that time is what an epoch of this size costs before any arithmetic.
+Loaded* CoraClient() {
+  static Loaded* client = [] () -> Loaded* {
+    Loaded* cora = Get("cora");
+    if (!cora) return nullptr;
+    auto partitioner = graph::MakePartitioner("louvain");
+    if (!partitioner.ok()) return nullptr;
+    auto partition = (*partitioner)->Run(cora->data, 10, 2024);
+    if (!partition.ok()) return nullptr;
+    auto sub = graph::SubDataset(cora->data, partition->clients[0]);
+    if (!sub.ok()) return nullptr;
+    auto* l = new Loaded();
+    l->data = *std::move(sub);
+    l->view = std::make_unique<GraphView>(*GraphView::Create(l->data.graph));
+    l->x = std::make_unique<NodeFeatures>(NodeFeatures::WithSparseCopy(l->data.features));
+    l->train_mask = torch::rand({l->data.num_nodes()}) < 0.2;
+    return l;
+  }();
+  return client;
+}
+
+void BM_TrainEpochCoraClient(benchmark::State& state) {
+  SetComputeThreads(1);
+  Loaded* l = CoraClient();
+  if (!l) {
+    state.SkipWithError("dataset files missing: set FGL_DATA_DIR");
+    return;
+  }
+  state.SetLabel("gcn, " + std::to_string(l->data.num_nodes()) + " nodes, threads=1");
+  torch::manual_seed(0);
+  auto model = *MakeModel("gcn", l->data.num_features(), l->data.num_classes);
+  Adam opt(model->parameters(), torch::optim::AdamOptions(0.01).weight_decay(5e-4));  // as the clients
+  model->train();
+  auto epoch = [&] {
+    opt.zero_grad();
+    torch::Tensor loss = MaskedCrossEntropy(model->forward(*l->x, *l->view).logits, l->data.labels, l->train_mask);
+    loss.backward();
+    opt.step();
+  };
+  epoch();  // warm
+  // RecordFunction takes a plain function pointer: the counts live in statics.
+  static std::atomic<int64_t> ops, backward_fns;
+  ops = 0;
+  backward_fns = 0;
+  const at::CallbackHandle handle = at::addGlobalCallback(
+      at::RecordFunctionCallback([](const at::RecordFunction& f) -> std::unique_ptr<at::ObserverContext> {
+        (f.scope() == at::RecordScope::BACKWARD_FUNCTION ? backward_fns : ops)++;
+        return nullptr;
+      }).scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+  epoch();
+  at::removeCallback(handle);
+  for (auto _ : state) epoch();
+  state.counters["ops"] = static_cast<double>(ops.load());
+  state.counters["backward_fns"] = static_cast<double>(backward_fns.load());
+}
+BENCHMARK(BM_TrainEpochCoraClient)->Unit(benchmark::kMicrosecond);
+
+// One trivial op on a one-element tensor: without autograd, and recording a graph node.
+void BM_DispatchFloor(benchmark::State& state) {
+  SetComputeThreads(1);
+  const bool grad = state.range(0) == 1;
+  state.SetLabel(grad ? "add, requires_grad" : "add");
+  torch::Tensor a = torch::ones({1}).requires_grad_(grad);
+  for (auto _ : state) benchmark::DoNotOptimize(a.add(a));
+}
+BENCHMARK(BM_DispatchFloor)->DenseRange(0, 1)->Unit(benchmark::kMicrosecond);
 
 void BM_SpmmCora(benchmark::State& state) {
   SetComputeThreads(1);
