@@ -18,6 +18,7 @@
 #include "absl/strings/strip.h"
 #include "fl/federation_spec.h"
 #include "fl/registry.h"
+#include "glog/logging.h"
 #include "graph/io/file.h"
 #include "graph/random.h"
 #include "third_party/absl_ext/status_macros.h"
@@ -188,11 +189,57 @@ std::vector<const FieldDescriptor*> SetParamFields(const proto::Experiment& e) {
   return set;
 }
 
-// The FederationSpec fields of an Experiment (same numbers: a wire-format copy), without params.
+// Sets each field of `to` from the field of the same number in `from`, where `from` has it set
+// (presence as protobuf defines it); fields only one of them declares are left alone. Experiment
+// carries FederationSpec's fields under the same numbers, names and types
+// (spec_test's ExperimentCarriesEveryFederationSpecField); a pair that differs is a programmer error.
+void CopySharedFields(const google::protobuf::Message& from, google::protobuf::Message* to) {
+  const google::protobuf::Reflection* in = from.GetReflection();
+  const google::protobuf::Reflection* out = to->GetReflection();
+  for (int i = 0; i < to->GetDescriptor()->field_count(); ++i) {
+    const FieldDescriptor* t = to->GetDescriptor()->field(i);
+    const FieldDescriptor* f = from.GetDescriptor()->FindFieldByNumber(t->number());
+    if (f == nullptr) continue;
+    CHECK(f->name() == t->name() && f->type() == t->type() && f->is_repeated() == t->is_repeated() &&
+          f->message_type() == t->message_type() && f->enum_type() == t->enum_type())
+        << from.GetTypeName() << "." << f->name() << " and " << to->GetTypeName() << "." << t->name()
+        << " share number " << t->number() << " but not their name and type";
+    out->ClearField(to, t);
+    const int n = f->is_repeated() ? in->FieldSize(from, f) : (in->HasField(from, f) ? 1 : 0);
+    for (int k = 0; k < n; ++k) {
+      const bool rep = f->is_repeated();
+      switch (f->cpp_type()) {
+#define FGL_COPY_FIELD(CPPTYPE, NAME)                          \
+  case FieldDescriptor::CPPTYPE:                              \
+    if (rep) {                                                \
+      out->Add##NAME(to, t, in->GetRepeated##NAME(from, f, k)); \
+    } else {                                                  \
+      out->Set##NAME(to, t, in->Get##NAME(from, f));          \
+    }                                                         \
+    break;
+        FGL_COPY_FIELD(CPPTYPE_INT32, Int32)
+        FGL_COPY_FIELD(CPPTYPE_INT64, Int64)
+        FGL_COPY_FIELD(CPPTYPE_UINT32, UInt32)
+        FGL_COPY_FIELD(CPPTYPE_UINT64, UInt64)
+        FGL_COPY_FIELD(CPPTYPE_DOUBLE, Double)
+        FGL_COPY_FIELD(CPPTYPE_FLOAT, Float)
+        FGL_COPY_FIELD(CPPTYPE_BOOL, Bool)
+        FGL_COPY_FIELD(CPPTYPE_ENUM, EnumValue)
+        FGL_COPY_FIELD(CPPTYPE_STRING, String)
+#undef FGL_COPY_FIELD
+        case FieldDescriptor::CPPTYPE_MESSAGE:
+          (rep ? out->AddMessage(to, t) : out->MutableMessage(to, t))
+              ->CopyFrom(rep ? in->GetRepeatedMessage(from, f, k) : in->GetMessage(from, f));
+          break;
+      }
+    }
+  }
+}
+
+// The FederationSpec fields of an Experiment, without params.
 fl::proto::FederationSpec SpecFields(const proto::Experiment& e) {
   fl::proto::FederationSpec spec;
-  spec.ParseFromString(e.SerializeAsString());
-  spec.DiscardUnknownFields();
+  CopySharedFields(e, &spec);
   return spec;
 }
 
@@ -205,7 +252,7 @@ absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& in, const std
   }
   FGL_ASSIGN_OR_RETURN(const fl::proto::FederationSpec spec, fl::ResolveFederationSpec(SpecFields(in), where));
   proto::Experiment e;
-  e.ParseFromString(spec.SerializeAsString());
+  CopySharedFields(spec, &e);
   proto::Experiment own = in;
   own.GetReflection()->SwapFields(&own, &e, OwnFields());
   if (e.seeds().empty()) {

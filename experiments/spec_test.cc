@@ -318,6 +318,50 @@ TEST(SpecTest, ExperimentCarriesEveryFederationSpecField) {
   EXPECT_EQ(experiment->FindFieldByNumber(spec->FindFieldByName("method_params")->number()), nullptr);
 }
 
+// Every FederationSpec field an Experiment sets reaches the run's spec field by field, presence
+// kept (an unset optional stays unset, so resolution fills its default), and a resolved
+// Experiment keeps every resolved value.
+TEST(SpecTest, SpecFieldsTravelFieldByFieldWithPresence) {
+  proto::Experiment e;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    name: "t" dataset: "cora" partitioner: "metis" clients: 7 partition_seed: 3 split: "stratified"
+    model: "gcn:hidden=16" shared_group: "head" method: "fedprox" rounds: 4 local_epochs: 2
+    lr: 0.05 weight_decay: 0 client_fraction: 0.5 optimizer: SGD momentum: 0.9
+    eval { model: "local" weighting: "unweighted" round: "last" dropout_at_eval: true }
+    seeds: [5, 6] fedprox { mu: 0.25 }
+  )pb", &e));
+  const fl::proto::FederationSpec spec = ToFederationSpec(e);
+  EXPECT_EQ(spec.dataset(), "cora");
+  EXPECT_EQ(spec.partitioner(), "metis");
+  EXPECT_EQ(spec.clients(), 7);
+  EXPECT_EQ(spec.partition_seed(), 3u);
+  EXPECT_EQ(spec.shared_group(), "head");
+  EXPECT_EQ(spec.rounds(), 4);
+  EXPECT_TRUE(spec.has_weight_decay());  // set to 0: present, not defaulted
+  EXPECT_EQ(spec.weight_decay(), 0);
+  EXPECT_EQ(spec.optimizer(), fl::proto::FederationSpec::SGD);
+  EXPECT_EQ(spec.momentum(), 0.9);
+  EXPECT_EQ(spec.eval().round(), "last");
+  EXPECT_TRUE(spec.eval().dropout_at_eval());
+  ASSERT_EQ(spec.method_params_size(), 1);  // fedprox's, packed
+
+  proto::Experiment sparse;
+  sparse.set_dataset("cora");
+  sparse.set_method("fedavg");
+  const fl::proto::FederationSpec bare = ToFederationSpec(sparse);
+  EXPECT_FALSE(bare.has_lr());
+  EXPECT_FALSE(bare.has_clients());
+  EXPECT_FALSE(bare.has_eval());
+
+  ASSERT_OK_AND_ASSIGN(const proto::Experiment resolved, Resolve(e, "t"));
+  EXPECT_EQ(resolved.name(), "t");  // Experiment's own fields kept
+  EXPECT_EQ(resolved.seeds_size(), 2);
+  EXPECT_EQ(resolved.fedprox().mu(), 0.25);
+  EXPECT_EQ(resolved.momentum(), 0.9);
+  EXPECT_EQ(resolved.eval().weighting(), "unweighted");
+  EXPECT_TRUE(resolved.has_weight_decay());
+}
+
 TEST(TableTest, CellsMergeBaseRowColumnAndRejectBadKeys) {
   const std::string path = Write("t.textproto", R"(
     id: "t" title: "T" metric: "acc"
