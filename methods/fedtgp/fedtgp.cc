@@ -7,6 +7,9 @@
 //   3. trains its global prototypes G = fc(ReLU(middle(Embedding(c)))) for E epochs of Adam on
 //      CE(−(‖P − G‖ + m·onehot(y)), y): each local prototype near its class, m farther from the rest,
 //   4. broadcasts G for the classes seen this round.
+// With `server: OPENFGL` it computes what OpenFGL's server.py does instead, bugs included
+// (fedtgp.proto): every (client, class) prototype, the margin from the mis-averaged prototypes, the
+// unclamped expanded distance, every class broadcast.
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -46,6 +49,11 @@ class FedTgpServer final : public fl::ServerAlgorithm {
   absl::Status Accumulate(const fl::proto::Message& reply) override {
     FGL_ASSIGN_OR_RETURN(nn::ClassPrototypes local, fl::ReadLocalPrototypes(reply, config_.num_classes, dim_, "fedtgp"));
     dim_ = local.prototypes.size(1);
+    if (openfgl()) {  // every class, zero rows of classes it does not hold included (server.py:89-96)
+      locals_.push_back(local.prototypes);
+      labels_.push_back(torch::arange(config_.num_classes));
+      return absl::OkStatus();
+    }
     const torch::Tensor held = local.counts.gt(0).nonzero().squeeze(1);  // only the classes it holds
     locals_.push_back(local.prototypes.index_select(0, held));
     labels_.push_back(held);
@@ -64,18 +72,24 @@ class FedTgpServer final : public fl::ServerAlgorithm {
       optimizer_ = std::make_unique<nn::Adam>(
           generator_->parameters(), torch::optim::AdamOptions(params_.server_lr()).weight_decay(config_.spec.weight_decay()));
     }
-    const double margin = std::min(Gap(local, y), params_.margin_cap());
+    const double margin = std::min(openfgl() ? OpenFglGap(local, y) : Gap(local, y), params_.margin_cap());
     const torch::Tensor onehot = torch::one_hot(y, config_.num_classes).to(torch::kFloat);
     for (int e = 0; e < params_.server_epochs(); ++e) {
       optimizer_->zero_grad();
       const torch::Tensor g = generator_->forward();
       // ‖P − G_c‖ for every local prototype and class, [M, C]; clamped so the root has a gradient.
-      const torch::Tensor dist = (local.unsqueeze(1) - g.unsqueeze(0)).pow(2).sum(-1).clamp_min(1e-12).sqrt();
+      // OpenFGL expands the square and takes the root unclamped (server.py:131-135).
+      const torch::Tensor dist =
+          openfgl() ? (local.pow(2).sum(1, true) - 2 * local.matmul(g.t()) + g.pow(2).sum(1, true).t()).sqrt()
+                    : (local.unsqueeze(1) - g.unsqueeze(0)).pow(2).sum(-1).clamp_min(1e-12).sqrt();
       torch::nn::functional::cross_entropy(-(dist + margin * onehot), y).backward();
       optimizer_->step();
     }
     torch::NoGradGuard no_grad;
-    global_ = {generator_->forward().detach(), torch::zeros({config_.num_classes}, torch::kBool).index_fill_(0, y, true)};
+    // OpenFGL sends every class's prototype (server.py:144-145), ours only the classes seen.
+    global_ = {generator_->forward().detach(),
+               openfgl() ? torch::ones({config_.num_classes}, torch::kBool)
+                         : torch::zeros({config_.num_classes}, torch::kBool).index_fill_(0, y, true)};
     return absl::OkStatus();
   }
 
@@ -104,6 +118,8 @@ class FedTgpServer final : public fl::ServerAlgorithm {
   }
 
  private:
+  bool openfgl() const { return params_.server() == FedTgpParams::OPENFGL; }
+
   fl::NamedTensors Params() const {
     fl::NamedTensors out;
     for (const auto& p : generator_->named_parameters()) out.emplace_back(p.key(), p.value());
@@ -122,6 +138,24 @@ class FedTgpServer final : public fl::ServerAlgorithm {
     torch::Tensor d = torch::cdist(mean, mean);
     d.fill_diagonal_(std::numeric_limits<float>::infinity());
     return std::get<0>(d.min(1)).max().item<double>();
+  }
+
+  // OpenFGL's margin gap (server.py:99-118), its bug kept: the per-class sums are divided by
+  // every class's count in turn, i.e. by (clients)^(classes). A class's gap starts at 1e9; one
+  // still above 1e8 (a single class) becomes the smallest gap.
+  double OpenFglGap(const torch::Tensor& local, const torch::Tensor& y) const {
+    const int64_t c = config_.num_classes;
+    torch::Tensor avg = torch::zeros({c, local.size(1)}).index_add_(0, y, local);
+    const torch::Tensor counts = torch::bincount(y, /*weights=*/{}, c);
+    for (int64_t k = 0; k < c; ++k) avg.div_(counts[k].item<int64_t>());
+    torch::Tensor gap = torch::full({c}, 1e9);
+    if (c > 1) {
+      torch::Tensor d = (avg.unsqueeze(1) - avg.unsqueeze(0)).norm(2, -1);
+      d.fill_diagonal_(1e9);
+      gap = torch::minimum(gap, std::get<0>(d.min(1)));
+    }
+    gap = torch::where(gap > 1e8, gap.min(), gap);
+    return gap.max().item<double>();
   }
 
   fl::MethodConfig config_;

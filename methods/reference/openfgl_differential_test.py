@@ -153,8 +153,9 @@ class OpenFglDifferentialTest(unittest.TestCase):
                    '{ aggregation: OPENFGL_CLIENT_SIZE } }', FedProtoOpenFgl)
 
     def test_fedtgp_clients(self):
-        # The clients only (round 1's uploads): our server's trainable prototypes differ from
-        # OpenFGL's in architecture and in OpenFGL's two bugs (methods/fedtgp/README.md).
+        # The clients only (round 1's uploads), with our default (PAPER) server, which is not
+        # OpenFGL's; //methods/fedtgp:fedtgp_differential_test holds `server: OPENFGL` against
+        # the port, server included (methods/fedtgp/README.md).
         from methods.fedtgp.reference.fedtgp_openfgl import FedTGPOpenFgl
         self.check('fedtgp', '', FedTGPOpenFgl, rounds=1)
 
