@@ -177,13 +177,11 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
       *result.add_rounds() = p;
       AddRoundTraffic(p, totals);
     }
+    // The pending round keeps every client's detail (finished rounds keep only their reports).
     proto::RoundRecord rec = ckpt.pending_record();
-    if (rec.clients_size() != n) {  // a checkpoint of an older build: the clients' detail is lost
-      rec.clear_clients();
-      for (int k = 0; k < n; ++k) rec.add_clients()->set_id(k);
-      for (auto& [name, values] : *rec.mutable_client_reports()) {
-        values.mutable_values()->Resize(n, std::numeric_limits<double>::quiet_NaN());
-      }
+    if (rec.clients_size() != n) {
+      return absl::DataLossError(absl::StrCat(ckpt_path, ": the pending round records ", rec.clients_size(),
+                                              " clients, not the run's ", n));
     }
     // Round `round` already trained for pending_round_s in the process that wrote the checkpoint.
     const auto pending_since = Clock::now() - std::chrono::duration_cast<Clock::duration>(

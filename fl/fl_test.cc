@@ -9,6 +9,7 @@
 #include "fl/evaluation.h"
 #include "fl/federated_data.h"
 #include "fl/federation_driver.h"
+#include "fl/round_records.h"
 #include "fl/run_setup.h"
 #include "fl/simulator.h"
 #include "fl/tensor_codec.h"
@@ -271,6 +272,44 @@ class FixedLogits final : public ClientAlgorithm {
 };
 
 // The early stop's loss: cross-entropy over the test nodes only, probabilities floored at 1e-7.
+// The record helpers: a report is NaN for the clients that did not give it; traffic adds up by
+// group; the reported round's global test is absent when that round has none, and under
+// best_test the best over rounds that have one.
+TEST(RoundRecordsTest, ReportsTrafficAndTheReportedRound) {
+  proto::RoundRecord r = EmptyRoundRecord(1, 3);
+  SetClientReport(r, 1, "lambda", 0.5);
+  ASSERT_EQ(r.client_reports().at("lambda").values_size(), 3);
+  EXPECT_TRUE(std::isnan(r.client_reports().at("lambda").values(0)));
+  EXPECT_EQ(r.client_reports().at("lambda").values(1), 0.5);
+  r.set_bytes_up(10);
+  r.set_bytes_down(20);
+  (*r.mutable_tensor_bytes_up())["phi"] = 8;
+  proto::RunResult totals;
+  AddRoundTraffic(r, totals);
+  AddRoundTraffic(r, totals);
+  EXPECT_EQ(totals.bytes_up(), 20);
+  EXPECT_EQ(totals.bytes_down(), 40);
+  EXPECT_EQ(totals.uploaded_tensor_bytes_by_group().at("phi"), 16);
+
+  proto::FederationResult result;
+  for (int round = 1; round <= 3; ++round) {
+    proto::RoundRecord& rec = *result.add_rounds();
+    rec.set_round(round);
+    rec.set_val_acc(round == 2 ? 90 : 50);
+    rec.set_test_acc(10.0 * round);
+    if (round != 2) rec.set_global_test_acc(20.0 * round);
+  }
+  EvalProtocol eval;  // best_val
+  SelectReportedRound(eval, result);
+  EXPECT_EQ(result.result().best_round(), 2);
+  EXPECT_EQ(result.result().test_acc(), 20);
+  EXPECT_FALSE(result.result().has_global_test_acc());  // round 2 has none
+  eval.round = EvalProtocol::Round::kBestTest;
+  SelectReportedRound(eval, result);
+  EXPECT_EQ(result.result().best_round(), 3);
+  EXPECT_EQ(result.result().global_test_acc(), 60);
+}
+
 TEST(EvaluateClientTest, TestLossIsTheFlooredCrossEntropyOverTestNodes) {
   std::shared_ptr<ClientData> client = testing::CsbmClient(60, 8, 3, 7);
   const int64_t n = client->labels.size(0);

@@ -23,7 +23,8 @@ absl::Status AccumulateReply(ServerAlgorithm& server, const absl::StatusOr<proto
                              proto::ClientRoundRecord& client, proto::RoundRecord& round) {
   absl::Status accepted = reply.status();
   if (reply.ok()) {
-    if (auto loss = reply->scalars().find("train_loss"); loss != reply->scalars().end()) {
+    // A loss that is not finite stays absent (the model's tensors are checked on their own).
+    if (auto loss = reply->scalars().find("train_loss"); loss != reply->scalars().end() && std::isfinite(loss->second)) {
       client.set_train_loss(loss->second);
     }
     accepted = server.Accumulate(*reply);

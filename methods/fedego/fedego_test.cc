@@ -369,6 +369,7 @@ TEST(FedEgoTest, AuthorsLossChangesTheLossAlone) {
   ASSERT_EQ(authors.rounds(0).clients_size(), 3);
   double largest = 0;
   for (size_t k = 0; k < 3; ++k) {
+    ASSERT_TRUE(authors.rounds(0).clients(k).has_train_loss() && ce.rounds(0).clients(k).has_train_loss()) << k;
     const double a = authors.rounds(0).clients(k).train_loss();
     ASSERT_TRUE(std::isfinite(a)) << k;
     largest = std::max(largest, std::abs(a - ce.rounds(0).clients(k).train_loss()));
