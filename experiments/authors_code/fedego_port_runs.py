@@ -34,7 +34,6 @@ rounds, lamb_c and server_edge_offset, are skipped, so a sweep resumes).
 """
 import argparse
 import glob
-import json
 import os
 import platform
 import random
@@ -50,7 +49,7 @@ import torch
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep_records import append_record, seeds_of  # noqa: E402
+from sweep_records import append_record, recorded, seeds_of  # noqa: E402
 from methods.fedego.reference import fedego_reference as ref  # noqa: E402
 from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.pyg import Data  # noqa: E402
@@ -230,12 +229,7 @@ def main():
         print(f'fedego port: {per_round:.2f} s a round, about {per_run:.0f} s a {a.rounds}-round run '
               f'(no early stop); {len(seeds)} seeds about {per_run * len(seeds) / 60:.0f} min on one core', flush=True)
         return
-    done = set()
-    if os.path.exists(a.records):
-        with open(a.records) as f:
-            for line in f:
-                r = json.loads(line)
-                done.add((r['method'], r['seed'], r['rounds'], r['lamb_c'], r['server_edge_offset']))
+    done = recorded(a.records, 'method', 'seed', 'rounds', 'lamb_c', 'server_edge_offset')
     for seed in seeds:
         if ('fedego', seed, a.rounds, a.lamb_c, a.server_edge_offset) in done:
             continue

@@ -13,7 +13,6 @@ Client data comes from our reader of the same files (//methods/testing:trace, ch
 to the stored x, y, edges and masks: graph/README.md).
 """
 import argparse
-import json
 import os
 import platform
 import random
@@ -27,7 +26,7 @@ import torch
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep_records import append_record, seeds_of  # noqa: E402
+from sweep_records import append_record, recorded, seeds_of  # noqa: E402
 from methods.fedtad.reference import fedtad_reference as ref  # noqa: E402
 from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.trace import Subgraph  # noqa: E402
@@ -98,12 +97,7 @@ def main():
     p.add_argument('--data_dir', default=os.environ.get('FGL_DATA_DIR', ''))
     a = p.parse_args()
     torch.set_num_threads(1)
-    done = set()
-    if os.path.exists(a.records):
-        with open(a.records) as f:
-            for line in f:
-                r = json.loads(line)
-                done.add((r['method'], r['seed'], r['rounds']))
+    done = recorded(a.records, 'method', 'seed', 'rounds')
     subgraphs = client_data(a.trace_binary, a.data_dir)
     ckr = torch.load(os.path.join(a.data_dir, PARTITION, 'ckr_Cora_Louvain_10.pt'), map_location='cpu')
     os.makedirs(os.path.dirname(a.records), exist_ok=True)

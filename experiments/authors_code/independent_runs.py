@@ -38,7 +38,6 @@ uses its own binding, untouched), and evaluation runs every 10th round instead o
 computation of the run is the oracle's, unchanged.
 """
 import argparse
-import json
 import os
 import platform
 import sys
@@ -51,7 +50,7 @@ import torch
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep_records import append_record, seeds_of  # noqa: E402
+from sweep_records import append_record, recorded, seeds_of  # noqa: E402
 from methods.cnfgnn.reference import cnfgnn_reference as cnf  # noqa: E402
 from methods.fedmpa.reference import fedmpa_reference as mpa  # noqa: E402
 from methods.nfedgnn.reference import nfedgnn_reference as nfg  # noqa: E402
@@ -211,12 +210,7 @@ def main():
                 print(f"{method} on {column}: {r['wall_s']} s a run (test {r['test_acc']:.2f})", flush=True)
             print(f'10 seeds of the three rows: about {total * 10 / 60:.0f} min at one thread')
             return
-    done = set()
-    if os.path.exists(records):
-        with open(records) as f:
-            for line in f:
-                r = json.loads(line)
-                done.add((r['method'], r['column'], r['seed'], r['rounds']))
+    done = recorded(records, 'method', 'column', 'seed', 'rounds')
     os.makedirs(os.path.dirname(records), exist_ok=True)
     for seed in seeds_of(a.seeds):
         for method in methods:

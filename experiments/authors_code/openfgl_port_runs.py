@@ -24,7 +24,6 @@ Client data comes from our reader of the same files (//methods/testing:trace run
 import argparse
 import contextlib
 import importlib
-import json
 import os
 import platform
 import random
@@ -39,7 +38,7 @@ import torch.nn.functional as F
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep_records import append_record, seeds_of  # noqa: E402
+from sweep_records import append_record, recorded, seeds_of  # noqa: E402
 from methods.reference import openfgl  # noqa: E402
 from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.trace import Subgraph  # noqa: E402
@@ -177,12 +176,7 @@ def main():
         print(f'sweep: {len(methods)} methods x {len(partitions)} partitions x {len(seeds)} seeds, '
               f'about {total / 60:.0f} min on one core', flush=True)
         return
-    done = set()
-    if os.path.exists(a.records):
-        with open(a.records) as f:
-            for line in f:
-                r = json.loads(line)
-                done.add((r['method'], r['clients'], r['seed'], r['rounds']))
+    done = recorded(a.records, 'method', 'clients', 'seed', 'rounds')
     os.makedirs(os.path.dirname(a.records), exist_ok=True)
     for method in methods:
         for seed in seeds:

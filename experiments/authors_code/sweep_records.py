@@ -13,6 +13,14 @@ def seeds_of(text):
     return out
 
 
+def recorded(path, *fields):
+    """The runs a records file already holds, as tuples of `fields` (none when it does not exist)."""
+    if not os.path.exists(path):
+        return set()
+    with open(path) as f:
+        return {tuple(json.loads(line)[k] for k in fields) for line in f}
+
+
 def append_record(path, record):
     os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
     with open(path, 'a') as f:

@@ -129,6 +129,19 @@ def our_optimizer_state(trace, prefix, shared):
     return out
 
 
+def gcn_adam_difference(trace, prefix, port_adam):
+    """The largest difference between our GCN's Adam moments and steps under prefix/ in a trace and
+    the port's (its optimizer state as optimizer_state returns it, keyed by its parameter names)."""
+    worst = 0.0
+    for ours, (theirs, transpose) in GCN_NAMES.items():
+        for moment in ('exp_avg', 'exp_avg_sq'):
+            t = torch.from_numpy(trace[f'{prefix}/adam.{moment}.{ours}'])
+            p = port_adam[moment][theirs]
+            worst = max(worst, float((t - (p.t() if transpose else p)).abs().max()))
+        worst = max(worst, abs(float(trace[f'{prefix}/scalar/adam.step.{ours}']) - float(port_adam['step'][theirs])))
+    return worst
+
+
 def max_difference(ours, theirs):
     """The largest |ours - theirs| over the tensors of `theirs`."""
     return max(float((ours[k] - theirs[k]).abs().max()) for k in theirs)

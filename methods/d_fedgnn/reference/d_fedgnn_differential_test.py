@@ -24,14 +24,11 @@ federation's own evaluation (each client's ring average) is not compared.
 """
 import os
 import sys
-import unittest
-
-import torch
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')))
 from methods.d_fedgnn.reference.d_fedgnn_reference import DFedGnnReference  # noqa: E402
 from methods.reference import trace as trace_io  # noqa: E402
-from methods.reference.trace import GCN_NAMES, Subgraph, gcn_state, max_difference  # noqa: E402
+from methods.reference.trace import GCN_NAMES, Subgraph, gcn_adam_difference, gcn_state, max_difference  # noqa: E402
 
 TOLERANCE = 1e-5
 ROUNDS = 3  # compared; the trace runs ROUNDS + 1 to carry round ROUNDS's ring averages
@@ -45,18 +42,6 @@ CONFIGS = {
     'two_clients': (2, 3, 0.01),
     'code_defaults': (4, 5, 3e-4),
 }
-
-
-def adam_difference(trace, prefix, port_adam):
-    """The largest difference of our Adam moments and steps under prefix/ from the port's."""
-    worst = 0.0
-    for ours, (theirs, transpose) in GCN_NAMES.items():
-        for moment in ('exp_avg', 'exp_avg_sq'):
-            t = torch.from_numpy(trace[f'{prefix}/adam.{moment}.{ours}'])
-            p = port_adam[moment][theirs]
-            worst = max(worst, float((t - (p.t() if transpose else p)).abs().max()))
-        worst = max(worst, abs(float(trace[f'{prefix}/scalar/adam.step.{ours}']) - float(port_adam['step'][theirs])))
-    return worst
 
 
 def received(trace, r, k):
@@ -100,7 +85,7 @@ class DFedGnnDifferentialTest(trace_io.TracedConfigsTest):
                                                                   got['trained'][k])
                 d[f'client {k} trained (state)'] = max_difference(gcn_state(trace, f'state{r}/client{k}'),
                                                                   got['trained'][k])
-                d[f'client {k} Adam'] = adam_difference(trace, f'state{r}/client{k}', got['adam'][k])
+                d[f'client {k} Adam'] = gcn_adam_difference(trace, f'state{r}/client{k}', got['adam'][k])
                 d[f'client {k} train_loss'] = abs(float(trace[f'round{r}/client{k}/scalar/train_loss'])
                                                   - got['losses'][k][-1])
                 d[f'client {k} ring average'] = max_difference(received(trace, r + 1, k), got['ring'][k])

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..',
 from methods.graphfl.reference.graphfl_reference import GraphFlReference  # noqa: E402
 from methods.reference import trace as trace_io  # noqa: E402
 from methods.reference.gcn import GCN, evaluate_clients  # noqa: E402
-from methods.reference.trace import GCN_NAMES, Subgraph, gcn_state, max_difference  # noqa: E402
+from methods.reference.trace import Subgraph, gcn_adam_difference, gcn_state, max_difference  # noqa: E402
 
 TOLERANCE = 1e-5
 ROUNDS = 3
@@ -138,17 +138,6 @@ def independent_inits(state, n):
     return out
 
 
-def adam_difference(trace, prefix, port_adam):
-    worst = 0.0
-    for ours, (theirs, transpose) in GCN_NAMES.items():
-        for moment in ('exp_avg', 'exp_avg_sq'):
-            t = torch.from_numpy(trace[f'{prefix}/adam.{moment}.{ours}'])
-            p = port_adam[moment][theirs]
-            worst = max(worst, float((t - (p.t() if transpose else p)).abs().max()))
-        worst = max(worst, abs(float(trace[f'{prefix}/scalar/adam.step.{ours}']) - float(port_adam['step'][theirs])))
-    return worst
-
-
 class GraphFlDifferentialTest(trace_io.TracedConfigsTest):
     CONFIGS = CONFIGS
     TOLERANCE = TOLERANCE
@@ -198,7 +187,7 @@ class GraphFlDifferentialTest(trace_io.TracedConfigsTest):
                                                   - got['support_losses'][k][-1])
                 d[f'client {k} exchange-1 weights'] = max_difference(gcn_state(trace, f'state{r}/client{k}'),
                                                                      got['trained'][k])
-                d[f'client {k} Adam'] = adam_difference(trace, f'state{r}/client{k}', got['adam'][k])
+                d[f'client {k} Adam'] = gcn_adam_difference(trace, f'state{r}/client{k}', got['adam'][k])
             d['average (server state)'] = max_difference(gcn_state(trace, f'state{r}/server'), got['average'])
             d['average (eval)'] = max_difference(gcn_state(trace, f'eval{r}'), got['average'])
             if r < ROUNDS:
