@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "fl/proto/federation.pb.h"
 #include "fl/proto_json.h"
+#include "fl/round_records.h"
 #include "glog/logging.h"
 
 namespace fgl::experiments {
@@ -97,9 +98,7 @@ absl::Status RoundsLog::Finish(const google::protobuf::RepeatedPtrField<fl::prot
   // detail for those rounds), then this process's lines.
   std::vector<std::string> lines(earlier_.begin(), earlier_.begin() + kept_);
   for (int i = kept_; i < from - 1 && i < total; ++i) {
-    fl::proto::RoundRecord without_clients = rounds[i];  // as the checkpoint kept it
-    without_clients.clear_clients();
-    lines.push_back(fl::ToJsonLine(without_clients));
+    lines.push_back(fl::ToJsonLine(fl::WithoutClients(rounds[i])));  // as the checkpoint kept it
   }
   absl::StatusOr<std::string> appended = graph::io::ReadFileBytes(path_);
   if (!appended.ok()) return appended.status();

@@ -71,12 +71,6 @@ bool EarlyStopAfter(const EvalProtocol& eval, const google::protobuf::RepeatedPt
   return last.test_loss() > eval.early_stop_ratio * min_loss;
 }
 
-// A finished round as a checkpoint keeps it: without the per-client detail (the reports stay).
-proto::RoundRecord WithoutClients(proto::RoundRecord rec) {
-  rec.clear_clients();
-  return rec;
-}
-
 }  // namespace
 
 SharedMessage SharedMessage::Of(proto::Message m) {

@@ -45,6 +45,11 @@ void SetClientReport(proto::RoundRecord& round, int client, const std::string& n
   values[client] = value;
 }
 
+proto::RoundRecord WithoutClients(proto::RoundRecord round) {
+  round.clear_clients();
+  return round;
+}
+
 void AddRoundTraffic(const proto::RoundRecord& round, proto::RunResult& result) {
   result.set_bytes_up(result.bytes_up() + round.bytes_up());
   result.set_bytes_down(result.bytes_down() + round.bytes_down());

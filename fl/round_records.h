@@ -28,6 +28,9 @@ absl::Status AccumulateReply(ServerAlgorithm& server, const absl::StatusOr<proto
 // clients read NaN until they report it. `round` must hold its clients.
 void SetClientReport(proto::RoundRecord& round, int client, const std::string& name, double value);
 
+// A finished round as a checkpoint keeps it: without the per-client detail (the reports stay).
+proto::RoundRecord WithoutClients(proto::RoundRecord round);
+
 // A finished round's traffic, added to the run's totals.
 void AddRoundTraffic(const proto::RoundRecord& round, proto::RunResult& result);
 

@@ -31,6 +31,16 @@ struct Loaded {
   torch::Tensor train_mask;
 };
 
+// A graph ready to train on: its view, sparse features and a random 20% training mask.
+std::unique_ptr<Loaded> Prepare(graph::Dataset data) {
+  auto l = std::make_unique<Loaded>();
+  l->data = std::move(data);
+  l->view = std::make_unique<GraphView>(*GraphView::Create(l->data.graph));
+  l->x = std::make_unique<NodeFeatures>(NodeFeatures::WithSparseCopy(l->data.features));
+  l->train_mask = torch::rand({l->data.num_nodes()}) < 0.2;
+  return l;
+}
+
 // Loaded once per process; nullptr when the files are absent.
 Loaded* Get(const std::string& name) {
   static auto* cache = new std::map<std::string, std::unique_ptr<Loaded>>;
@@ -40,13 +50,7 @@ Loaded* Get(const std::string& name) {
   const std::string root = graph::ResolveDataDir("");
   if (graph::DatasetPresent(name, root)) {
     auto d = graph::LoadDataset(name, root);
-    if (d.ok()) {
-      l = std::make_unique<Loaded>();
-      l->data = *std::move(d);
-      l->view = std::make_unique<GraphView>(*GraphView::Create(l->data.graph));
-      l->x = std::make_unique<NodeFeatures>(NodeFeatures::WithSparseCopy(l->data.features));
-      l->train_mask = torch::rand({l->data.num_nodes()}) < 0.2;
-    }
+    if (d.ok()) l = Prepare(*std::move(d));
   }
   return (*cache)[name] = std::move(l), (*cache)[name].get();
 }
@@ -106,12 +110,7 @@ Loaded* CoraClient() {
     if (!partition.ok()) return nullptr;
     auto sub = graph::SubDataset(cora->data, partition->clients[0]);
     if (!sub.ok()) return nullptr;
-    auto* l = new Loaded();
-    l->data = *std::move(sub);
-    l->view = std::make_unique<GraphView>(*GraphView::Create(l->data.graph));
-    l->x = std::make_unique<NodeFeatures>(NodeFeatures::WithSparseCopy(l->data.features));
-    l->train_mask = torch::rand({l->data.num_nodes()}) < 0.2;
-    return l;
+    return Prepare(*std::move(sub)).release();  // kept for the process, as Get's
   }();
   return client;
 }

@@ -29,7 +29,7 @@ SEEDS = list(range(2024, 2034))
 RUNS = '/usr/bin/python3 experiments/authors_code/independent_runs.py'
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interval_stats import mean_interval, t975, verdict, welch  # noqa: E402
+from interval_stats import mean_interval, verdict, welch  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # The two papers: our table cells (exact specs, seed apart), the oracle's records, the gains
@@ -211,6 +211,17 @@ CELLS = ('Cells: mean ± the half-width of its 95% interval (Student t) over n s
          'it lies below the claimed gain, *inconclusive* otherwise.')
 
 
+def comparison(paper, a, b, cells, margins, paper_gain, paper_label, heading):
+    """A report's lines after its introduction: what the oracle has not run yet, the agreement count,
+    the tables under `heading`, and the claims the gains judge."""
+    lines, agree, total = tables(paper, a, b, cells, margins, paper_gain, paper_label)
+    return (status_lines(paper, b)
+            + [f'Ours and the oracle agree in {agree} of {total} comparisons (methods and gains) with at least two '
+               'runs on each side.', '', f'## {heading}', ''] + lines + ['']
+            + ['The gains judge the paper\'s claims:', '']
+            + [f'- {label}: {claim}.' for _, _, label, claim in paper['gains']])
+
+
 def render_nfedgnn():
     paper = PAPERS['nfedgnn']
     a, b = ours(paper), oracle(paper)
@@ -242,12 +253,8 @@ def render_nfedgnn():
            'store a map row only where their feature is non-zero, the oracle\'s every row; the rows of zero '
            'features never reach an output (the differential tests compare the stored rows).', '',
            CELLS, '']
-    out += status_lines(paper, b)
-    lines, agree, total = tables(paper, a, b, {}, [0.0, 0.0], lambda row, base: '– (claimed > 0)', 'paper')
-    out += [f'Ours and the oracle agree in {agree} of {total} comparisons (methods and gains) with at least two '
-            'runs on each side.', '', '## Cora GCN, test accuracy after round 200', ''] + lines + ['']
-    out += ['The gains judge the paper\'s claims:', '']
-    out += [f'- {label}: {claim}.' for _, _, label, claim in paper['gains']]
+    out += comparison(paper, a, b, {}, [0.0, 0.0], lambda row, base: '– (claimed > 0)', 'paper',
+                      'Cora GCN, test accuracy after round 200')
     return '\n'.join(out) + '\n'
 
 
@@ -289,12 +296,8 @@ def render_fedmpa():
            'initial MLPs and dropout masks (the oracle\'s from a generator and torch\'s global RNG seeded with '
            'the seed), compared as distributions over seeds.', '',
            CELLS, '']
-    out += status_lines(paper, b)
-    lines, agree, total = tables(paper, a, b, cells, margins, paper_gain, 'paper (Table 2)')
-    out += [f'Ours and the oracle agree in {agree} of {total} comparisons (methods and gains) with at least two '
-            'runs on each side.', '', '## Cora (M=3), test accuracy of the final local models', ''] + lines + ['']
-    out += ['The gains judge the paper\'s claims:', '']
-    out += [f'- {label}: {claim}.' for _, _, label, claim in paper['gains']]
+    out += comparison(paper, a, b, cells, margins, paper_gain, 'paper (Table 2)',
+                      'Cora (M=3), test accuracy of the final local models')
     return '\n'.join(out) + '\n'
 
 

@@ -46,6 +46,16 @@ class TracedConfigsTest(unittest.TestCase):
     def assertClose(self, d, what):
         self.assertLessEqual(d, self.TOLERANCE, what)
 
+    def assertAllClose(self, label, differences):
+        """Prints the largest difference of `differences` (what -> |ours - port|) apart from the losses
+        (keys ending in 'train_loss') and the largest loss difference, then checks each one."""
+        tensors = {w: v for w, v in differences.items() if not w.endswith('train_loss')}
+        worst = max(tensors, key=tensors.get)
+        loss = max(v for w, v in differences.items() if w.endswith('train_loss'))
+        print(f'{label}: largest |ours - port| = {tensors[worst]:.2e} ({worst}); train_loss {loss:.2e}')
+        for what, value in differences.items():
+            self.assertClose(value, f'{label}: {what}')
+
 
 def main():
     """unittest.main for a differential test; --trace_binary overrides TRACE_BINARY."""
