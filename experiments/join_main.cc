@@ -17,6 +17,7 @@
 #include "experiments/spec_options.h"
 #include "experiments/transport_flags.h"
 #include "fl/catch_exceptions.h"
+#include "fl/run_setup.h"
 #include "fl/transport/client.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
@@ -69,6 +70,7 @@ absl::Status Main() {
                                                               absl::GetFlag(FLAGS_seed)));
   if (!absl::GetFlag(FLAGS_data_dir).empty()) run.spec.set_data_dir(absl::GetFlag(FLAGS_data_dir));
   run.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  FGL_ASSIGN_OR_RETURN(const fl::ResolvedOptions resolved, fl::ResolveOptions(std::move(run)));
   ClientOptions opt;
   opt.server = absl::GetFlag(FLAGS_server);
   opt.client_id = absl::GetFlag(FLAGS_client_id);
@@ -124,10 +126,10 @@ absl::Status Main() {
       for (int k = lo; k <= hi; ++k) list.push_back(k);
     }
     const int parallel = absl::GetFlag(FLAGS_parallel);
-    return RunClients(run, opt, list, parallel > 0 ? parallel : static_cast<int>(list.size()), tokens);
+    return RunClients(resolved, opt, list, parallel > 0 ? parallel : static_cast<int>(list.size()), tokens);
   }
   if (auto it = tokens.find(opt.client_id); !token_given && it != tokens.end()) opt.token = it->second;
-  return RunClient(run, opt);
+  return RunClient(resolved, opt);
 }
 
 }  // namespace

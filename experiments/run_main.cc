@@ -37,6 +37,7 @@
 #include "fl/phase_profile.h"
 #include "fl/proto/checkpoint.pb.h"
 #include "fl/proto_json.h"
+#include "fl/run_setup.h"
 #include "fl/simulator.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
@@ -168,7 +169,8 @@ int64_t PeakResidentBytes() {
 // One run: writes DIR/rounds.jsonl (rounds_log.h: a resumed run keeps the interrupted one's
 // earlier rounds), DIR/result.json and DIR/final_model.pb when `out` is set. A write that fails (a
 // full disk) fails the run, naming the file.
-absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, const std::string& out) {
+absl::StatusOr<fl::proto::RunResult> RunOne(const fl::ResolvedOptions& resolved, const std::string& out) {
+  const fl::FederationOptions& o = *resolved;
   const nn::LargeTensorCacheStats cache_at_start = nn::GetLargeTensorCacheStats();
   const bool terminal = isatty(2);
   const auto start = std::chrono::steady_clock::now();
@@ -180,7 +182,7 @@ absl::StatusOr<fl::proto::RunResult> RunOne(const fl::FederationOptions& o, cons
   const std::string peak_path = o.checkpoint_dir.empty() ? "" : PeakFilePath(o.checkpoint_dir);
   const int64_t earlier_peak = resuming ? ReadPeakFile(peak_path) : 0;
   const int rounds = o.spec.rounds();
-  absl::StatusOr<fl::proto::FederationResult> r = fl::RunFederation(o, [&](const fl::proto::RoundRecord& rec) {
+  absl::StatusOr<fl::proto::FederationResult> r = fl::RunFederation(resolved, [&](const fl::proto::RoundRecord& rec) {
     rounds_log->Add(rec);
     if (!peak_path.empty()) WritePeakFile(peak_path, std::max(earlier_peak, PeakResidentBytes()));
     if (terminal) {
@@ -225,8 +227,10 @@ absl::Status Run(const std::vector<std::string>& field_sets) {
       o.checkpoint_dir = absl::StrCat(o.checkpoint_dir, "/seed_", seed);
       FGL_RETURN_IF_ERROR(graph::io::MakeDirs(o.checkpoint_dir));
     }
+    // The run's one resolution: fl takes the options as they are from here on.
+    FGL_ASSIGN_OR_RETURN(const fl::ResolvedOptions resolved_options, fl::ResolveOptions(std::move(o)));
     FGL_ASSIGN_OR_RETURN(const fl::proto::RunResult result,
-                         RunOne(o, out.empty() || !per_seed_dirs ? out : absl::StrCat(out, "/seed_", seed)));
+                         RunOne(resolved_options, out.empty() || !per_seed_dirs ? out : absl::StrCat(out, "/seed_", seed)));
     std::cout << fl::ToJsonLine(result) << std::endl;
   }
   return absl::OkStatus();

@@ -16,6 +16,7 @@
 #include "experiments/transport_flags.h"
 #include "fl/catch_exceptions.h"
 #include "fl/proto_json.h"
+#include "fl/run_setup.h"
 #include "fl/transport/server.h"
 #include "glog/logging.h"
 #include "graph/io/file.h"
@@ -75,6 +76,7 @@ absl::Status Main() {
   if (const int n = absl::GetFlag(FLAGS_clients); n != 0 && n != run.spec.clients()) {
     return absl::InvalidArgumentError(absl::StrCat("--clients=", n, " but the spec has ", run.spec.clients()));
   }
+  FGL_ASSIGN_OR_RETURN(const fl::ResolvedOptions resolved, fl::ResolveOptions(run));
   ServerOptions opt;
   opt.listen = absl::GetFlag(FLAGS_listen);
   opt.min_clients = absl::GetFlag(FLAGS_min_clients);
@@ -104,7 +106,7 @@ absl::Status Main() {
         "--listen=", opt.listen, " is not a loopback address: use TLS (--tls_cert/--tls_key) or "
         "--allow_insecure_remote on a trusted network"));
   }
-  FGL_ASSIGN_OR_RETURN(std::unique_ptr<FederationServer> server, FederationServer::Start(run, opt));
+  FGL_ASSIGN_OR_RETURN(std::unique_ptr<FederationServer> server, FederationServer::Start(resolved, opt));
   if (const std::string f = absl::GetFlag(FLAGS_port_file); !f.empty()) {
     FGL_RETURN_IF_ERROR(graph::io::WriteFileAtomically(f, absl::StrCat(server->port(), "\n")));
   }

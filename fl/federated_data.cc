@@ -108,14 +108,14 @@ absl::StatusOr<std::shared_ptr<const ClientData>> MakeGlobalTestData(const Feder
   return std::shared_ptr<const ClientData>(std::move(data));
 }
 
-absl::StatusOr<ClientShard> LoadClientShard(const FederationOptions& o, int client) {
+absl::StatusOr<ClientShard> LoadClientShard(const ResolvedOptions& o, int client) {
   FGL_ASSIGN_OR_RETURN(std::vector<ClientShard> shards, LoadClientShards(o, {client}));
   return std::move(shards[0]);
 }
 
-absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOptions& options,
+absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const ResolvedOptions& resolved,
                                                           const std::vector<int>& clients) {
-  FGL_ASSIGN_OR_RETURN(const FederationOptions o, ResolveOptions(options));
+  const FederationOptions& o = *resolved;
   if (o.spec.method() == "centralized") {
     return absl::InvalidArgumentError("method 'centralized' has no clients to distribute");
   }

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "fl/algorithm.h"
 #include "fl/federation.h"
+#include "fl/run_setup.h"
 #include "graph/dataset.h"
 #include "graph/partition/partitioner.h"
 #include "graph/split.h"
@@ -50,9 +51,9 @@ struct ClientShard {
   int64_t num_features = 0;
   int64_t num_classes = 0;
 };
-absl::StatusOr<ClientShard> LoadClientShard(const FederationOptions& o, int client);
+absl::StatusOr<ClientShard> LoadClientShard(const ResolvedOptions& o, int client);
 // Several clients' shards from one load of the dataset (a process hosting several clients).
-absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const FederationOptions& o,
+absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const ResolvedOptions& o,
                                                           const std::vector<int>& clients);
 
 }  // namespace fgl::fl

@@ -471,7 +471,8 @@ TEST(CheckpointTest, DueEveryNRoundsOrAfterMinutes) {
 TEST(GlobalTestTest, WholeGraphHoldsEveryEdgeAndTheClientsTestNodes) {
   FederationOptions o = testing::SmallFederation("testing_majority");
   o.spec.mutable_eval()->set_global_test("whole_graph");
-  ASSERT_OK_AND_ASSIGN(o, ResolveOptions(o));
+  ASSERT_OK_AND_ASSIGN(const ResolvedOptions resolved, ResolveOptions(o));
+  o = *resolved;
   ASSERT_OK_AND_ASSIGN(PartitionedDataset loaded, LoadPartitionedDataset(o));
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ClientData> g, MakeGlobalTestData(o, loaded, torch::kCPU));
   ASSERT_NE(g, nullptr);
@@ -486,7 +487,7 @@ TEST(GlobalTestTest, WholeGraphHoldsEveryEdgeAndTheClientsTestNodes) {
   EXPECT_EQ(g->split.train.sum().item<int64_t>() + g->split.val.sum().item<int64_t>(), 0);
   int64_t union_size = 0;
   for (int k = 0; k < loaded.partition.num_clients(); ++k) {
-    ASSERT_OK_AND_ASSIGN(ClientShard shard, LoadClientShard(o, k));
+    ASSERT_OK_AND_ASSIGN(ClientShard shard, LoadClientShard(resolved, k));
     const torch::Tensor ids = torch::tensor(shard.data->node_ids, torch::kInt64);
     EXPECT_TRUE(torch::equal(g->split.test.index_select(0, ids), shard.data->split.test)) << k;
     union_size += shard.data->split.test.sum().item<int64_t>();

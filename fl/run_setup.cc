@@ -24,7 +24,7 @@ std::string ResolvedPartitionerSpec(const FederationOptions& o) {
   return absl::StrCat("reference:", graph::ResolveDataDir(o.spec.data_dir()), "/", dir);
 }
 
-absl::StatusOr<FederationOptions> ResolveOptions(FederationOptions o) {
+absl::StatusOr<ResolvedOptions> ResolveOptions(FederationOptions o) {
   FGL_ASSIGN_OR_RETURN(o.spec, ResolveFederationSpec(std::move(o.spec), "run"));
   FGL_RETURN_IF_ERROR(CheckMethod(o.spec).status());
   // The option strings too, so that a bad model or partitioner spec fails before the data loads.
@@ -44,7 +44,7 @@ absl::StatusOr<FederationOptions> ResolveOptions(FederationOptions o) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint_minutes = ", o.checkpoint_minutes, ": must be finite and >= 0"));
   }
-  return o;
+  return ResolvedOptions(std::move(o));
 }
 
 absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int64_t num_features,

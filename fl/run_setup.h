@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "fl/algorithm.h"
@@ -12,9 +13,25 @@
 
 namespace fgl::fl {
 
+class ResolvedOptions;
+
 // `o` with its spec resolved (fl::ResolveFederationSpec: defaults filled, every value checked)
-// and its method and typed parameters checked. Every entry point of a run starts with it.
-absl::StatusOr<FederationOptions> ResolveOptions(FederationOptions o);
+// and its method and typed parameters checked. The caller's boundary (experiments, a test) calls
+// it once; the entry points of a run take its result and never resolve again.
+absl::StatusOr<ResolvedOptions> ResolveOptions(FederationOptions o);
+
+// Options that ResolveOptions returned, and only those: a function that takes one knows every
+// default is present and every value checked.
+class ResolvedOptions {
+ public:
+  const FederationOptions& operator*() const { return options_; }
+  const FederationOptions* operator->() const { return &options_; }
+
+ private:
+  friend absl::StatusOr<ResolvedOptions> ResolveOptions(FederationOptions o);
+  explicit ResolvedOptions(FederationOptions o) : options_(std::move(o)) {}
+  FederationOptions options_;
+};
 
 // The server's method config (model = the first spec), and client k's (spec k mod n).
 absl::StatusOr<MethodConfig> ServerMethodConfig(const FederationOptions& o, int64_t num_features,

@@ -23,10 +23,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The run; `stage` names what it is doing, for an exception's error.
-absl::StatusOr<proto::FederationResult> Run(const FederationOptions& options, const DriverHooks& hooks, std::string* stage) {
+absl::StatusOr<proto::FederationResult> Run(const FederationOptions& o, const DriverHooks& hooks, std::string* stage) {
   const Clock::time_point start = Clock::now();
   *stage = "setup";
-  FGL_ASSIGN_OR_RETURN(const FederationOptions o, ResolveOptions(options));
   // Clients train in parallel on `threads` workers (InProcessChannel), each with one intra-op
   // thread, so the two levels never oversubscribe the cores.
   nn::SetComputeThreads(1);
@@ -112,17 +111,29 @@ absl::StatusOr<proto::FederationResult> Run(const FederationOptions& options, co
 
 }  // namespace
 
+absl::StatusOr<proto::FederationResult> RunFederation(const ResolvedOptions& options,
+                                                      const std::function<void(const proto::RoundRecord&)>& on_round) {
+  DriverHooks hooks;
+  hooks.on_round = on_round;
+  return RunFederation(options, hooks);
+}
+
+absl::StatusOr<proto::FederationResult> RunFederation(const ResolvedOptions& options, const DriverHooks& hooks) {
+  // `stage` is read when an exception is caught, so the error names what the run was doing.
+  std::string stage;
+  return CatchExceptions(stage, [&] { return Run(*options, hooks, &stage); });
+}
+
 absl::StatusOr<proto::FederationResult> RunFederation(const FederationOptions& options,
-                                               const std::function<void(const proto::RoundRecord&)>& on_round) {
+                                                      const std::function<void(const proto::RoundRecord&)>& on_round) {
   DriverHooks hooks;
   hooks.on_round = on_round;
   return RunFederation(options, hooks);
 }
 
 absl::StatusOr<proto::FederationResult> RunFederation(const FederationOptions& options, const DriverHooks& hooks) {
-  // `stage` is read when an exception is caught, so the error names what the run was doing.
-  std::string stage;
-  return CatchExceptions(stage, [&] { return Run(options, hooks, &stage); });
+  FGL_ASSIGN_OR_RETURN(const ResolvedOptions resolved, ResolveOptions(options));
+  return RunFederation(resolved, hooks);
 }
 
 }  // namespace fgl::fl

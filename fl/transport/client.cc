@@ -346,23 +346,23 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
   }
 }
 
-absl::Status RunClient(const FederationOptions& options, const ClientOptions& opt, ClientStats* stats) {
-  FGL_ASSIGN_OR_RETURN(const FederationOptions run, ResolveOptions(options));
+absl::Status RunClient(const ResolvedOptions& resolved, const ClientOptions& opt, ClientStats* stats) {
+  const FederationOptions& run = *resolved;
   if (opt.chunk_bytes < 1024 || opt.chunk_bytes > kMaxChunkBytes) {
     return absl::InvalidArgumentError("chunk_bytes must be in [1 KiB, 16 MiB]");
   }
   nn::SetComputeThreads(std::max(1, opt.threads));
-  FGL_ASSIGN_OR_RETURN(ClientShard shard, LoadClientShard(run, opt.client_id));
+  FGL_ASSIGN_OR_RETURN(ClientShard shard, LoadClientShard(resolved, opt.client_id));
   return ServeClient(run, opt, std::move(shard), nullptr, stats);
 }
 
-absl::Status RunClients(const FederationOptions& unresolved, const ClientOptions& opt,
+absl::Status RunClients(const ResolvedOptions& resolved, const ClientOptions& opt,
                         const std::vector<int>& ids, int parallel,
                         const std::map<int, std::string>& tokens) {
-  FGL_ASSIGN_OR_RETURN(const FederationOptions run, ResolveOptions(unresolved));
+  const FederationOptions& run = *resolved;
   if (ids.empty()) return absl::InvalidArgumentError("no client ids");
   nn::SetComputeThreads(std::max(1, opt.threads));
-  FGL_ASSIGN_OR_RETURN(std::vector<ClientShard> shards, LoadClientShards(run, ids));
+  FGL_ASSIGN_OR_RETURN(std::vector<ClientShard> shards, LoadClientShards(resolved, ids));
   ComputeGate gate(parallel);
   std::vector<absl::Status> results(ids.size());
   std::vector<std::thread> threads;

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "fl/federation.h"
+#include "fl/run_setup.h"
 #include "fl/transport/credentials.h"
 
 namespace fgl::fl::transport {
@@ -40,13 +41,13 @@ struct ClientStats {
 
 // Runs until the server sends FINISH (OK), refuses this client (its status), or stays
 // unreachable for longer than reconnect_s (Unavailable).
-absl::Status RunClient(const FederationOptions& run, const ClientOptions& options,
+absl::Status RunClient(const ResolvedOptions& run, const ClientOptions& options,
                        ClientStats* stats = nullptr);
 
 // Several clients in one process (a site holding several clients' data), each on its own thread
 // and connection, at most `parallel` computing at a time. `tokens[id]` replaces options.token.
 // Returns the first client's error, after every client stopped.
-absl::Status RunClients(const FederationOptions& run, const ClientOptions& options,
+absl::Status RunClients(const ResolvedOptions& run, const ClientOptions& options,
                         const std::vector<int>& client_ids, int parallel,
                         const std::map<int, std::string>& tokens = {});
 

@@ -174,9 +174,9 @@ absl::StatusOr<proto::FederationResult> FederationServer::Impl::Run(
 FederationServer::FederationServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 FederationServer::~FederationServer() = default;
 
-absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const FederationOptions& unresolved,
+absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const ResolvedOptions& resolved,
                                                                           const ServerOptions& options) {
-  FGL_ASSIGN_OR_RETURN(FederationOptions run, ResolveOptions(unresolved));
+  FederationOptions run = *resolved;
   // The server checkpoints after every round (clients keep their own state and rejoin).
   run.checkpoint_dir = options.checkpoint_dir;
   run.checkpoint_every = options.checkpoint_dir.empty() ? 0 : 1;

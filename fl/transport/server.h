@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "fl/federation.h"
+#include "fl/run_setup.h"
 #include "fl/transport/credentials.h"
 
 namespace fgl::fl::transport {
@@ -59,7 +60,7 @@ struct TransportStats {
 class FederationServer {
  public:
   // Binds the port and starts serving joins; rounds start with Run().
-  static absl::StatusOr<std::unique_ptr<FederationServer>> Start(const FederationOptions& run,
+  static absl::StatusOr<std::unique_ptr<FederationServer>> Start(const ResolvedOptions& run,
                                                                  const ServerOptions& options);
   ~FederationServer();
 

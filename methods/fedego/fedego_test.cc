@@ -258,7 +258,7 @@ TEST(FedEgoTest, UploadsAreThetaAndMashedEgoGraphs) {
   const int64_t graph_bytes = kTreeNodes * (kHidden + kClasses) * 4;
   // One mashed ego-graph per chunk of `batch` training nodes, the last chunk possibly short
   // (§12.2: about 18 per client on Cora at batch 32).
-  ASSERT_OK_AND_ASSIGN(const fl::FederationOptions resolved, fl::ResolveOptions(EgoFederation()));
+  ASSERT_OK_AND_ASSIGN(const fl::ResolvedOptions resolved, fl::ResolveOptions(EgoFederation()));
   ASSERT_OK_AND_ASSIGN(const std::vector<fl::ClientShard> shards,
                        fl::LoadClientShards(resolved, {0, 1, 2}));
   int64_t graphs_per_round = 0;

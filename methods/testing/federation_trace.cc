@@ -177,8 +177,8 @@ absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, ui
   o.seed = seed;
   o.cache_dir = "none";
   o.strict = true;
-  FGL_ASSIGN_OR_RETURN(trace.options, fl::ResolveOptions(o));
-  o = trace.options;
+  FGL_ASSIGN_OR_RETURN(const fl::ResolvedOptions resolved, fl::ResolveOptions(o));
+  trace.options = o = *resolved;
   FGL_ASSIGN_OR_RETURN(fl::MethodFactories factories, fl::FindMethod(o.spec.method()));
   if (factories.federation) return TraceNodeLevel(o);
 
@@ -186,7 +186,7 @@ absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, ui
   // its own, built as the run builds its clients: methods seed their initialisation).
   std::vector<int> ids(o.spec.clients());
   for (int k = 0; k < o.spec.clients(); ++k) ids[k] = k;
-  FGL_ASSIGN_OR_RETURN(trace.shards, fl::LoadClientShards(o, ids));
+  FGL_ASSIGN_OR_RETURN(trace.shards, fl::LoadClientShards(resolved, ids));
   FGL_ASSIGN_OR_RETURN(fl::MethodConfig config, fl::ServerMethodConfig(o, trace.shards.front().num_features,
                                                                        trace.shards.front().num_classes));
   {  // the server's state before round 1, built as the run builds it (init/server/<tensor>)
@@ -260,7 +260,7 @@ absl::StatusOr<FederationTrace> TraceFederation(const std::string& spec_text, ui
       if (failed.ok() && on_client_state) failed = on_client_state(round, k, *client, &trace);
     }
   };
-  absl::StatusOr<fl::proto::FederationResult> result = fl::RunFederation(o, hooks);
+  absl::StatusOr<fl::proto::FederationResult> result = fl::RunFederation(o, hooks);  // o checkpoints
   std::filesystem::remove_all(scratch);
   FGL_ASSIGN_OR_RETURN(trace.result, std::move(result));
   FGL_RETURN_IF_ERROR(failed);
