@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -27,8 +28,10 @@ std::string ProtocolCard(const proto::Experiment& e) {
   return absl::StrFormat(
       "%s model, %s, %s round; dropout at evaluation %s; %s; split %s; %s, partition seed %d; "
       "%d rounds × %d local epochs%s; %slr %g, weight decay %g; client fraction %g",
-      e.eval().model(), e.eval().weighting() == "unweighted" ? "unweighted" : e.eval().weighting() + "-weighted",
-      e.eval().round(), e.eval().dropout_at_eval() ? "on" : "off", e.model(),
+      absl::AsciiStrToLower(fl::proto::EvalProtocol::Model_Name(e.eval().model())),
+      e.eval().weighting() == fl::proto::EvalProtocol::UNWEIGHTED ? "unweighted" : "node-weighted",
+      absl::AsciiStrToLower(fl::proto::EvalProtocol::Round_Name(e.eval().round())),
+      e.eval().dropout_at_eval() ? "on" : "off", e.model(),
       // A reference partition brings its clients' own splits; the split rule is not used.
       absl::StartsWith(e.partitioner(), "reference:") ? "the partition's own" : e.split(), e.partitioner(),
       e.partition_seed(), e.rounds(), e.local_epochs(), early_stop, optimizer, e.lr(), e.weight_decay(),

@@ -700,7 +700,7 @@ TEST(ReportTest, ProtocolCardPerRowWithColumnExceptions) {
   e.set_partitioner("louvain");
   e.set_rounds(100);
   e.set_local_epochs(3);
-  e.mutable_eval()->set_model("local");
+  e.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   e.mutable_eval()->set_dropout_at_eval(true);
   e.mutable_fedtad()->set_reliability_noise(0.1);
   const std::string card = ProtocolCard(e);

@@ -6,7 +6,7 @@
 //       --set="clients=5;eval.dropout_at_eval=true;fedtad.knn=3"
 //
 // Every field of the Experiment proto (experiments/proto/experiment.proto) is also a flag:
-// --FIELD=VALUE (dotted for nested fields: --fedtad.knn=3, --eval.model=local) is --set
+// --FIELD=VALUE (dotted for nested fields: --fedtad.knn=3, --eval.model=LOCAL) is --set
 // FIELD=VALUE, applied after --spec and before --set; --seed=N is --seeds=N. Without --spec the
 // experiment starts from `dataset: "cora" method: "fedavg" seeds: 2024`.
 //

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "fl/federation.h"
 #include "fl/federation_spec.h"
 #include "fl/registry.h"
 #include "glog/logging.h"
@@ -142,8 +143,16 @@ absl::Status ApplySet(const std::string& assignment, proto::Experiment* experime
     parser.RecordErrorsTo(&errors);
     if (!parser.ParseFieldValueFromString(item, field, parsed.get())) {
       const std::string why = errors.Joined();
-      if (!why.empty()) return absl::InvalidArgumentError(why);
-      return refuse("'", item, "' is not one ", field->type_name(), " value for ", key);
+      std::string values;
+      if (field->type() == FieldDescriptor::TYPE_ENUM) {  // say what it can be: "one of GLOBAL, LOCAL, ..."
+        std::vector<std::string> names;
+        for (int i = 0; i < field->enum_type()->value_count(); ++i) {
+          if (field->enum_type()->value(i)->number() != 0) names.push_back(field->enum_type()->value(i)->name());
+        }
+        values = absl::StrCat(" (", key, " is one of ", absl::StrJoin(names, ", "), ")");
+      }
+      if (!why.empty()) return absl::InvalidArgumentError(absl::StrCat(why, values));
+      return refuse("'", item, "' is not one ", field->type_name(), " value for ", key, values);
     }
   }
   if (field->type() == FieldDescriptor::TYPE_STRING && !field->is_repeated() &&
@@ -397,6 +406,7 @@ std::string CanonicalText(const proto::Experiment& resolved) {
   std::string out;
   google::protobuf::TextFormat::Printer printer;
   printer.SetSingleLineMode(true);
+  fl::UseCanonicalEvalText(&printer);  // `round: "best_test"`, as when it was a string: keys unchanged
   printer.PrintToString(resolved, &out);
   return out;
 }

@@ -128,15 +128,45 @@ TEST(SpecTest, ARowCanTurnDropoutAtEvalOffOverTheBase) {
   EXPECT_EQ(CanonicalText(off), CanonicalText(absent));
 }
 
+// Record keys hash CanonicalText, which prints EvalProtocol's enum settings as the strings they
+// were before issue #67 (lowercase, quoted, in the strings' place), so every key stays the same;
+// any other text of the spec uses the enum names and parses back.
+TEST(SpecTest, CanonicalTextPrintsEvalSettingsAsTheStringsTheyWere) {
+  proto::Experiment e;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    dataset: "cora" method: "fedego" rounds: 3
+    eval {
+      model: PERSONALIZED weighting: UNWEIGHTED round: BEST_TEST dropout_at_eval: true
+      global_test: WHOLE_GRAPH early_stop { after_round: 100 loss_ratio: 1.3 }
+    }
+  )pb", &e));
+  ASSERT_OK_AND_ASSIGN(const proto::Experiment resolved, Resolve(e, "t"));
+  const std::string text = CanonicalText(resolved);
+  EXPECT_THAT(text, HasSubstr(R"(eval { model: "personalized" weighting: "unweighted" round: "best_test" )"
+                              R"(dropout_at_eval: true global_test: "whole_graph" )"
+                              R"(early_stop { after_round: 100 loss_ratio: 1.3 } })"));
+  // The defaults resolved, and SERVER_NODES (zero) not printed, as "" was not.
+  proto::Experiment plain;
+  plain.set_dataset("cora");
+  plain.set_method("fedavg");
+  ASSERT_OK_AND_ASSIGN(const proto::Experiment defaults, Resolve(plain, "t"));
+  EXPECT_THAT(CanonicalText(defaults), HasSubstr(R"( eval { model: "global" weighting: "node" round: "best_val" } )"));
+  std::string parsable;
+  google::protobuf::TextFormat::PrintToString(resolved, &parsable);
+  proto::Experiment back;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(parsable, &back)) << parsable;
+  EXPECT_EQ(CanonicalText(back), text);
+}
+
 TEST(SpecTest, SetOverridesAndCanonicalTextKeysTheCache) {
   proto::Experiment e;
   e.set_dataset("cora");
   e.set_method("fedavg");
   ASSERT_OK(ApplySet("clients=5", &e));
-  ASSERT_OK(ApplySet("eval.round=last", &e));
+  ASSERT_OK(ApplySet("eval.round=LAST", &e));
   ASSERT_OK(ApplySet("split=stratified:train=0.6,val=0.2", &e));
   EXPECT_EQ(e.clients(), 5);
-  EXPECT_EQ(e.eval().round(), "last");
+  EXPECT_EQ(e.eval().round(), fl::proto::EvalProtocol::LAST);
   EXPECT_EQ(e.split(), "stratified:train=0.6,val=0.2");
   ASSERT_OK(ApplySet("seeds=7", &e));
   ASSERT_OK(ApplySet("seeds=8", &e));  // replaces, never appends
@@ -187,7 +217,7 @@ TEST(SpecTest, SetTakesOneFieldAndOneValue) {
   EXPECT_EQ(e.method(), "fedavg");
   EXPECT_EQ(e.dataset(), "cora");
   // A group of options is set one field at a time.
-  EXPECT_THAT(ApplySet("eval={round: \"last\"}", &e),
+  EXPECT_THAT(ApplySet("eval={round: LAST}", &e),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("set one at a time (eval.NAME=VALUE)")));
   EXPECT_THAT(ApplySet("=5", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("name=value")));
   EXPECT_THAT(ApplySet("clients", &e), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("name=value")));
@@ -251,7 +281,15 @@ TEST(SpecTest, RejectsZeroNonFiniteAndOutOfRangeValuesNamingTheField) {
     ASSERT_OK(ApplySet("moon.mu=1", &prox));
     EXPECT_THAT(Resolve(prox, "x"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("moon params")));
   }
-  EXPECT_THAT(resolve_with("eval.model=glob"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("eval.model = glob")));
+  // An enum setting takes its value's name; a bad one is refused naming the field, the value and
+  // what it could be (the lowercase strings of before issue #67 included).
+  for (const std::string bad : {"glob", "local"}) {
+    EXPECT_THAT(resolve_with("eval.model=" + bad),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("--set eval.model=" + bad), HasSubstr("\"" + bad + "\" for field \"model\""),
+                               HasSubstr("eval.model is one of GLOBAL, LOCAL, PERSONALIZED"))));
+  }
+  EXPECT_OK(resolve_with("eval.model=LOCAL"));
   // A real zero where zero means something: weight decay 0 and partition seed 0 are kept.
   proto::Experiment e;
   e.set_dataset("cora");
@@ -327,7 +365,7 @@ TEST(SpecTest, SpecFieldsTravelFieldByFieldWithPresence) {
     name: "t" dataset: "cora" partitioner: "metis" clients: 7 partition_seed: 3 split: "stratified"
     model: "gcn:hidden=16" shared_group: "head" method: "fedprox" rounds: 4 local_epochs: 2
     lr: 0.05 weight_decay: 0 client_fraction: 0.5 optimizer: SGD momentum: 0.9
-    eval { model: "local" weighting: "unweighted" round: "last" dropout_at_eval: true }
+    eval { model: LOCAL weighting: UNWEIGHTED round: LAST dropout_at_eval: true }
     seeds: [5, 6] fedprox { mu: 0.25 }
   )pb", &e));
   const fl::proto::FederationSpec spec = ToFederationSpec(e);
@@ -341,7 +379,7 @@ TEST(SpecTest, SpecFieldsTravelFieldByFieldWithPresence) {
   EXPECT_EQ(spec.weight_decay(), 0);
   EXPECT_EQ(spec.optimizer(), fl::proto::FederationSpec::SGD);
   EXPECT_EQ(spec.momentum(), 0.9);
-  EXPECT_EQ(spec.eval().round(), "last");
+  EXPECT_EQ(spec.eval().round(), fl::proto::EvalProtocol::LAST);
   EXPECT_TRUE(spec.eval().dropout_at_eval());
   ASSERT_EQ(spec.method_params_size(), 1);  // fedprox's, packed
 
@@ -358,7 +396,7 @@ TEST(SpecTest, SpecFieldsTravelFieldByFieldWithPresence) {
   EXPECT_EQ(resolved.seeds_size(), 2);
   EXPECT_EQ(resolved.fedprox().mu(), 0.25);
   EXPECT_EQ(resolved.momentum(), 0.9);
-  EXPECT_EQ(resolved.eval().weighting(), "unweighted");
+  EXPECT_EQ(resolved.eval().weighting(), fl::proto::EvalProtocol::UNWEIGHTED);
   EXPECT_TRUE(resolved.has_weight_decay());
 }
 

@@ -103,7 +103,7 @@ case "$CASE" in
       sed -e "s/^method: .*/method: \"$m\"/" -e 's/^rounds: .*/rounds: 3/' "$SPEC" >"$spec"
       if [[ $m == fedpub ]]; then
         sed -i -e 's/^model: .*/model: "gcn:layers=3,hidden=16,dropout=0.5,jk=last,masked=true"/' "$spec"
-        echo 'eval { model: "local" }' >>"$spec"
+        echo 'eval { model: LOCAL }' >>"$spec"
       fi
       SPEC="$spec"
       "$SIM" --spec="$SPEC" --out="$T/sim_$m" --cache_dir="$CACHE" >"$T/sim_$m.out" 2>"$T/sim_$m.log" \

@@ -73,17 +73,17 @@ absl::StatusOr<PartitionedDataset> LoadPartitionedDataset(const FederationOption
 absl::StatusOr<std::shared_ptr<const ClientData>> MakeGlobalTestData(const FederationOptions& o,
                                                                      const PartitionedDataset& loaded,
                                                                      torch::Device device) {
-  if (o.spec.eval().global_test() == "whole_graph") {
+  if (o.spec.eval().global_test() == proto::EvalProtocol::WHOLE_GRAPH) {
     const graph::Partition& partition = loaded.partition;
     if (!partition.server_nodes.empty() || partition.server_keeps_topology) {
       return absl::InvalidArgumentError(
-          "eval.global_test whole_graph: the partition already sets a server-side test (server nodes or "
+          "eval.global_test WHOLE_GRAPH: the partition already sets a server-side test (server nodes or "
           "node-level topology); use the default");
     }
     const int64_t n = loaded.data.num_nodes();
     // The union of the clients' tests is well defined only when no node belongs to two clients.
     if (absl::Status s = graph::ValidatePartition(partition, n, /*disjoint=*/true); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("eval.global_test whole_graph needs disjoint clients: ", s.message()));
+      return absl::InvalidArgumentError(absl::StrCat("eval.global_test WHOLE_GRAPH needs disjoint clients: ", s.message()));
     }
     graph::NodeSplit split{torch::zeros({n}, torch::kBool), torch::zeros({n}, torch::kBool),
                            torch::zeros({n}, torch::kBool)};

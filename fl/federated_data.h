@@ -37,7 +37,7 @@ absl::StatusOr<PartitionedDataset> LoadPartitionedDataset(const FederationOption
 
 // The shared global test graph every client also scores (eval.global_test): by default the
 // subgraph induced by the partition's server nodes (FedEgo's 30% global test), all of them test
-// nodes, null when there are none; "whole_graph": the original graph with every edge, its test
+// nodes, null when there are none; WHOLE_GRAPH: the original graph with every edge, its test
 // nodes the union of the clients' test nodes.
 absl::StatusOr<std::shared_ptr<const ClientData>> MakeGlobalTestData(const FederationOptions& o,
                                                                      const PartitionedDataset& loaded,

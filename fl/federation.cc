@@ -2,23 +2,22 @@
 
 #include <google/protobuf/text_format.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 
 namespace fgl::fl {
 
 EvalProtocol FederationOptions::eval() const {
   const proto::EvalProtocol& e = spec.eval();
   EvalProtocol p;
-  p.model = e.model() == "local"          ? EvalProtocol::Model::kLocal
-            : e.model() == "personalized" ? EvalProtocol::Model::kPersonalized
-                                          : EvalProtocol::Model::kGlobal;
-  if (spec.method() == "local") p.model = EvalProtocol::Model::kLocal;
-  p.node_weighted = e.weighting() != "unweighted";
-  p.round = e.round() == "last"        ? EvalProtocol::Round::kLast
-            : e.round() == "best_test" ? EvalProtocol::Round::kBestTest
-                                       : EvalProtocol::Round::kBestVal;
+  // Zero (UNSPECIFIED) only in a spec that was not resolved: the defaults, as resolving fills them.
+  if (e.model() != proto::EvalProtocol::MODEL_UNSPECIFIED) p.model = e.model();
+  if (spec.method() == "local") p.model = proto::EvalProtocol::LOCAL;
+  if (e.weighting() != proto::EvalProtocol::WEIGHTING_UNSPECIFIED) p.weighting = e.weighting();
+  if (e.round() != proto::EvalProtocol::ROUND_UNSPECIFIED) p.round = e.round();
   p.dropout_at_eval = e.dropout_at_eval();
-  p.whole_graph_test = e.global_test() == "whole_graph";
+  p.global_test = e.global_test();
   if (e.has_early_stop()) {
     p.early_stop_after = e.early_stop().after_round();
     p.early_stop_ratio = e.early_stop().loss_ratio();
@@ -33,19 +32,67 @@ std::string FederationOptions::Fingerprint() const {
   std::string text;
   google::protobuf::TextFormat::Printer printer;
   printer.SetSingleLineMode(true);
+  UseCanonicalEvalText(&printer);  // the text of before issue #67: checkpoints written then still match
   printer.PrintToString(keyed, &text);
   return absl::StrCat(text, "|seed=", seed, "|device=", device);
 }
 
+namespace {
+
+std::string Lowercase(const std::string& name) { return absl::AsciiStrToLower(name); }
+
+}  // namespace
+
 std::string EvalProtocol::Card() const {
-  return absl::StrCat("model=",
-                      model == Model::kGlobal ? "global" : model == Model::kLocal ? "local" : "personalized",
-                      " weighting=", node_weighted ? "node" : "unweighted", " round=",
-                      round == Round::kBestVal ? "best_val" : round == Round::kLast ? "last" : "best_test(optimistic)",
+  return absl::StrCat("model=", Lowercase(proto::EvalProtocol::Model_Name(model)),
+                      " weighting=", Lowercase(proto::EvalProtocol::Weighting_Name(weighting)), " round=",
+                      Lowercase(proto::EvalProtocol::Round_Name(round)),
+                      round == proto::EvalProtocol::BEST_TEST ? "(optimistic)" : "",
                       " dropout_at_eval=", dropout_at_eval ? "on" : "off",
-                      whole_graph_test ? " global_test=whole_graph" : "",
+                      global_test == proto::EvalProtocol::WHOLE_GRAPH ? " global_test=whole_graph" : "",
                       early_stop_ratio > 0 ? absl::StrCat(" early_stop=after_", early_stop_after, "_loss_x", early_stop_ratio)
                                            : "");
+}
+
+namespace {
+
+using google::protobuf::TextFormat;
+
+// An enum setting printed as the string it was: its value's lowercase name in quotes.
+class QuotedLowercaseEnum : public TextFormat::FastFieldValuePrinter {
+ public:
+  void PrintEnum(int32_t /*val*/, const std::string& name, TextFormat::BaseTextGenerator* generator) const override {
+    generator->PrintString(absl::StrCat("\"", Lowercase(name), "\""));
+  }
+};
+
+void RegisterQuotedSettings(TextFormat::Printer* printer) {
+  const google::protobuf::Descriptor* d = proto::EvalProtocol::descriptor();
+  for (const char* name : {"model", "weighting", "round", "global_test"}) {
+    CHECK(printer->RegisterFieldValuePrinter(d->FindFieldByName(name), new QuotedLowercaseEnum)) << name;
+  }
+}
+
+// EvalProtocol's fields in declaration order (the enums sit where the strings were; their new
+// field numbers alone would print them after dropout_at_eval and early_stop).
+class EvalInDeclarationOrder : public TextFormat::MessagePrinter {
+ public:
+  void Print(const google::protobuf::Message& message, bool single_line_mode,
+             TextFormat::BaseTextGenerator* generator) const override {
+    TextFormat::Printer printer;
+    printer.SetSingleLineMode(single_line_mode);
+    printer.SetPrintMessageFieldsInIndexOrder(true);
+    RegisterQuotedSettings(&printer);
+    std::string text;
+    printer.PrintToString(message, &text);
+    generator->PrintString(text);
+  }
+};
+
+}  // namespace
+
+void UseCanonicalEvalText(TextFormat::Printer* printer) {
+  CHECK(printer->RegisterMessagePrinter(proto::EvalProtocol::descriptor(), new EvalInDeclarationOrder));
 }
 
 }  // namespace fgl::fl

@@ -6,30 +6,41 @@
 #include <cstdint>
 #include <string>
 
+#include <google/protobuf/text_format.h>
+
 #include "fl/proto/federation.pb.h"
 
 namespace fgl::fl {
 
-// How a result is scored; recorded with every result.
+// How a result is scored; recorded with every result: proto::EvalProtocol resolved
+// (fl/federation_spec.h), its settings never UNSPECIFIED.
 struct EvalProtocol {
-  // global: the server's model; local: each client's own; personalized: each client's own model
+  // GLOBAL: the server's model; LOCAL: each client's own; PERSONALIZED: each client's own model
   // once it has taken the server's latest message (FedEgo's mixing of Φ_g into Φ_i): the client's
-  // Predict receives that message, as for global, and applies it its own way. A server that
+  // Predict receives that message, as for GLOBAL, and applies it its own way. A server that
   // sends each client its own message (D-FedGNN's ring average) has each client score its own.
-  enum class Model { kGlobal, kLocal, kPersonalized };
-  enum class Round { kBestVal, kLast, kBestTest };
-  Model model = Model::kGlobal;  // global: clients score the server's model; local: their own
-  bool node_weighted = true;     // client accuracies weighted by node count (FedTAD, OpenFGL)
-  Round round = Round::kBestVal;  // best_test exists only because FedEgo reports it (optimistic)
+  proto::EvalProtocol::Model model = proto::EvalProtocol::GLOBAL;
+  // NODE: client accuracies weighted by node count (FedTAD, OpenFGL); UNWEIGHTED: their mean.
+  proto::EvalProtocol::Weighting weighting = proto::EvalProtocol::NODE;
+  // BEST_TEST exists only because FedEgo reports it (optimistic).
+  proto::EvalProtocol::Round round = proto::EvalProtocol::BEST_VAL;
   bool dropout_at_eval = false;  // FedTAD's official code leaves dropout on when evaluating
-  bool whole_graph_test = false;  // eval.global_test "whole_graph" (named in the card only when set)
+  // WHOLE_GRAPH is named in the card; SERVER_NODES, the default, is not.
+  proto::EvalProtocol::GlobalTest global_test = proto::EvalProtocol::SERVER_NODES;
   // eval.early_stop (FedEgo's code): after round t > early_stop_after, stop when the clients' mean
   // local-test loss exceeds early_stop_ratio × its minimum so far. early_stop_ratio 0: never.
   int early_stop_after = 0;
   double early_stop_ratio = 0;
 
-  std::string Card() const;  // e.g. "model=global weighting=node round=best_val dropout_at_eval=0"
+  std::string Card() const;  // e.g. "model=global weighting=node round=best_val dropout_at_eval=off"
 };
+
+// Has `printer` print proto::EvalProtocol as it was printed while its four settings were strings
+// (before issue #67): each setting as its value's lowercase name in quotes (`round: "best_test"`),
+// the fields in declaration order (which is the strings' field-number order). Record keys
+// (experiments/spec.cc CanonicalText) and run fingerprints hash that text, so they stay as they
+// were. Not for text that is parsed back: a parser wants `round: BEST_TEST`.
+void UseCanonicalEvalText(google::protobuf::TextFormat::Printer* printer);
 
 // One run: a resolved FederationSpec (fl/federation_spec.h), its training seed, and how the run
 // executes (none of which changes its numbers, except `device`).

@@ -137,8 +137,8 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
   // Personalised evaluation also ships the server's latest message (each client's own, from a
   // personalised server): each client applies it to its own model its own way before scoring.
   const bool global_eval =
-      eval.model == EvalProtocol::Model::kGlobal || eval.model == EvalProtocol::Model::kPersonalized;
-  const bool personal_eval = eval.model == EvalProtocol::Model::kPersonalized && server.PersonalisedBroadcast();
+      eval.model == proto::EvalProtocol::GLOBAL || eval.model == proto::EvalProtocol::PERSONALIZED;
+  const bool personal_eval = eval.model == proto::EvalProtocol::PERSONALIZED && server.PersonalisedBroadcast();
   proto::FederationResult result;
   proto::RunResult& totals = *result.mutable_result();
   int stopped_round = 0;  // the round after which EvalProtocol's early stop ended the run; 0: none
@@ -271,7 +271,7 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
     rec.set_test_acc(acc.test);
     if (std::isfinite(acc.global)) rec.set_global_test_acc(acc.global);
     EvalProtocol unweighted = eval;
-    unweighted.node_weighted = false;
+    unweighted.weighting = proto::EvalProtocol::UNWEIGHTED;
     rec.set_client_mean_test_acc(WeightedAccuracy(unweighted, pending->counts, pending->sizes).test);
     if (const double loss = MeanTestLoss(pending->counts); std::isfinite(loss)) rec.set_test_loss(loss);
     if (rec.seconds() == 0) rec.set_seconds(Seconds(pending->start));

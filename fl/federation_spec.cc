@@ -1,7 +1,6 @@
 #include "fl/federation_spec.h"
 
 #include <cmath>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "fl/method_params.h"
@@ -25,9 +24,9 @@ absl::StatusOr<proto::FederationSpec> ResolveFederationSpec(proto::FederationSpe
   if (!s.has_weight_decay()) s.set_weight_decay(5e-4);
   if (!s.has_client_fraction()) s.set_client_fraction(1.0);
   proto::EvalProtocol& e = *s.mutable_eval();
-  if (e.model().empty()) e.set_model("global");
-  if (e.weighting().empty()) e.set_weighting("node");
-  if (e.round().empty()) e.set_round("best_val");
+  if (e.model() == proto::EvalProtocol::MODEL_UNSPECIFIED) e.set_model(proto::EvalProtocol::GLOBAL);
+  if (e.weighting() == proto::EvalProtocol::WEIGHTING_UNSPECIFIED) e.set_weighting(proto::EvalProtocol::NODE);
+  if (e.round() == proto::EvalProtocol::ROUND_UNSPECIFIED) e.set_round(proto::EvalProtocol::BEST_VAL);
   // false is the default: spelled or not, the same run.
   if (e.has_dropout_at_eval() && !e.dropout_at_eval()) e.clear_dropout_at_eval();
 
@@ -50,14 +49,14 @@ absl::StatusOr<proto::FederationSpec> ResolveFederationSpec(proto::FederationSpe
   if (s.shared_group() != "" && s.shared_group() != "head" && s.shared_group() != "body") {
     return bad("shared_group", s.shared_group(), "must be empty (the whole model), head or body");
   }
-  static const auto* models = new std::set<std::string>{"global", "local", "personalized"};
-  static const auto* weightings = new std::set<std::string>{"node", "unweighted"};
-  static const auto* rounds = new std::set<std::string>{"best_val", "last", "best_test"};
-  if (!models->count(e.model())) return bad("eval.model", e.model(), "must be global, local or personalized");
-  if (!weightings->count(e.weighting())) return bad("eval.weighting", e.weighting(), "must be node or unweighted");
-  if (!rounds->count(e.round())) return bad("eval.round", e.round(), "must be best_val, last or best_test");
-  if (e.global_test() != "" && e.global_test() != "whole_graph") {
-    return bad("eval.global_test", e.global_test(), "must be empty (the partition's server nodes) or whole_graph");
+  // A textproto may give an enum a number that names no value (`round: 7`).
+  if (!proto::EvalProtocol::Model_IsValid(e.model())) return bad("eval.model", e.model(), "names no EvalProtocol.Model");
+  if (!proto::EvalProtocol::Weighting_IsValid(e.weighting())) {
+    return bad("eval.weighting", e.weighting(), "names no EvalProtocol.Weighting");
+  }
+  if (!proto::EvalProtocol::Round_IsValid(e.round())) return bad("eval.round", e.round(), "names no EvalProtocol.Round");
+  if (!proto::EvalProtocol::GlobalTest_IsValid(e.global_test())) {
+    return bad("eval.global_test", e.global_test(), "names no EvalProtocol.GlobalTest");
   }
   if (e.has_early_stop()) {
     if (e.early_stop().after_round() < 0) {

@@ -304,7 +304,7 @@ TEST(RoundRecordsTest, ReportsTrafficAndTheReportedRound) {
   EXPECT_EQ(result.result().best_round(), 2);
   EXPECT_EQ(result.result().test_acc(), 20);
   EXPECT_FALSE(result.result().has_global_test_acc());  // round 2 has none
-  eval.round = EvalProtocol::Round::kBestTest;
+  eval.round = proto::EvalProtocol::BEST_TEST;
   SelectReportedRound(eval, result);
   EXPECT_EQ(result.result().best_round(), 3);
   EXPECT_EQ(result.result().global_test_acc(), 60);
@@ -470,7 +470,7 @@ TEST(CheckpointTest, DueEveryNRoundsOrAfterMinutes) {
 // test nodes exactly the union of the clients' test nodes.
 TEST(GlobalTestTest, WholeGraphHoldsEveryEdgeAndTheClientsTestNodes) {
   FederationOptions o = testing::SmallFederation("testing_majority");
-  o.spec.mutable_eval()->set_global_test("whole_graph");
+  o.spec.mutable_eval()->set_global_test(proto::EvalProtocol::WHOLE_GRAPH);
   ASSERT_OK_AND_ASSIGN(const ResolvedOptions resolved, ResolveOptions(o));
   o = *resolved;
   ASSERT_OK_AND_ASSIGN(PartitionedDataset loaded, LoadPartitionedDataset(o));
@@ -498,8 +498,9 @@ TEST(GlobalTestTest, WholeGraphHoldsEveryEdgeAndTheClientsTestNodes) {
   o.spec.mutable_eval()->clear_global_test();
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ClientData> none, MakeGlobalTestData(o, loaded, torch::kCPU));
   EXPECT_EQ(none, nullptr);
-  o.spec.mutable_eval()->set_global_test("whole");
-  EXPECT_THAT(ResolveOptions(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("eval.global_test")));
+  // A textproto may give a number that names no value (`global_test: 7`): resolving refuses it.
+  o.spec.mutable_eval()->set_global_test(static_cast<proto::EvalProtocol::GlobalTest>(7));
+  EXPECT_THAT(ResolveOptions(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("eval.global_test = 7")));
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ TEST(SimulatorTest, WholeGraphTestIsScoredBesideTheLocalTest) {
     FederationOptions o = Small(method);
     ASSERT_OK_AND_ASSIGN(proto::FederationResult plain, RunFederation(o));
     EXPECT_FALSE(plain.result().has_global_test_acc());
-    o.spec.mutable_eval()->set_global_test("whole_graph");
+    o.spec.mutable_eval()->set_global_test(fl::proto::EvalProtocol::WHOLE_GRAPH);
     ASSERT_OK_AND_ASSIGN(proto::FederationResult whole, RunFederation(o));
     ASSERT_EQ(whole.rounds_size(), plain.rounds_size());
     for (int r = 0; r < whole.rounds_size(); ++r) {

@@ -50,7 +50,7 @@ fl::FederationOptions SmallRun(const TestConfig& config, int rounds) {
   o.spec.set_rounds(rounds);
   // Each client's own model is scored: it reflects what every method (and a plug-in on a
   // personalised base) sent it, where the server's broadcast may not.
-  o.spec.mutable_eval()->set_model("local");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   if (!config.params.empty()) {
     absl::StatusOr<fl::MethodFactories> m = fl::FindMethod(config.method);
     CHECK(m.ok() && !m->params.empty()) << config.method << " takes no parameters";
@@ -104,10 +104,10 @@ fl::FederationOptions SmallRun(const TestConfig& config, int rounds) {
     o.spec.set_partitioner("fedego:local_fraction=0.4,local_test_nodes=40,major_classes=2");
     o.spec.set_split("fedego_tail:test=40");
     o.spec.set_model("ego_sage:hidden=16,fanout=3,dropout=0.5,batch=16");
-    o.spec.mutable_eval()->set_model("personalized");
+    o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::PERSONALIZED);
   }
   // D-FedGNN has no global model: each client is scored on its ring average.
-  if (config.method == "d_fedgnn") o.spec.mutable_eval()->set_model("personalized");
+  if (config.method == "d_fedgnn") o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::PERSONALIZED);
   // Node-level methods: one user per node, all of them every round, one step per round.
   absl::StatusOr<fl::MethodFactories> factories = fl::FindMethod(config.method);
   if (factories.ok() && factories->federation) {
@@ -115,7 +115,7 @@ fl::FederationOptions SmallRun(const TestConfig& config, int rounds) {
     o.spec.set_clients(600);  // SmallFederation's csbm graph
     o.spec.set_model("gat:layers=2,heads=2,hidden=8,out_heads=1");
     o.spec.set_local_epochs(1);
-    o.spec.mutable_eval()->set_model("global");
+    o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::GLOBAL);
   }
   return o;
 }

@@ -93,7 +93,7 @@ absl::StatusOr<fl::proto::FederationResult> RunNodeLevelFederation(
     return absl::InvalidArgumentError(absl::StrCat(method, ": one forward/backward per round (local_epochs 1), not ",
                                                    o.spec.local_epochs()));
   }
-  if (o.eval().model != fl::EvalProtocol::Model::kGlobal) {
+  if (o.eval().model != fl::proto::EvalProtocol::GLOBAL) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": the server scores the split model (eval model 'global')"));
   }
   FGL_ASSIGN_OR_RETURN(const NfedgnnParams params, fl::UnpackParams<NfedgnnParams>(o.spec.method_params()));

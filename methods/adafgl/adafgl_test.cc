@@ -50,7 +50,7 @@ TEST(AdaFglTest, ReliabilityIsHighOnAHomophilousGraphAndLowWhenLabelsAlternate) 
 fl::FederationOptions Small(int vanilla_rounds, int rounds) {
   fl::FederationOptions o = fl::testing::SmallFederation("adafgl");
   o.spec.set_rounds(rounds);
-  o.spec.mutable_eval()->set_model("local");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   AdaFglParams p;
   p.set_vanilla_rounds(vanilla_rounds);
   o.spec.add_method_params()->PackFrom(p);

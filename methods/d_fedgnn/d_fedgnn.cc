@@ -64,7 +64,7 @@ class DFedGnnServer final : public fl::ServerAlgorithm {
   }
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo&) override {
     return absl::FailedPreconditionError(
-        "d_fedgnn has no global model: evaluate with eval.model 'personalized' (each client's ring average) or 'local'");
+        "d_fedgnn has no global model: evaluate with eval.model PERSONALIZED (each client's ring average) or LOCAL");
   }
 
   absl::Status Accumulate(const fl::proto::Message& reply) override {

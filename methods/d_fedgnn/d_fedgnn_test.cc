@@ -155,10 +155,10 @@ TEST(DFedGnnServerTest, TwoClientsCountTheOtherTwiceAsTheCode) {
 
 TEST(DFedGnnRunTest, LearnsAndScoresEachRingAverage) {
   fl::FederationOptions o = fl::testing::SmallFederation("d_fedgnn");
-  o.spec.mutable_eval()->set_model("personalized");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::PERSONALIZED);
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
   EXPECT_GT(r.result().test_acc(), 60.0);
-  o.spec.mutable_eval()->set_model("global");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::GLOBAL);
   EXPECT_FALSE(fl::RunFederation(o).ok());
 }
 

@@ -61,7 +61,7 @@ TEST(FedAvgTest, SgdWithMomentumLearnsAndResumesBitForBit) {
   o.spec.set_momentum(0.9);
   o.spec.set_lr(0.05);
   o.spec.set_rounds(6);
-  o.spec.mutable_eval()->set_model("local");  // each client's own model, so its state matters
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);  // each client's own model, so its state matters
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult one, fl::RunFederation(o));
   EXPECT_GT(one.result().test_acc(), 40.0);  // 4 classes
 

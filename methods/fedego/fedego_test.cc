@@ -221,9 +221,9 @@ fl::FederationOptions EgoFederation(const FedEgoParams& p = {}) {
   o.spec.set_local_epochs(5);
   o.spec.set_lr(0.01);
   o.spec.set_weight_decay(0);
-  o.spec.mutable_eval()->set_model("personalized");
-  o.spec.mutable_eval()->set_weighting("unweighted");
-  o.spec.mutable_eval()->set_round("best_test");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::PERSONALIZED);
+  o.spec.mutable_eval()->set_weighting(fl::proto::EvalProtocol::UNWEIGHTED);
+  o.spec.mutable_eval()->set_round(fl::proto::EvalProtocol::BEST_TEST);
   o.spec.add_method_params()->PackFrom(p);
   return o;
 }

@@ -219,7 +219,7 @@ TEST(FedGkcTest, RejectsMismatchedWidthsAndBadOptions) {
 TEST(FedGkcTest, HeterogeneousFederationRunsAndRepeats) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedgkc");
   o.spec.set_model("gcn:layers=2,hidden=64;sage:layers=2,hidden=64;gat:layers=2,heads=1,hidden=64;gin:layers=2,hidden=64;sgc:k=2,hidden=64");
-  o.spec.mutable_eval()->set_model("local");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult a, fl::RunFederation(o));
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult b, fl::RunFederation(o));
   EXPECT_GT(a.result().test_acc(), 40.0);  // 4 balanced classes

@@ -115,7 +115,7 @@ TEST(FedGtaServerTest, SimilarClientsShareConfidenceWeightedModels) {
 
 TEST(FedGtaRunTest, LearnsAloneAndWithTheFedTadPlugin) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedgta");
-  o.spec.mutable_eval()->set_model("local");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
   EXPECT_GT(r.result().test_acc(), 60.0);
   o.spec.set_method("fedgta+fedtad");

@@ -32,8 +32,8 @@ fl::FederationOptions Spec(const std::string& method, FedMpaParams p = {}) {
   if (!p.has_max_epochs()) p.set_max_epochs(60);
   if (!p.has_patience()) p.set_patience(20);
   o.spec.set_rounds(method == "locmpa" ? 1 : method == "fedmlp" ? p.federated_rounds() : p.federated_rounds() + 1);
-  o.spec.mutable_eval()->set_model(method == "fedmlp" ? "global" : "local");
-  o.spec.mutable_eval()->set_round("last");
+  o.spec.mutable_eval()->set_model(method == "fedmlp" ? fl::proto::EvalProtocol::GLOBAL : fl::proto::EvalProtocol::LOCAL);
+  o.spec.mutable_eval()->set_round(fl::proto::EvalProtocol::LAST);
   o.spec.add_method_params()->PackFrom(p);
   return o;
 }
@@ -55,7 +55,7 @@ TEST(FedMpaTest, WholeGraphTestScoresTheSameModels) {
   for (const char* method : {"fedmlp", "fedmpa", "locmpa"}) {
     fl::FederationOptions o = Spec(method);
     ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult plain, fl::RunFederation(o));
-    o.spec.mutable_eval()->set_global_test("whole_graph");
+    o.spec.mutable_eval()->set_global_test(fl::proto::EvalProtocol::WHOLE_GRAPH);
     ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult whole, fl::RunFederation(o));
     EXPECT_EQ(whole.result().test_acc(), plain.result().test_acc()) << method;
     EXPECT_TRUE(whole.result().has_global_test_acc()) << method;

@@ -117,7 +117,7 @@ TEST(FedProtoTest, WithoutTheTermItIsLocalTrainingFromTheClientsOwnInit) {
 TEST(FedProtoTest, TheTermChangesAHeterogeneousFederation) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedproto");
   o.spec.set_model("gcn:layers=2,hidden=64;sage:layers=2,hidden=64;gat:layers=2,heads=1,hidden=64");
-  o.spec.mutable_eval()->set_model("local");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   FedProtoParams zero;
   zero.set_proto_weight(0);
   o.spec.add_method_params()->PackFrom(zero);
@@ -132,7 +132,7 @@ TEST(FedProtoTest, TheTermChangesAHeterogeneousFederation) {
 // OpenFGL's post-dropout embeddings are an option: they change the run; a rate of 1 is refused.
 TEST(FedProtoTest, EmbeddingDropoutChangesTheRunAndIsChecked) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedproto");
-  o.spec.mutable_eval()->set_model("local");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult plain, fl::RunFederation(o));
   FedProtoParams p;
   p.set_embedding_dropout(0.5);

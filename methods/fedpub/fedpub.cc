@@ -91,7 +91,7 @@ class FedPubClient final : public fl::ModelClient {
     return reply;
   }
 
-  // Scored on the model the client receives (`global`, eval.model global or personalized) under
+  // Scored on the model the client receives (`global`, eval.model GLOBAL or PERSONALIZED) under
   // its own masks: loading the broadcast's masks too would replace the ones Train keeps local.
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
     if (global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, Split(model_->Parameters()).first));

@@ -95,7 +95,7 @@ TEST(FedPubClientTest, ScoringOnTheReceivedModelKeepsItsMasks) {
 TEST(FedPubRunTest, LearnsAloneAndWithTheFedTadPlugin) {
   fl::FederationOptions o = fl::testing::SmallFederation("fedpub");
   o.spec.set_model("gcn:layers=3,jk=last,masked=true");
-  o.spec.mutable_eval()->set_model("local");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
   EXPECT_GT(r.result().test_acc(), 60.0);
   o.spec.set_method("fedpub+fedtad");

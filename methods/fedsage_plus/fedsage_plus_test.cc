@@ -454,7 +454,7 @@ TEST(FedSageRunTest, FamilyLearnsInASmallFederation) {
   small.set_gen_hidden(16);
   o.spec.add_method_params()->PackFrom(small);
   // The FedSage code's protocol beside ours: the original whole graph's test nodes.
-  o.spec.mutable_eval()->set_global_test("whole_graph");
+  o.spec.mutable_eval()->set_global_test(fl::proto::EvalProtocol::WHOLE_GRAPH);
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult plus, fl::RunFederation(o));
   EXPECT_GT(plus.result().test_acc(), 50.0);
   EXPECT_GT(plus.result().global_test_acc(), 50.0);
@@ -463,7 +463,7 @@ TEST(FedSageRunTest, FamilyLearnsInASmallFederation) {
   EXPECT_GT(sage.result().test_acc(), 50.0);
   EXPECT_GT(sage.result().global_test_acc(), 50.0);
   o.spec.set_method("locsage");
-  o.spec.mutable_eval()->set_model("local");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult loc, fl::RunFederation(o));
   EXPECT_GT(loc.result().test_acc(), 50.0);
   EXPECT_TRUE(loc.result().has_global_test_acc());

@@ -308,7 +308,7 @@ TEST(PluginTest, ZeroIterationsLeaveTheBaseMethodUntouched) {
 TEST(PluginTest, PluggedMethodScoresTheGlobalTestGraph) {
   for (const char* method : {"fedavg", "fedavg+fedtad"}) {
     fl::FederationOptions o = Small(method);
-    o.spec.mutable_eval()->set_global_test("whole_graph");
+    o.spec.mutable_eval()->set_global_test(fl::proto::EvalProtocol::WHOLE_GRAPH);
     ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
     ASSERT_EQ(r.rounds_size(), 6) << method;
     for (const fl::proto::RoundRecord& round : r.rounds()) EXPECT_TRUE(round.has_global_test_acc()) << method;

@@ -42,7 +42,7 @@ TEST(FgsslTest, TheStructureTermChangesTheModel) {
 
 TEST(FgsslTest, FederationLearnsAndRepeats) {
   fl::FederationOptions o = fl::testing::SmallFederation("fgssl");
-  o.spec.mutable_eval()->set_model("local");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult a, fl::RunFederation(o));
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult b, fl::RunFederation(o));
   EXPECT_GT(a.result().test_acc(), 40.0);  // 4 balanced classes

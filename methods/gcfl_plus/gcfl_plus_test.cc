@@ -196,7 +196,7 @@ TEST(GcflPlusServerTest, AMemberWithoutASequenceBlocksTheSplit) {
 
 TEST(GcflPlusRunTest, LearnsAloneAndWithTheFedTadPlugin) {
   fl::FederationOptions o = fl::testing::SmallFederation("gcfl_plus");
-  o.spec.mutable_eval()->set_model("local");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
   EXPECT_GT(r.result().test_acc(), 60.0);
   o.spec.set_method("gcfl_plus+fedtad");
@@ -211,7 +211,7 @@ TEST(GcflPlusRunTest, LearnsAloneAndWithTheFedTadPlugin) {
 // split at once (from a textproto) change the run, which with the defaults never splits in 6 rounds.
 TEST(GcflPlusRunTest, SplitThresholdsFromATextprotoTakeEffect) {
   fl::FederationOptions o = fl::testing::SmallFederation("gcfl_plus");
-  o.spec.mutable_eval()->set_model("local");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult defaults, fl::RunFederation(o));
   GcflPlusParams p;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString("eps1: 1e9 eps2: 0 seq_length: 1 min_round: 0", &p));

@@ -106,7 +106,7 @@ TEST(GraphFlClientTest, RepliesAQueryGradientThenItsWeights) {
 
 TEST(GraphFlRunTest, TwoExchangesPerRoundAndTheGlobalModelLearns) {
   fl::FederationOptions o = fl::testing::SmallFederation("graphfl");
-  o.spec.mutable_eval()->set_model("global");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::GLOBAL);
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
   EXPECT_GT(r.result().test_acc(), 50.0);  // 4 classes
   ASSERT_EQ(r.rounds_size(), 6);

@@ -5,7 +5,7 @@
 //   2. trains its whole model for E epochs,
 //   3. replies with its head and node count.
 // The server averages the heads (FedAvg, node counts). Each client's body is scored with the
-// averaged head (eval.model "personalized"). LgFedAvgParams select the authors' plain mean and
+// averaged head (eval.model PERSONALIZED). LgFedAvgParams select the authors' plain mean and
 // fresh optimiser per round (lg_fedavg.proto).
 #include <vector>
 
@@ -63,7 +63,7 @@ class LgFedAvgClient final : public fl::ModelClient {
     return reply;
   }
 
-  // Its private body with the server's latest head (`global`; eval.model "personalized"), as the
+  // Its private body with the server's latest head (`global`; eval.model PERSONALIZED), as the
   // original code and PFLlib test after the averaged head is sent back; the head it last trained
   // when none is given. The model itself is left as trained.
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override {
@@ -98,8 +98,8 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> MakeServer(const fl::Method
 }  // namespace
 
 // Version 2: each client's body initialised from its own seed (version 1: one seed for all).
-// Scoring with a given server message's head (eval.model "personalized") changed no recorded run:
-// every record scored eval.model "local", which still uses the client's own head.
+// Scoring with a given server message's head (eval.model PERSONALIZED) changed no recorded run:
+// every record scored eval.model LOCAL, which still uses the client's own head.
 // LgFedAvgParams' defaults change nothing (lg_fedavg.proto).
 FGL_REGISTER_METHOD("lg_fedavg", &LgFedAvgClient::Make, MakeServer, {fl::TypedParams<LgFedAvgParams>()}, 2);
 

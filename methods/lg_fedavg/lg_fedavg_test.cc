@@ -41,7 +41,7 @@ TEST(LgFedAvgTest, OnlyTheLinearHeadTravels) {
               fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("shared_group")));
 }
 
-// Scored with the server's head when one is given (the averaged head, eval.model "personalized"),
+// Scored with the server's head when one is given (the averaged head, eval.model PERSONALIZED),
 // with its own trained head otherwise; scoring leaves the model as trained.
 TEST(LgFedAvgTest, PersonalisedScoringUsesTheServersHead) {
   auto data = fl::testing::CsbmClient(200, 8, 3, 10);
@@ -103,7 +103,7 @@ TEST(LgFedAvgTest, HeterogeneousBodiesShareOneHead) {
   fl::FederationOptions o = fl::testing::SmallFederation("lg_fedavg");
   o.spec.set_model("gcn:layers=2,hidden=64,jk=last;sage:layers=2,hidden=64,jk=last;sgc:k=2,hidden=64");
   o.spec.set_shared_group("head");
-  o.spec.mutable_eval()->set_model("local");
+  o.spec.mutable_eval()->set_model(fl::proto::EvalProtocol::LOCAL);
   ASSERT_OK_AND_ASSIGN(fl::proto::FederationResult r, fl::RunFederation(o));
   EXPECT_GT(r.result().test_acc(), 40.0);
 }

@@ -197,7 +197,7 @@ fl::FederationOptions NodeLevelRun(const std::string& method, const std::string&
   o.spec.set_rounds(3);
   o.spec.set_local_epochs(1);
   o.spec.set_lr(0.05);
-  o.spec.mutable_eval()->set_round("last");
+  o.spec.mutable_eval()->set_round(fl::proto::EvalProtocol::LAST);
   NfedgnnParams p;
   p.set_laplacian_weight(lambda);
   o.spec.add_method_params()->PackFrom(p);

@@ -61,7 +61,7 @@ class DFedGnnDifferentialTest(trace_io.TracedConfigsTest):
         clients, epochs, lr = config
         spec = (f'dataset: "{DATASET}" clients: {clients} method: "d_fedgnn" rounds: {ROUNDS + 1} '
                 f'local_epochs: {epochs} model: "gcn:layers=2,hidden=16,dropout=0" lr: {lr} weight_decay: 0 '
-                f'eval {{ model: "personalized" }}')
+                f'eval {{ model: PERSONALIZED }}')
         return trace_io.run_trace(spec, os.path.join(out_dir, f'{name}.npz'))
 
     def replay(self, name):

@@ -94,7 +94,7 @@ def spec(c, loss):
     model = f'ego_sage:hidden={c["hidden"]},layers=2,fanout=6,dropout=0,batch={c["batch"]}{c["model_options"]}'
     text = (f'dataset: "{DATASET}" {PARTITION} clients: {CLIENTS} method: "fedego" rounds: {ROUNDS} '
             f'local_epochs: {c["local_epochs"]} model: "{model}" lr: {c["lr"]} weight_decay: 0 '
-            'eval { model: "personalized" }')
+            'eval { model: PERSONALIZED }')
     params = c['params'] + ('' if loss == 'CROSS_ENTROPY' else f' loss: {loss}')
     if params.strip():
         text += f' method_params {{ [type.googleapis.com/fgl.methods.fedego.FedEgoParams] {{ {params.strip()} }} }}'

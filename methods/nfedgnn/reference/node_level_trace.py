@@ -68,7 +68,7 @@ def spec(root, method, model, params, lr, rounds, weight_decay=5e-4):
     """The FederationSpec text of a node-level run on write_dataset(root)'s graph."""
     return (f'dataset: "{DATASET}" data_dir: "{root}" partitioner: "node_level" clients: {NUM_NODES} '
             f'split: "stratified:train=0.3,val=0.3" method: "{method}" model: "{model}" rounds: {rounds} '
-            f'local_epochs: 1 lr: {lr} weight_decay: {weight_decay} eval {{ model: "global" round: "last" }} '
+            f'local_epochs: 1 lr: {lr} weight_decay: {weight_decay} eval {{ model: GLOBAL round: LAST }} '
             'method_params { [type.googleapis.com/fgl.fl.node_level.NfedgnnParams] { ' + params + ' } }')
 
 
