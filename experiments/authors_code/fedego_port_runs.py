@@ -14,7 +14,7 @@ FedEgo/FedEgo@534c1de) on OUR Table 2 partition of Cora, as their main.py runs a
     (post-training Theta_i, mixed Phi_i) scores its local test nodes and every node of the global
     test graph; early stopping when round > 100 and the mean local-test loss exceeds 1.3 x its
     minimum so far (the round that trips it is scored, then the run ends);
-  * the reported statistic as our table's card gives it (eval.round best_test, ambiguity A14): the
+  * the reported statistic as our table's card gives it (eval.round BEST_TEST, ambiguity A14): the
     max over rounds of the client-mean global-test micro-F1 (global_f1), and, independently, of
     the client-mean local-test micro-F1 (local_f1), the first round reaching each.
 

@@ -30,6 +30,14 @@ one JSON line per run appended to --records; runs already there are skipped, so 
   /usr/bin/python3 experiments/authors_code/independent_runs.py --paper=fedmpa --seeds=2024-2033
   /usr/bin/python3 experiments/authors_code/independent_runs.py --paper=nfedgnn --seeds=2024-2033
   /usr/bin/python3 experiments/authors_code/independent_runs.py --paper=nfedgnn --time   # the cost
+  /usr/bin/python3 experiments/authors_code/independent_runs.py --paper=nfedgnn --batched --seeds=2034-2073
+
+--batched (nFedGNN's λ rows nfedgnn_l0, nfedgnn_l10 only; the default rows then): the same run with the
+per-user maps and Adams batched into tensors over the users' non-zero feature rows
+(nfedgnn_batched_oracle.py: the oracle's computation, its initial states, draws and server; seconds a
+run instead of minutes). Its records carry "runner": "batched"; the others have no "runner" field.
+CNFGNN (one shared map averaged every round) always runs the per-user oracle: --batched with
+--methods=cnfgnn is an error.
 
 Speed: the nFedGNN oracle copies every user's map and Adam moments into each round's result (for the
 round-by-round differential tests); a whole run reads none of it, so `_clone_state`/`_adam_state`
@@ -51,6 +59,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sweep_records import append_record, recorded, seeds_of  # noqa: E402
+from nfedgnn_batched_oracle import batched_oracle  # noqa: E402
 from methods.cnfgnn.reference import cnfgnn_reference as cnf  # noqa: E402
 from methods.fedmpa.reference import fedmpa_reference as mpa  # noqa: E402
 from methods.nfedgnn.reference import nfedgnn_reference as nfg  # noqa: E402
@@ -67,6 +76,7 @@ NFEDGNN_COLUMNS = {
     'citeseer_gcn': ('dataset: "citeseer:row_normalize=true" clients: 3327', 6),
 }
 NFEDGNN_METHODS = {'cnfgnn': 0.0, 'nfedgnn_l0': 0.0, 'nfedgnn_l10': 10.0}  # row -> λ
+NFEDGNN_BATCHABLE = ['nfedgnn_l0', 'nfedgnn_l10']  # the rows --batched runs (nfedgnn_batched_oracle.py)
 FEDMPA_COLUMNS = {'cora_3': ('dataset: "cora" clients: 3', 7)}
 FEDMPA_METHODS = ['locmpa', 'fedmpa', 'fedmpae']
 EVAL_EVERY = 10
@@ -83,7 +93,7 @@ def nfedgnn_data(column, trace_binary, data_dir):
     data, classes = NFEDGNN_COLUMNS[column]
     a = trace_arrays(f'{data} partitioner: "node_level" split: "provided:index=0" method: "nfedgnn" '
                      'model: "gcn:layers=2,hidden=16,dropout=0.5" rounds: 1 local_epochs: 1 lr: 0.1 '
-                     'weight_decay: 0.0005 eval { model: "global" round: "last" }', trace_binary, data_dir)
+                     'weight_decay: 0.0005 eval { model: GLOBAL round: LAST }', trace_binary, data_dir)
     t = lambda k: torch.from_numpy(np.array(a[k]))  # noqa: E731
     return (t('users/x'), t('users/edge_index'), t('users/y'), t('users/train'), t('users/val'), t('users/test'),
             classes)
@@ -120,10 +130,17 @@ def nfedgnn_oracle(method, data, seed):
     return oracle, g
 
 
-def run_nfedgnn(method, column, seed, data, rounds):
+def nfedgnn_batched(method, data, seed):
+    """nfedgnn_oracle's (oracle, generator) for an nFedGNN row with the users batched."""
+    if method not in NFEDGNN_BATCHABLE:
+        raise ValueError(f'{method}: only {NFEDGNN_BATCHABLE} have a batched runner')
+    return batched_oracle(data, seed, NFEDGNN_METHODS[method], lr=0.1, dropout=0.5, weight_decay=5e-4)
+
+
+def run_nfedgnn(method, column, seed, data, rounds, batched=False):
     torch.manual_seed(seed)
     start = time.time()
-    oracle, g = nfedgnn_oracle(method, data, seed)
+    oracle, g = (nfedgnn_batched if batched else nfedgnn_oracle)(method, data, seed)
     curve = []
     for r in range(1, rounds + 1):
         oracle.train_round(oracle.draw_round(g))
@@ -163,10 +180,10 @@ def run_fedmpa(method, column, seed, data):
             'wall_s': round(time.time() - start, 1)}
 
 
-def time_nfedgnn(column, data, rounds=3):
+def time_nfedgnn(column, data, methods, rounds=3, batched=False):
     total = 0.0
-    for method in NFEDGNN_METHODS:
-        oracle, g = nfedgnn_oracle(method, data, 2024)
+    for method in methods:
+        oracle, g = (nfedgnn_batched if batched else nfedgnn_oracle)(method, data, 2024)
         oracle.train_round(oracle.draw_round(g))  # warm-up
         start = time.time()
         for _ in range(rounds):
@@ -175,7 +192,7 @@ def time_nfedgnn(column, data, rounds=3):
         total += per_round * 200
         print(f'{method} on {column}: {per_round:.2f} s a round, about {per_round * 200 / 60:.1f} min a 200-round run',
               flush=True)
-    print(f'10 seeds of the three rows: about {total * 10 / 60:.0f} min at one thread')
+    print(f'10 seeds of the {len(methods)} rows: about {total * 10 / 60:.0f} min at one thread')
 
 
 def main():
@@ -183,7 +200,12 @@ def main():
     p.add_argument('--paper', choices=['nfedgnn', 'fedmpa'], required=True)
     p.add_argument('--column', default=None, help='nfedgnn: cora_gcn (default) or citeseer_gcn; fedmpa: cora_3')
     p.add_argument('--seeds', default='2024-2033')
-    p.add_argument('--methods', default=None, help='comma-separated rows (default: all three)')
+    p.add_argument('--methods', default=None,
+                   help='comma-separated rows (default: all three; with --batched, nfedgnn_l0,nfedgnn_l10)')
+    p.add_argument('--batched', action='store_true',
+                   help='nfedgnn only, rows nfedgnn_l0/nfedgnn_l10 only (cnfgnn is an error): the oracle with '
+                        'the per-user maps and Adams batched (nfedgnn_batched_oracle.py); records get '
+                        '"runner": "batched"')
     p.add_argument('--rounds', type=int, default=200, help='nfedgnn only')
     p.add_argument('--records', default=None)
     p.add_argument('--time', action='store_true', help='time a few rounds (nfedgnn) or one run of each (fedmpa)')
@@ -192,13 +214,19 @@ def main():
     a = p.parse_args()
     torch.set_num_threads(1)
     column = a.column or ('cora_gcn' if a.paper == 'nfedgnn' else 'cora_3')
-    methods = a.methods.split(',') if a.methods else list(NFEDGNN_METHODS if a.paper == 'nfedgnn' else FEDMPA_METHODS)
+    methods = a.methods.split(',') if a.methods else list(
+        (NFEDGNN_BATCHABLE if a.batched else NFEDGNN_METHODS) if a.paper == 'nfedgnn' else FEDMPA_METHODS)
+    if a.batched and a.paper != 'nfedgnn':
+        p.error('--batched is for --paper=nfedgnn only')
+    if a.batched and set(methods) - set(NFEDGNN_BATCHABLE):
+        p.error(f'--batched runs only the rows {",".join(NFEDGNN_BATCHABLE)}; '
+                f'run {",".join(sorted(set(methods) - set(NFEDGNN_BATCHABLE)))} without it (the per-user oracle)')
     records = a.records or RECORDS[a.paper]
     if a.paper == 'nfedgnn':
         stub_state_copies()
         data = nfedgnn_data(column, a.trace_binary, a.data_dir)
         if a.time:
-            time_nfedgnn(column, data)
+            time_nfedgnn(column, data, methods, batched=a.batched)
             return
     else:
         data = fedmpa_data(column, a.trace_binary, a.data_dir)
@@ -218,11 +246,13 @@ def main():
             if (method, column, seed, rounds) in done:
                 continue
             if a.paper == 'nfedgnn':
-                r = run_nfedgnn(method, column, seed, data, a.rounds)
+                r = run_nfedgnn(method, column, seed, data, a.rounds, batched=a.batched)
             else:
                 r = run_fedmpa(method, column, seed, data)
             r.update({'implementation': 'independent_oracle', 'oracle': ORACLE[a.paper], 'torch': torch.__version__,
                       'machine': f'{platform.machine()} {os.cpu_count()} cores'})
+            if a.batched:
+                r['runner'] = 'batched'
             append_record(records, r)
             print(f"{method} {column} seed {seed}: test {r['test_acc']:.2f}, {r['wall_s']} s", flush=True)
 
