@@ -56,7 +56,13 @@ absl::Status ParseTextProtoFile(const std::string& path, google::protobuf::Messa
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(text, message)) {
-    return absl::InvalidArgumentError(errors.Joined());
+    std::string why = errors.Joined();
+    // The likeliest cause in a spec written before #67: a quoted evaluation setting.
+    if (absl::StrContains(why, "Expected integer or identifier, got: \"")) {
+      absl::StrAppend(&why, " (enum values are written without quotes: eval { model: LOCAL weighting: NODE "
+                            "round: BEST_VAL global_test: WHOLE_GRAPH }, not round: \"best_val\")");
+    }
+    return absl::InvalidArgumentError(why);
   }
   return absl::OkStatus();
 }
@@ -147,7 +153,9 @@ absl::Status ApplySet(const std::string& assignment, proto::Experiment* experime
       if (field->type() == FieldDescriptor::TYPE_ENUM) {  // say what it can be: "one of GLOBAL, LOCAL, ..."
         std::vector<std::string> names;
         for (int i = 0; i < field->enum_type()->value_count(); ++i) {
-          if (field->enum_type()->value(i)->number() != 0) names.push_back(field->enum_type()->value(i)->name());
+          // Zero is a real setting in some enums (SERVER_NODES, ADAM); only "unset" is left out.
+          const std::string& name = field->enum_type()->value(i)->name();
+          if (!absl::EndsWith(name, "_UNSPECIFIED")) names.push_back(name);
         }
         values = absl::StrCat(" (", key, " is one of ", absl::StrJoin(names, ", "), ")");
       }

@@ -54,6 +54,10 @@ TEST(SpecTest, RejectsUnknownFieldsAndMethodsWithFileAndLine) {
   EXPECT_THAT(LoadExperiment(typo), StatusIs(absl::StatusCode::kInvalidArgument,
                                              HasSubstr("typo.textproto:3:")));
   EXPECT_THAT(LoadExperiment(typo), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clinets")));
+  // A spec written before the evaluation settings were enums says how to write them now.
+  const std::string quoted = Write("quoted.textproto", "dataset: \"cora\"\nmethod: \"fedavg\"\neval { round: \"last\" }\n");
+  EXPECT_THAT(LoadExperiment(quoted), StatusIs(absl::StatusCode::kInvalidArgument,
+                                               AllOf(HasSubstr("quoted.textproto:3:"), HasSubstr("round: BEST_VAL"))));
   proto::Experiment e;
   e.set_dataset("cora");
   e.set_method("fedavgg");
@@ -290,6 +294,9 @@ TEST(SpecTest, RejectsZeroNonFiniteAndOutOfRangeValuesNamingTheField) {
                                HasSubstr("eval.model is one of GLOBAL, LOCAL, PERSONALIZED"))));
   }
   EXPECT_OK(resolve_with("eval.model=LOCAL"));
+  // Where zero is a real setting it is listed; an enum's "unset" is not.
+  EXPECT_THAT(resolve_with("eval.global_test=x"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is one of SERVER_NODES, WHOLE_GRAPH)")));
   // A real zero where zero means something: weight decay 0 and partition seed 0 are kept.
   proto::Experiment e;
   e.set_dataset("cora");

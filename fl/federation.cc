@@ -1,5 +1,7 @@
 #include "fl/federation.h"
 
+#include <memory>
+
 #include <google/protobuf/text_format.h>
 
 #include "absl/strings/ascii.h"
@@ -92,7 +94,9 @@ class EvalInDeclarationOrder : public TextFormat::MessagePrinter {
 }  // namespace
 
 void UseCanonicalEvalText(TextFormat::Printer* printer) {
-  CHECK(printer->RegisterMessagePrinter(proto::EvalProtocol::descriptor(), new EvalInDeclarationOrder));
+  auto eval_printer = std::make_unique<EvalInDeclarationOrder>();
+  // The printer owns it once registered; false: this printer has it already.
+  if (printer->RegisterMessagePrinter(proto::EvalProtocol::descriptor(), eval_printer.get())) eval_printer.release();
 }
 
 }  // namespace fgl::fl

@@ -4,10 +4,13 @@
 
 #include <set>
 
+#include <google/protobuf/text_format.h>
+
 #include "fl/aggregate/weighted_mean.h"
 #include "fl/checkpoint_file.h"
 #include "fl/evaluation.h"
 #include "fl/federated_data.h"
+#include "fl/federation.h"
 #include "fl/federation_driver.h"
 #include "fl/round_records.h"
 #include "fl/run_setup.h"
@@ -449,6 +452,38 @@ TEST(SimulatorTest, SameNumbersOnAnyThreadCountAndAfterResume) {
   EXPECT_EQ(restarted.final_global(), one.final_global());
   EXPECT_EQ(restarted.resumed_s(), 0);
   EXPECT_EQ(system(("ls " + dir + "/checkpoint.pb.version* > /dev/null").c_str()), 0);
+}
+
+// Record keys hash this text: the enum settings print as the strings they were, in the order the
+// strings' field numbers gave, so no key changed when they became enums (issue #67).
+TEST(CanonicalEvalTextTest, PrintsTheSettingsAsTheirStringsDid) {
+  proto::FederationSpec spec;
+  proto::EvalProtocol& e = *spec.mutable_eval();
+  e.set_model(proto::EvalProtocol::LOCAL);
+  e.set_weighting(proto::EvalProtocol::UNWEIGHTED);
+  e.set_round(proto::EvalProtocol::BEST_TEST);
+  e.set_dropout_at_eval(false);
+  e.set_global_test(proto::EvalProtocol::WHOLE_GRAPH);
+  e.mutable_early_stop()->set_after_round(100);
+  e.mutable_early_stop()->set_loss_ratio(1.3);
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetSingleLineMode(true);
+  UseCanonicalEvalText(&printer);
+  UseCanonicalEvalText(&printer);  // a second call changes nothing
+  std::string text;
+  ASSERT_TRUE(printer.PrintToString(spec, &text));
+  EXPECT_EQ(text, "eval { model: \"local\" weighting: \"unweighted\" round: \"best_test\" dropout_at_eval: false "
+                  "global_test: \"whole_graph\" early_stop { after_round: 100 loss_ratio: 1.3 } } ");
+  e.Clear();  // defaults print nothing, as empty strings did
+  e.set_round(proto::EvalProtocol::LAST);
+  ASSERT_TRUE(printer.PrintToString(spec, &text));
+  EXPECT_EQ(text, "eval { round: \"last\" } ");
+  // The printer keeps declaration order inside EvalProtocol, EarlyStop included: a field declared
+  // out of number order would silently change keys.
+  const google::protobuf::Descriptor* early_stop = proto::EarlyStop::descriptor();
+  for (int i = 1; i < early_stop->field_count(); ++i) {
+    EXPECT_LT(early_stop->field(i - 1)->number(), early_stop->field(i)->number()) << early_stop->field(i)->name();
+  }
 }
 
 TEST(CheckpointTest, DueEveryNRoundsOrAfterMinutes) {
