@@ -41,7 +41,7 @@
 #include "nn/losses/losses.h"
 #include "nn/memory.h"
 #include "nn/ops/dropout.h"
-#include "nn/spill_file.h"
+#include "nn/parameter_residency.h"
 #include "third_party/absl_ext/status_macros.h"
 
 namespace fgl::methods::fedsage_plus {
@@ -210,9 +210,13 @@ class FedSageClient final : public fl::ClientAlgorithm {
     std::unique_ptr<FedSageClient> c(new FedSageClient(v, s, std::move(data), std::move(graph), config, std::move(model)));
     if (s.neighgen) {
       c->gen_ = MakeNeighGen(s, config);
-      for (const auto& [name, p] : Named(*c->gen_)) c->gen_shapes_.push_back(p.sizes().vec());
       c->release_generator_ = s.cross_client && fl::ClientsPerRound(config.spec) == config.spec.clients();
-      c->spill_moments_ = c->release_generator_ && SpillPays(c->gen_, config.spec.clients());
+      std::vector<torch::Tensor> params;
+      for (const auto& [name, p] : Named(*c->gen_)) params.push_back(p);
+      c->gen_memory_ = std::make_unique<nn::ParameterResidency>(
+          std::move(params), nn::ParameterResidencyOptions(SpillDirectory())
+                                 .spill_moments(c->release_generator_ && SpillPays(c->gen_, config.spec.clients()))
+                                 .spill_min_bytes(kSpillMinBytes));
       FGL_RETURN_IF_ERROR(c->PrepareGeneratorTraining());
       if (c->release_generator_ && s.gen_rounds > 0) c->ReleaseGenerator();  // round 1's broadcast sets it
     }
@@ -226,12 +230,12 @@ class FedSageClient final : public fl::ClientAlgorithm {
     }
     if (gen_phase) {
       if (s_.cross_client) {
-        FGL_RETURN_IF_ERROR(ReallocateGenerator());
+        FGL_RETURN_IF_ERROR(gen_memory_->Reallocate());
         FGL_RETURN_IF_ERROR(fl::LoadTensors(from_server, fl::WithPrefix(kGenPrefix, Named(*gen_))));
       }
       FGL_RETURN_IF_ERROR(TrainGenerator(round));
     } else {
-      if (s_.neighgen && !mended_ && gen_released_) {
+      if (s_.neighgen && !mended_ && gen_memory_->phase() == nn::ParameterResidency::Phase::kReleased) {
         return absl::FailedPreconditionError(absl::StrCat(
             v_.name, " client ", data_->id, " missed generator round ", s_.gen_rounds,
             ": its generator was released after an earlier one (every client trains in every round), so it cannot mend"));
@@ -292,9 +296,9 @@ class FedSageClient final : public fl::ClientAlgorithm {
   absl::StatusOr<fl::proto::Message> SaveState() const override {
     fl::proto::Message m = model_->SaveState();
     if (s_.neighgen) {
-      if (gen_released_) {
+      if (gen_memory_->phase() == nn::ParameterResidency::Phase::kReleased) {
         (*m.mutable_scalars())[kReleased] = 1;
-      } else if (gen_parked_) {  // read back for the checkpoint; the parameters stay on disk
+      } else if (gen_memory_->parked()) {  // read back for the checkpoint; the parameters stay on disk
         FGL_ASSIGN_OR_RETURN(std::vector<torch::Tensor> parked, ReadParkedGenerator());
         fl::NamedTensors named = Named(*gen_);
         for (size_t i = 0; i < named.size(); ++i) named[i].second = parked[i];
@@ -303,10 +307,10 @@ class FedSageClient final : public fl::ClientAlgorithm {
         fl::AddTensors(fl::WithPrefix(kGenPrefix, Named(*gen_)), &m);
       }
       if (joint_) {  // freed after the last generator round; spilled moments are read back
-        const bool spilled = joint_->spilled();
-        FGL_RETURN_IF_ERROR(joint_->Unspill());
+        const bool spilled = gen_memory_->moments_spilled();
+        FGL_RETURN_IF_ERROR(gen_memory_->UnspillMoments());
         fl::SaveAdamState(*joint_, JointParameters(), kGenAdam, &m);
-        if (spilled) SpillOrKeep();
+        if (spilled) KeepIfSpillFails(gen_memory_->SpillMoments());
       }
       (*m.mutable_scalars())[kMended] = mended_ ? 1 : 0;
       if (!mended_ && !joint_) (*m.mutable_scalars())[kGenTrained] = 1;
@@ -330,8 +334,12 @@ class FedSageClient final : public fl::ClientAlgorithm {
       if (was_released && (mended->second != 0 || was_trained)) {
         return absl::InvalidArgumentError(who + ": released after the generator rounds");
       }
-      FGL_RETURN_IF_ERROR(ReallocateGenerator());
-      DropParkedGenerator();
+      if (gen_memory_->parked()) {  // the parked values are not needed, only the shapes
+        FGL_RETURN_IF_ERROR(gen_memory_->UnspillMoments());
+        gen_memory_->Drop();
+      } else {
+        FGL_RETURN_IF_ERROR(gen_memory_->Reallocate());
+      }
       FGL_ASSIGN_OR_RETURN(auto gen, fl::TakeTensors(kGenPrefix, &rest));
       if (!was_released) {
         FGL_ASSIGN_OR_RETURN(fl::NamedTensors loaded, fl::MatchTensors(gen, Named(*gen_), who));
@@ -387,35 +395,14 @@ class FedSageClient final : public fl::ClientAlgorithm {
   }
 
   // Between generator rounds NeighGen's parameters wait only to be overwritten by the next
-  // broadcast: with every client in every round they are dropped (280 MB per client on
-  // Coauthor-CS) and reallocated when the broadcast arrives. Where SpillPays, the joint
-  // optimiser's large moments (560 MB per client on CS) wait on disk meanwhile, bit for bit.
-  void ReleaseGenerator() {
-    FreeGeneratorParameters();
-    gen_released_ = true;
-    if (spill_moments_ && joint_ && !joint_->spilled()) SpillOrKeep();
-  }
+  // broadcast: with every client in every round they are released (280 MB per client on
+  // Coauthor-CS) and reallocated when the broadcast arrives (gen_memory_->Reallocate). Where
+  // SpillPays, the joint optimiser's large moments (560 MB per client on CS) wait on disk
+  // meanwhile, bit for bit.
+  void ReleaseGenerator() { KeepIfSpillFails(gen_memory_->Release()); }
   // Spilling only saves memory: when it fails (a full or missing $TMPDIR) the moments stay.
-  void SpillOrKeep() const {
-    if (absl::Status s = joint_->Spill(SpillDirectory(), kSpillMinBytes); !s.ok()) {
-      LOG(WARNING) << v_.name << " client " << data_->id << " keeps its optimiser state in memory: " << s;
-    }
-  }
-  absl::Status ReallocateGenerator() {
-    if (joint_) FGL_RETURN_IF_ERROR(joint_->Unspill());
-    if (!gen_released_) return absl::OkStatus();
-    AllocateGeneratorParameters();
-    gen_released_ = false;
-    return absl::OkStatus();
-  }
-  // NeighGen's parameters emptied in place (their TensorImpls, hence the optimiser's state keys,
-  // stay), and given back their shapes, uninitialised, before something overwrites them.
-  void FreeGeneratorParameters() {
-    for (const auto& [name, p] : Named(*gen_)) p.set_data(torch::empty({0}, p.options()));
-  }
-  void AllocateGeneratorParameters() {
-    const fl::NamedTensors params = Named(*gen_);
-    for (size_t i = 0; i < params.size(); ++i) params[i].second.set_data(torch::empty(gen_shapes_[i], params[i].second.options()));
+  void KeepIfSpillFails(const absl::Status& s) const {
+    if (!s.ok()) LOG(WARNING) << v_.name << " client " << data_->id << " keeps its optimiser state in memory: " << s;
   }
 
   // Hides half of the nodes that are neither training nor test nodes (the targets) and builds the
@@ -446,6 +433,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     // nn::Adam: LibTorch's numbers without a fresh 279 MB mapping per temporary per step (CS).
     joint_ = std::make_unique<nn::Adam>(
         params, torch::optim::AdamOptions(config_.spec.lr()).weight_decay(config_.spec.weight_decay()));
+    gen_memory_->set_optimizer(joint_.get());  // its large moments may wait on disk while released
     return absl::OkStatus();
   }
 
@@ -522,7 +510,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
       mended_ = true;
       status = FinishGeneratorTraining();  // a client that missed the last generator round still holds it
     }
-    if (status.ok() || gen_parked_) ParkGenerator();  // a parked generator is freed again on failure too
+    if (status.ok() || gen_memory_->parked()) ParkGenerator();  // a parked generator is freed again on failure too
     return status;
   }
 
@@ -556,20 +544,10 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // freed and its file holds their values.
   void ParkGenerator() {
     if (!config_.device.is_cpu()) return;  // SpillFile holds CPU tensors
-    if (gen_parked_) {  // read back by Mend, unchanged: the file still holds them
-      FreeGeneratorParameters();
-      return;
+    // Unparked by Mend, unchanged: the file still holds them, and they are only freed again.
+    if (absl::Status s = gen_memory_->Park(); !s.ok()) {
+      LOG(WARNING) << v_.name << " client " << data_->id << " keeps NeighGen in memory: " << s;
     }
-    std::vector<torch::Tensor> params;
-    for (const auto& [name, p] : Named(*gen_)) params.push_back(p);
-    absl::StatusOr<nn::SpillFile> file = nn::SpillFile::Write(SpillDirectory(), params);
-    if (!file.ok()) {
-      LOG(WARNING) << v_.name << " client " << data_->id << " keeps NeighGen in memory: " << file.status();
-      return;
-    }
-    params.clear();
-    FreeGeneratorParameters();
-    gen_parked_ = std::make_unique<nn::SpillFile>(*std::move(file));
   }
   // After its last generator round a client reads NeighGen again only when it mends, in its next
   // round: parked until then, the clients trained earlier in that round do not hold theirs while
@@ -580,25 +558,18 @@ class FedSageClient final : public fl::ClientAlgorithm {
   }
   // Mending reads the parked parameters back, bit for bit; the file stays for ParkGenerator.
   absl::Status UnparkGenerator() {
-    if (!gen_parked_) return absl::OkStatus();
-    FGL_ASSIGN_OR_RETURN(std::vector<torch::Tensor> parked, ReadParkedGenerator());
-    const fl::NamedTensors params = Named(*gen_);
-    for (size_t i = 0; i < params.size(); ++i) params[i].second.set_data(parked[i]);
-    return absl::OkStatus();
+    if (gen_memory_->phase() != nn::ParameterResidency::Phase::kParked) return absl::OkStatus();
+    return Annotated(gen_memory_->Unpark());
   }
   absl::StatusOr<std::vector<torch::Tensor>> ReadParkedGenerator() const {
-    FGL_ASSIGN_OR_RETURN(std::vector<torch::Tensor> parked, gen_parked_->Read());
-    if (parked.size() != gen_shapes_.size()) {
-      return absl::DataLossError(absl::StrCat(v_.name, " client ", data_->id, ": parked NeighGen holds ",
-                                              parked.size(), " tensors, not ", gen_shapes_.size()));
-    }
+    absl::StatusOr<std::vector<torch::Tensor>> parked = gen_memory_->ReadParked();
+    if (!parked.ok()) return Annotated(parked.status());
     return parked;
   }
-  // Before a restore overwrites them: the parked values are not needed, only the shapes.
-  void DropParkedGenerator() {
-    if (!gen_parked_) return;
-    AllocateGeneratorParameters();
-    gen_parked_.reset();
+  // A parked NeighGen's read error, with the client named.
+  absl::Status Annotated(const absl::Status& s) const {
+    if (s.ok()) return s;
+    return absl::Status(s.code(), absl::StrCat(v_.name, " client ", data_->id, ": ", s.message()));
   }
 
   // one_optimizer: the classifier's optimiser continues from the joint one's moments and steps.
@@ -623,6 +594,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     if (s_.one_optimizer) {
       FGL_RETURN_IF_ERROR(HandOverClassifierMoments());
     }
+    gen_memory_->set_optimizer(nullptr);
     joint_.reset();
     nn::Adam::ReleaseScratch();
     impaired_view_.reset();
@@ -643,7 +615,9 @@ class FedSageClient final : public fl::ClientAlgorithm {
   // NeighGen and its training data (only with neighgen).
   NeighGen gen_{nullptr};
   std::unique_ptr<nn::Adam> joint_;
-  std::unique_ptr<nn::SpillFile> gen_parked_;  // NeighGen's parameters on disk (ParkGenerator)
+  // Where NeighGen's parameters are: in memory, released between generator rounds
+  // (ReleaseGenerator), or parked on disk (ParkGenerator); also spills joint_'s large moments.
+  std::unique_ptr<nn::ParameterResidency> gen_memory_;
   graph::CsrGraph impaired_graph_;
   std::shared_ptr<nn::GraphView> impaired_view_;
   torch::Tensor impaired_features_, impaired_labels_, impaired_train_, num_missing_;
@@ -651,10 +625,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
   torch::Tensor loss_nodes_;          // int64: the nodes NeighGen's losses average over (losses_on_train)
   MissingNeighbours missing_;
   bool mended_ = false;
-  bool release_generator_ = false;  // between generator rounds (ReleaseGenerator)
-  bool gen_released_ = false;
-  bool spill_moments_ = false;  // the large moments wait on disk while released (SpillPays)
-  std::vector<std::vector<int64_t>> gen_shapes_;  // of Named(*gen_), to reallocate
+  bool release_generator_ = false;  // this run releases NeighGen between generator rounds
 };
 
 // FedAvg of the classifier (fl::ModelAverageServer); with the cross-client term, also the mean
