@@ -59,7 +59,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sweep_records import append_record, recorded, seeds_of  # noqa: E402
-from nfedgnn_batched_oracle import batched_oracle  # noqa: E402
+from nfedgnn_batched_oracle import BatchedNFedGnn  # noqa: E402
 from methods.cnfgnn.reference import cnfgnn_reference as cnf  # noqa: E402
 from methods.fedmpa.reference import fedmpa_reference as mpa  # noqa: E402
 from methods.nfedgnn.reference import nfedgnn_reference as nfg  # noqa: E402
@@ -116,8 +116,12 @@ def stub_state_copies():
     nfg._adam_state = lambda module, opt: {}
 
 
-def nfedgnn_oracle(method, data, seed):
+def nfedgnn_oracle(method, data, seed, batched=False):
+    """(oracle, generator) of a row; batched: the nFedGNN rows' users batched (BatchedNFedGnn), from the
+    same draws."""
     x, _, _, _, _, _, classes = data
+    if batched and method not in NFEDGNN_BATCHABLE:
+        raise ValueError(f'{method}: only {NFEDGNN_BATCHABLE} have a batched runner')
     g = torch.Generator().manual_seed(seed)
     if method == 'cnfgnn':
         states = cnf.draw_cnfgnn_initial_states(x.size(0), x.size(1), classes, generator=g)
@@ -125,22 +129,19 @@ def nfedgnn_oracle(method, data, seed):
                                      eval_each_round=False)
     else:
         states = nfg.draw_initial_states(x.size(0), x.size(1), classes, generator=g)
-        oracle = nfg.NFedGnnReference(*data, initial_states=states, lam=NFEDGNN_METHODS[method], lr=0.1, dropout=0.5,
-                                      weight_decay=5e-4, eval_each_round=False)
+        if batched:
+            oracle = BatchedNFedGnn(*data, initial_states=states, lam=NFEDGNN_METHODS[method], lr=0.1, dropout=0.5,
+                                    weight_decay=5e-4)
+        else:
+            oracle = nfg.NFedGnnReference(*data, initial_states=states, lam=NFEDGNN_METHODS[method], lr=0.1,
+                                          dropout=0.5, weight_decay=5e-4, eval_each_round=False)
     return oracle, g
-
-
-def nfedgnn_batched(method, data, seed):
-    """nfedgnn_oracle's (oracle, generator) for an nFedGNN row with the users batched."""
-    if method not in NFEDGNN_BATCHABLE:
-        raise ValueError(f'{method}: only {NFEDGNN_BATCHABLE} have a batched runner')
-    return batched_oracle(data, seed, NFEDGNN_METHODS[method], lr=0.1, dropout=0.5, weight_decay=5e-4)
 
 
 def run_nfedgnn(method, column, seed, data, rounds, batched=False):
     torch.manual_seed(seed)
     start = time.time()
-    oracle, g = (nfedgnn_batched if batched else nfedgnn_oracle)(method, data, seed)
+    oracle, g = nfedgnn_oracle(method, data, seed, batched)
     curve = []
     for r in range(1, rounds + 1):
         oracle.train_round(oracle.draw_round(g))
@@ -183,7 +184,7 @@ def run_fedmpa(method, column, seed, data):
 def time_nfedgnn(column, data, methods, rounds=3, batched=False):
     total = 0.0
     for method in methods:
-        oracle, g = (nfedgnn_batched if batched else nfedgnn_oracle)(method, data, 2024)
+        oracle, g = nfedgnn_oracle(method, data, 2024, batched)
         oracle.train_round(oracle.draw_round(g))  # warm-up
         start = time.time()
         for _ in range(rounds):

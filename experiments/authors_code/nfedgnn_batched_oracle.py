@@ -115,14 +115,3 @@ class BatchedNFedGnn:
                 'loss': float(loss), 'ce': float(ce), 'reg': float(reg),
                 'logits': z.clone(), 'pred': pred.clone(), 'latent': xbar.clone()}
 
-
-def batched_oracle(data, seed, lam, lr=0.1, dropout=0.5, weight_decay=5e-4):
-    """(BatchedNFedGnn, generator) as independent_runs.nfedgnn_oracle builds (NFedGnnReference, generator)
-    for an nFedGNN row: data = (x, edge_index, y, train, val, test, num_classes) (nfedgnn_data), the initial
-    states drawn by draw_initial_states from a torch.Generator seeded with the seed, which then draws the
-    rounds' dropout masks."""
-    x, classes = data[0], data[6]
-    g = torch.Generator().manual_seed(seed)
-    states = nfg.draw_initial_states(x.size(0), x.size(1), classes, generator=g)
-    return BatchedNFedGnn(*data, initial_states=states, lam=lam, lr=lr, dropout=dropout,
-                          weight_decay=weight_decay), g

@@ -46,7 +46,7 @@ class BatchedOracleTest(unittest.TestCase):
         data = synthetic_data()
         torch.manual_seed(SEED)
         oracle, g_oracle = ir.nfedgnn_oracle(method, data, SEED)
-        batched, g_batched = ir.nfedgnn_batched(method, data, SEED)
+        batched, g_batched = ir.nfedgnn_oracle(method, data, SEED, batched=True)
         self.assertEqual(batched.lam, ir.NFEDGNN_METHODS[method])
         worst = 0.0
         for r in range(1, ROUNDS + 1):
@@ -81,7 +81,7 @@ class BatchedOracleTest(unittest.TestCase):
 
     def test_cnfgnn_has_no_batched_runner(self):
         with self.assertRaises(ValueError):
-            ir.nfedgnn_batched('cnfgnn', synthetic_data(), SEED)
+            ir.nfedgnn_oracle('cnfgnn', synthetic_data(), SEED, batched=True)
 
     @classmethod
     def tearDownClass(cls):
