@@ -54,15 +54,14 @@ std::string SeedDirectory(const std::string& out_dir) {
 }
 
 std::string CurrentVersion(const std::string& method) {
-  if (method == "centralized") return "centralized:" + CurrentVersion("fedavg");
   absl::StatusOr<fl::MethodFactories> m = fl::FindMethod(method);
   return m.ok() ? m->version : "";
 }
 std::string RecordVersion(const proto::RunRecord& record, const std::string& method) {
   if (!record.method_version().empty()) return record.method_version();
-  std::vector<std::string> parts = absl::StrSplit(method == "centralized" ? "fedavg" : method, '+');
+  std::vector<std::string> parts = absl::StrSplit(method, '+');
   for (std::string& p : parts) p += "@1";
-  return absl::StrCat(method == "centralized" ? "centralized:" : "", absl::StrJoin(parts, "+"));
+  return absl::StrJoin(parts, "+");
 }
 
 std::map<std::string, std::vector<double>> FinalReports(const fl::proto::RunResult& result) {

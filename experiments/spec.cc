@@ -174,7 +174,7 @@ absl::Status ApplySet(const std::string& assignment, proto::Experiment* experime
 }
 
 MethodStatus GetMethodStatus(const std::string& method) {
-  if (method == "centralized" || fl::FindMethod(method).ok()) return MethodStatus::kImplemented;
+  if (fl::FindMethod(method).ok()) return MethodStatus::kImplemented;
   return MethodStatus::kUnknown;
 }
 
@@ -278,10 +278,6 @@ absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& in, const std
   if (std::set<uint64_t>(e.seeds().begin(), e.seeds().end()).size() != static_cast<size_t>(e.seeds_size())) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": seeds = [", absl::StrJoin(e.seeds(), ", "),
                                                    "]: a seed is listed twice"));
-  }
-  if (e.method() == "centralized") {
-    if (!SetParamFields(e).empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": centralized takes no params"));
-    return e;
   }
   // Only the method's own parameter messages (and its plug-ins') may be set; then their values.
   FGL_ASSIGN_OR_RETURN(const fl::MethodFactories method, fl::FindMethod(e.method()));

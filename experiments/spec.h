@@ -35,7 +35,7 @@ absl::Status ApplySet(const std::string& assignment, proto::Experiment* experime
 // name `where`, the field and the value.
 absl::StatusOr<proto::Experiment> Resolve(const proto::Experiment& experiment, const std::string& where);
 
-// Method status: implemented (registered, or "centralized") or unknown (an error).
+// Method status: implemented (registered) or unknown (an error).
 enum class MethodStatus { kImplemented, kUnknown };
 MethodStatus GetMethodStatus(const std::string& method);
 

@@ -44,7 +44,7 @@ TEST(SpecTest, LoadsResolvesAndConverts) {
   methods::fedprox::FedProxParams mu;
   ASSERT_TRUE(o.spec.method_params(0).UnpackTo(&mu));
   EXPECT_EQ(mu.mu(), 0.01);
-  EXPECT_TRUE(o.eval().dropout_at_eval);
+  EXPECT_TRUE(o.eval().dropout_at_eval());
   EXPECT_EQ(o.seed, 7u);
   EXPECT_EQ(o.spec.clients(), 5);
 }
@@ -64,7 +64,7 @@ TEST(SpecTest, RejectsUnknownFieldsAndMethodsWithFileAndLine) {
   EXPECT_THAT(Resolve(e, "x.textproto"), StatusIs(absl::StatusCode::kInvalidArgument,
                                                   HasSubstr("x.textproto: unknown method 'fedavgg'")));
   EXPECT_EQ(GetMethodStatus("fedavgg"), MethodStatus::kUnknown);
-  EXPECT_EQ(GetMethodStatus("centralized"), MethodStatus::kImplemented);
+  EXPECT_EQ(GetMethodStatus("centralized"), MethodStatus::kUnknown);  // a spec field, not a method
   // A plug-in composes with built methods; an unknown method or plug-in is unknown.
   EXPECT_EQ(GetMethodStatus("fedprox+fedtad"), MethodStatus::kImplemented);
   EXPECT_EQ(GetMethodStatus("fedgh+fedtad"), MethodStatus::kUnknown);

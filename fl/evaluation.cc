@@ -44,13 +44,13 @@ absl::StatusOr<EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, const Clie
   return c;
 }
 
-RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalCounts>& counts,
+RoundAccuracy WeightedAccuracy(proto::EvalProtocol::Weighting weighting, const std::vector<EvalCounts>& counts,
                                const std::vector<int64_t>& sizes) {
   // A client without val (test) nodes has no val (test) accuracy: it is left out of that average
   // instead of counting as 0 (node-level FL: most one-node users hold no test node).
   double val = 0, test = 0, val_weight = 0, test_weight = 0, global = 0, global_weight = 0;
   for (size_t k = 0; k < counts.size(); ++k) {
-    const double w = eval.weighting == proto::EvalProtocol::NODE ? static_cast<double>(sizes[k]) : 1.0;
+    const double w = weighting == proto::EvalProtocol::NODE ? static_cast<double>(sizes[k]) : 1.0;
     if (counts[k].global_n > 0) {
       global += w * (static_cast<double>(counts[k].global_correct) / static_cast<double>(counts[k].global_n));
       global_weight += w;
@@ -68,10 +68,10 @@ RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalC
           global_weight == 0 ? std::numeric_limits<double>::quiet_NaN() : 100.0 * global / global_weight};
 }
 
-void SelectReportedRound(const EvalProtocol& eval, proto::FederationResult& result) {
+void SelectReportedRound(proto::EvalProtocol::Round round, proto::FederationResult& result) {
   const proto::RoundRecord* pick = &result.rounds(result.rounds_size() - 1);
-  if (eval.round != proto::EvalProtocol::LAST) {
-    const bool by_val = eval.round == proto::EvalProtocol::BEST_VAL;
+  if (round != proto::EvalProtocol::LAST) {
+    const bool by_val = round == proto::EvalProtocol::BEST_VAL;
     pick = &result.rounds(0);
     for (const proto::RoundRecord& rec : result.rounds()) {
       if ((by_val ? rec.val_acc() : rec.test_acc()) > (by_val ? pick->val_acc() : pick->test_acc())) pick = &rec;
@@ -86,7 +86,7 @@ void SelectReportedRound(const EvalProtocol& eval, proto::FederationResult& resu
   if (!pick->has_global_test_acc()) return;
   // FedEgo maximises the two tests independently: the global test's best round, not the local's.
   double global = pick->global_test_acc();
-  if (eval.round == proto::EvalProtocol::BEST_TEST) {
+  if (round == proto::EvalProtocol::BEST_TEST) {
     for (const proto::RoundRecord& rec : result.rounds()) {
       if (rec.has_global_test_acc() && rec.global_test_acc() > global) global = rec.global_test_acc();
     }

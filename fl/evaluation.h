@@ -24,11 +24,11 @@ struct RoundAccuracy {
   double val = 0, test = 0;
   double global = std::numeric_limits<double>::quiet_NaN();  // NaN: no client scored a global test
 };
-RoundAccuracy WeightedAccuracy(const EvalProtocol& eval, const std::vector<EvalCounts>& counts,
+RoundAccuracy WeightedAccuracy(proto::EvalProtocol::Weighting weighting, const std::vector<EvalCounts>& counts,
                                const std::vector<int64_t>& sizes);
 // Picks the reported round per the protocol (ties go to the earliest) and fills the result's
 // best_round and its accuracies. `result.rounds` must not be empty.
-void SelectReportedRound(const EvalProtocol& eval, proto::FederationResult& result);
+void SelectReportedRound(proto::EvalProtocol::Round round, proto::FederationResult& result);
 
 }  // namespace fgl::fl
 

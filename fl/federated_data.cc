@@ -116,8 +116,8 @@ absl::StatusOr<ClientShard> LoadClientShard(const ResolvedOptions& o, int client
 absl::StatusOr<std::vector<ClientShard>> LoadClientShards(const ResolvedOptions& resolved,
                                                           const std::vector<int>& clients) {
   const FederationOptions& o = *resolved;
-  if (o.spec.method() == "centralized") {
-    return absl::InvalidArgumentError("method 'centralized' has no clients to distribute");
+  if (o.spec.centralized()) {
+    return absl::InvalidArgumentError("a centralized run pools its clients into one: it has none to distribute");
   }
   FGL_ASSIGN_OR_RETURN(torch::Device device, nn::ParseDevice(o.device));
   FGL_ASSIGN_OR_RETURN(PartitionedDataset loaded, LoadPartitionedDataset(o));

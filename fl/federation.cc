@@ -10,21 +10,10 @@
 
 namespace fgl::fl {
 
-EvalProtocol FederationOptions::eval() const {
-  const proto::EvalProtocol& e = spec.eval();
-  EvalProtocol p;
-  // Zero (UNSPECIFIED) only in a spec that was not resolved: the defaults, as resolving fills them.
-  if (e.model() != proto::EvalProtocol::MODEL_UNSPECIFIED) p.model = e.model();
-  if (spec.method() == "local") p.model = proto::EvalProtocol::LOCAL;
-  if (e.weighting() != proto::EvalProtocol::WEIGHTING_UNSPECIFIED) p.weighting = e.weighting();
-  if (e.round() != proto::EvalProtocol::ROUND_UNSPECIFIED) p.round = e.round();
-  p.dropout_at_eval = e.dropout_at_eval();
-  p.global_test = e.global_test();
-  if (e.has_early_stop()) {
-    p.early_stop_after = e.early_stop().after_round();
-    p.early_stop_ratio = e.early_stop().loss_ratio();
-  }
-  return p;
+proto::EvalProtocol FederationOptions::eval() const {
+  proto::EvalProtocol e = spec.eval();
+  if (spec.method() == "local") e.set_model(proto::EvalProtocol::LOCAL);
+  return e;
 }
 
 std::string FederationOptions::Fingerprint() const {
@@ -45,15 +34,17 @@ std::string Lowercase(const std::string& name) { return absl::AsciiStrToLower(na
 
 }  // namespace
 
-std::string EvalProtocol::Card() const {
-  return absl::StrCat("model=", Lowercase(proto::EvalProtocol::Model_Name(model)),
-                      " weighting=", Lowercase(proto::EvalProtocol::Weighting_Name(weighting)), " round=",
-                      Lowercase(proto::EvalProtocol::Round_Name(round)),
-                      round == proto::EvalProtocol::BEST_TEST ? "(optimistic)" : "",
-                      " dropout_at_eval=", dropout_at_eval ? "on" : "off",
-                      global_test == proto::EvalProtocol::WHOLE_GRAPH ? " global_test=whole_graph" : "",
-                      early_stop_ratio > 0 ? absl::StrCat(" early_stop=after_", early_stop_after, "_loss_x", early_stop_ratio)
-                                           : "");
+std::string EvalCard(const proto::EvalProtocol& e) {
+  const proto::EarlyStop& stop = e.early_stop();
+  return absl::StrCat("model=", Lowercase(proto::EvalProtocol::Model_Name(e.model())),
+                      " weighting=", Lowercase(proto::EvalProtocol::Weighting_Name(e.weighting())), " round=",
+                      Lowercase(proto::EvalProtocol::Round_Name(e.round())),
+                      e.round() == proto::EvalProtocol::BEST_TEST ? "(optimistic)" : "",
+                      " dropout_at_eval=", e.dropout_at_eval() ? "on" : "off",
+                      e.global_test() == proto::EvalProtocol::WHOLE_GRAPH ? " global_test=whole_graph" : "",
+                      stop.loss_ratio() > 0
+                          ? absl::StrCat(" early_stop=after_", stop.after_round(), "_loss_x", stop.loss_ratio())
+                          : "");
 }
 
 namespace {

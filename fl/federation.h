@@ -12,28 +12,9 @@
 
 namespace fgl::fl {
 
-// How a result is scored; recorded with every result: proto::EvalProtocol resolved
-// (fl/federation_spec.h), its settings never UNSPECIFIED.
-struct EvalProtocol {
-  // GLOBAL: the server's model; LOCAL: each client's own; PERSONALIZED: each client's own model
-  // once it has taken the server's latest message (FedEgo's mixing of Φ_g into Φ_i): the client's
-  // Predict receives that message, as for GLOBAL, and applies it its own way. A server that
-  // sends each client its own message (D-FedGNN's ring average) has each client score its own.
-  proto::EvalProtocol::Model model = proto::EvalProtocol::GLOBAL;
-  // NODE: client accuracies weighted by node count (FedTAD, OpenFGL); UNWEIGHTED: their mean.
-  proto::EvalProtocol::Weighting weighting = proto::EvalProtocol::NODE;
-  // BEST_TEST exists only because FedEgo reports it (optimistic).
-  proto::EvalProtocol::Round round = proto::EvalProtocol::BEST_VAL;
-  bool dropout_at_eval = false;  // FedTAD's official code leaves dropout on when evaluating
-  // WHOLE_GRAPH is named in the card; SERVER_NODES, the default, is not.
-  proto::EvalProtocol::GlobalTest global_test = proto::EvalProtocol::SERVER_NODES;
-  // eval.early_stop (FedEgo's code): after round t > early_stop_after, stop when the clients' mean
-  // local-test loss exceeds early_stop_ratio × its minimum so far. early_stop_ratio 0: never.
-  int early_stop_after = 0;
-  double early_stop_ratio = 0;
-
-  std::string Card() const;  // e.g. "model=global weighting=node round=best_val dropout_at_eval=off"
-};
+// A protocol's card, for the result record: e.g. "model=global weighting=node round=best_val
+// dropout_at_eval=off". `eval` is resolved (fl/federation_spec.h): no setting UNSPECIFIED.
+std::string EvalCard(const proto::EvalProtocol& eval);
 
 // Has `printer` print proto::EvalProtocol as it was printed while its four settings were strings
 // (before issue #67): each setting as its value's lowercase name in quotes (`round: "best_test"`),
@@ -65,8 +46,8 @@ struct FederationOptions {
   }
   bool resume = false;
 
-  // The spec's evaluation protocol ("local" methods are always scored on their own models).
-  EvalProtocol eval() const;
+  // The spec's evaluation protocol, as scored: "local" methods always on their own models.
+  proto::EvalProtocol eval() const;
   // Every option that affects results except `rounds` (a resumed run may run longer).
   std::string Fingerprint() const;
 };

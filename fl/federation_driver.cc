@@ -58,17 +58,17 @@ double MeanTestLoss(const std::vector<EvalCounts>& counts) {
   return clients == 0 ? std::numeric_limits<double>::quiet_NaN() : sum / clients;
 }
 
-// EvalProtocol's early stop after the last of `rounds` (FedEgo's code): past `early_stop_after`,
-// its test loss exceeds early_stop_ratio × the minimum over all of them.
-bool EarlyStopAfter(const EvalProtocol& eval, const google::protobuf::RepeatedPtrField<proto::RoundRecord>& rounds) {
-  if (eval.early_stop_ratio <= 0 || rounds.empty()) return false;
+// EvalProtocol's early stop after the last of `rounds` (FedEgo's code): past `after_round`, its
+// test loss exceeds loss_ratio × the minimum over all of them. No early_stop: never.
+bool EarlyStopAfter(const proto::EarlyStop& stop, const google::protobuf::RepeatedPtrField<proto::RoundRecord>& rounds) {
+  if (stop.loss_ratio() <= 0 || rounds.empty()) return false;
   const proto::RoundRecord& last = rounds[rounds.size() - 1];
-  if (last.round() <= eval.early_stop_after || !last.has_test_loss()) return false;
+  if (last.round() <= stop.after_round() || !last.has_test_loss()) return false;
   double min_loss = std::numeric_limits<double>::infinity();
   for (const proto::RoundRecord& r : rounds) {
     if (r.has_test_loss()) min_loss = std::min(min_loss, r.test_loss());
   }
-  return last.test_loss() > eval.early_stop_ratio * min_loss;
+  return last.test_loss() > stop.loss_ratio() * min_loss;
 }
 
 }  // namespace
@@ -133,12 +133,12 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
   *stage = "resuming";
   const Clock::time_point train_start = Clock::now();
   const int n = channel.num_clients();
-  const EvalProtocol eval = o.eval();
+  const proto::EvalProtocol eval = o.eval();
   // Personalised evaluation also ships the server's latest message (each client's own, from a
   // personalised server): each client applies it to its own model its own way before scoring.
   const bool global_eval =
-      eval.model == proto::EvalProtocol::GLOBAL || eval.model == proto::EvalProtocol::PERSONALIZED;
-  const bool personal_eval = eval.model == proto::EvalProtocol::PERSONALIZED && server.PersonalisedBroadcast();
+      eval.model() == proto::EvalProtocol::GLOBAL || eval.model() == proto::EvalProtocol::PERSONALIZED;
+  const bool personal_eval = eval.model() == proto::EvalProtocol::PERSONALIZED && server.PersonalisedBroadcast();
   proto::FederationResult result;
   proto::RunResult& totals = *result.mutable_result();
   int stopped_round = 0;  // the round after which EvalProtocol's early stop ended the run; 0: none
@@ -252,7 +252,7 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
     sizes[k] = c.num_nodes;
     pending->counts.push_back(c);
     pending->sizes.push_back(c.num_nodes);
-    const RoundAccuracy acc = WeightedAccuracy(eval, {c}, {1});
+    const RoundAccuracy acc = WeightedAccuracy(eval.weighting(), {c}, {1});
     rec.mutable_clients(k)->set_val_acc(acc.val);
     rec.mutable_clients(k)->set_test_acc(acc.test);
     // The evaluated round's reports: after its training's, overriding them.
@@ -266,19 +266,17 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
     if (pending->counts.empty()) {
       return absl::UnavailableError(absl::StrCat("round ", rec.round(), ": no client left to evaluate"));
     }
-    const RoundAccuracy acc = WeightedAccuracy(eval, pending->counts, pending->sizes);
+    const RoundAccuracy acc = WeightedAccuracy(eval.weighting(), pending->counts, pending->sizes);
     rec.set_val_acc(acc.val);
     rec.set_test_acc(acc.test);
     if (std::isfinite(acc.global)) rec.set_global_test_acc(acc.global);
-    EvalProtocol unweighted = eval;
-    unweighted.weighting = proto::EvalProtocol::UNWEIGHTED;
-    rec.set_client_mean_test_acc(WeightedAccuracy(unweighted, pending->counts, pending->sizes).test);
+    rec.set_client_mean_test_acc(WeightedAccuracy(proto::EvalProtocol::UNWEIGHTED, pending->counts, pending->sizes).test);
     if (const double loss = MeanTestLoss(pending->counts); std::isfinite(loss)) rec.set_test_loss(loss);
     if (rec.seconds() == 0) rec.set_seconds(Seconds(pending->start));
     AddRoundTraffic(rec, totals);
     *result.add_rounds() = std::move(rec);
     const proto::RoundRecord& done = result.rounds(result.rounds_size() - 1);
-    if (done.round() < o.spec.rounds() && EarlyStopAfter(eval, result.rounds())) stopped_round = done.round();
+    if (done.round() < o.spec.rounds() && EarlyStopAfter(eval.early_stop(), result.rounds())) stopped_round = done.round();
     const bool last = done.round() == o.spec.rounds() || stopped_round == done.round();
     if (last && pending->global.bytes) result.set_final_global(*pending->global.bytes);
     if (last) *totals.mutable_final_client_reports() = done.client_reports();

@@ -74,12 +74,6 @@ std::vector<google::protobuf::Any> MethodParamsOf(const proto::FederationSpec& s
 }
 
 absl::StatusOr<MethodFactories> CheckMethod(const proto::FederationSpec& spec) {
-  if (spec.method() == "centralized") {
-    if (spec.method_params_size() > 0) {
-      return absl::InvalidArgumentError("method_params: method 'centralized' takes none");
-    }
-    return MethodFactories{};
-  }
   absl::StatusOr<MethodFactories> m = FindMethod(spec.method());
   if (!m.ok()) return m.status();
   if (absl::Status s = CheckMethodParams(spec.method(), m->params, MethodParamsOf(spec)); !s.ok()) return s;

@@ -19,7 +19,7 @@ absl::StatusOr<proto::FederationSpec> ResolveFederationSpec(proto::FederationSpe
                                                             const std::string& where);
 
 // Looks the method up in the registry and checks its typed parameters (types, finiteness,
-// ranges). "centralized" takes none.
+// ranges).
 absl::StatusOr<MethodFactories> CheckMethod(const proto::FederationSpec& spec);
 
 // The spec's method parameters as a vector (what MethodConfig carries).

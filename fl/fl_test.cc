@@ -12,6 +12,7 @@
 #include "fl/federated_data.h"
 #include "fl/federation.h"
 #include "fl/federation_driver.h"
+#include "fl/federation_spec.h"
 #include "fl/round_records.h"
 #include "fl/run_setup.h"
 #include "fl/simulator.h"
@@ -186,6 +187,10 @@ FederationOptions DriverRun(int rounds) {
   o.spec.set_method("counting");
   o.spec.set_partitioner("louvain");
   o.spec.set_client_fraction(1.0);
+  o.spec.set_dataset("cora");  // never loaded: the channel is scripted
+  absl::StatusOr<proto::FederationSpec> resolved = ResolveFederationSpec(o.spec, "DriverRun");
+  CHECK(resolved.ok()) << resolved.status();
+  o.spec = *std::move(resolved);
   return o;
 }
 
@@ -302,13 +307,11 @@ TEST(RoundRecordsTest, ReportsTrafficAndTheReportedRound) {
     rec.set_test_acc(10.0 * round);
     if (round != 2) rec.set_global_test_acc(20.0 * round);
   }
-  EvalProtocol eval;  // best_val
-  SelectReportedRound(eval, result);
+  SelectReportedRound(proto::EvalProtocol::BEST_VAL, result);
   EXPECT_EQ(result.result().best_round(), 2);
   EXPECT_EQ(result.result().test_acc(), 20);
   EXPECT_FALSE(result.result().has_global_test_acc());  // round 2 has none
-  eval.round = proto::EvalProtocol::BEST_TEST;
-  SelectReportedRound(eval, result);
+  SelectReportedRound(proto::EvalProtocol::BEST_TEST, result);
   EXPECT_EQ(result.result().best_round(), 3);
   EXPECT_EQ(result.result().global_test_acc(), 60);
 }

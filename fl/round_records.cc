@@ -64,7 +64,7 @@ absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o) {
   // where this machine keeps it.
   const std::string partition =
       partitioner->ProvidesSplits() ? o.spec.partitioner() : partitioner->Fingerprint();
-  return absl::StrCat(o.eval().Card(), " shared=", o.spec.shared_group().empty() ? "all" : o.spec.shared_group(),
+  return absl::StrCat(EvalCard(o.eval()), " shared=", o.spec.shared_group().empty() ? "all" : o.spec.shared_group(),
                       " split=", partitioner->ProvidesSplits() ? "partition" : o.spec.split(),
                       " partition=", partition, " clients=", o.spec.clients(),
                       " partition_seed=", o.spec.partition_seed());
@@ -86,7 +86,7 @@ absl::Status CompleteResult(const FederationOptions& o, proto::FederationResult&
   int64_t tensor_bytes = 0;
   for (const auto& [group, bytes] : p.uploaded_tensor_bytes_by_group()) tensor_bytes += bytes;
   p.set_uploaded_tensor_bytes(tensor_bytes);
-  SelectReportedRound(o.eval(), result);
+  SelectReportedRound(o.eval().round(), result);
   FGL_ASSIGN_OR_RETURN(*p.mutable_protocol(), ProtocolCard(o));
   return absl::OkStatus();
 }

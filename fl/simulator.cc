@@ -29,14 +29,15 @@ absl::StatusOr<proto::FederationResult> Run(const FederationOptions& o, const Dr
   // Clients train in parallel on `threads` workers (InProcessChannel), each with one intra-op
   // thread, so the two levels never oversubscribe the cores.
   nn::SetComputeThreads(1);
-  if (o.spec.method() != "centralized") {
-    FGL_ASSIGN_OR_RETURN(MethodFactories batched, FindMethod(o.spec.method()));
-    if (batched.federation) {  // thousands of one-node users as rows of tensors (nFedGNN)
-      *stage = "the batched node-level federation";
-      FGL_ASSIGN_OR_RETURN(proto::FederationResult result, batched.federation(o, hooks.on_round));
-      result.mutable_result()->set_wall_s(std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s());
-      return result;
+  FGL_ASSIGN_OR_RETURN(MethodFactories batched, FindMethod(o.spec.method()));
+  if (batched.federation) {  // thousands of one-node users as rows of tensors (nFedGNN)
+    if (o.spec.centralized()) {
+      return absl::InvalidArgumentError(absl::StrCat(o.spec.method(), " runs its own batched federation: centralized is refused"));
     }
+    *stage = "the batched node-level federation";
+    FGL_ASSIGN_OR_RETURN(proto::FederationResult result, batched.federation(o, hooks.on_round));
+    result.mutable_result()->set_wall_s(std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s());
+    return result;
   }
   FGL_ASSIGN_OR_RETURN(torch::Device device, nn::ParseDevice(o.device));
   FGL_ASSIGN_OR_RETURN(PartitionedDataset loaded, LoadPartitionedDataset(o));
@@ -54,9 +55,9 @@ absl::StatusOr<proto::FederationResult> Run(const FederationOptions& o, const Dr
     splits.push_back(std::move(split));
   }
 
-  std::string method = o.spec.method();
+  const std::string& method = o.spec.method();
   std::vector<std::shared_ptr<ClientData>> clients;
-  if (method == "centralized") {
+  if (o.spec.centralized()) {
     // One client with the whole graph (all edges back) and the union of the clients' masks.
     graph::NodeSplit all{torch::zeros({data.num_nodes()}, torch::kBool),
                          torch::zeros({data.num_nodes()}, torch::kBool),
@@ -71,7 +72,6 @@ absl::StatusOr<proto::FederationResult> Run(const FederationOptions& o, const Dr
     c->node_ids.resize(data.num_nodes());
     std::iota(c->node_ids.begin(), c->node_ids.end(), int64_t{0});
     clients.push_back(std::move(c));
-    method = "fedavg";
   } else {
     FGL_ASSIGN_OR_RETURN(std::shared_ptr<const ClientData> global_test, MakeGlobalTestData(o, loaded, device));
     for (int k = 0; k < partition.num_clients(); ++k) {

@@ -94,7 +94,8 @@ TEST(SimulatorTest, SameSeedSameNumbersOnAnyThreadCount) {
 }
 
 TEST(SimulatorTest, CentralizedAndClientFractionAndErrors) {
-  FederationOptions o = Small("centralized");
+  FederationOptions o = Small("fedavg");
+  o.spec.set_centralized(true);
   ASSERT_OK_AND_ASSIGN(proto::FederationResult c, RunFederation(o));
   EXPECT_THAT(c.result().client_sizes(), ::testing::ElementsAre(600));
   o = Small("fedavg");

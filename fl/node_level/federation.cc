@@ -78,7 +78,7 @@ absl::StatusOr<fl::proto::FederationResult> RunNodeLevelFederation(
     return absl::UnimplementedError(absl::StrCat(method, ": the batched node-level runner runs on the CPU only, not '",
                                                  o.device, "'"));
   }
-  if (o.eval().dropout_at_eval) {
+  if (o.eval().dropout_at_eval()) {
     return absl::InvalidArgumentError(absl::StrCat(method, " scores the split model without dropout (§B.4): dropout_at_eval must be off"));
   }
   if (o.spec.partitioner() != "node_level") {
@@ -93,7 +93,7 @@ absl::StatusOr<fl::proto::FederationResult> RunNodeLevelFederation(
     return absl::InvalidArgumentError(absl::StrCat(method, ": one forward/backward per round (local_epochs 1), not ",
                                                    o.spec.local_epochs()));
   }
-  if (o.eval().model != fl::proto::EvalProtocol::GLOBAL) {
+  if (o.eval().model() != fl::proto::EvalProtocol::GLOBAL) {
     return absl::InvalidArgumentError(absl::StrCat(method, ": the server scores the split model (eval model 'global')"));
   }
   FGL_ASSIGN_OR_RETURN(const NfedgnnParams params, fl::UnpackParams<NfedgnnParams>(o.spec.method_params()));
