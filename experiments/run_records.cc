@@ -120,6 +120,46 @@ void ClearRuns(CellResult& r, CellResult::State state) {
   r.peak_rss_bytes = 0;
 }
 
+std::vector<std::string> RoundFieldsWithNamedCurves() {
+  return {"val_acc", "test_acc", "global_test_acc", "train_loss", "seconds", "test_loss"};
+}
+
+std::vector<std::string> RoundFieldsNotRecorded() {
+  // The reported round's value is in RunResult; records never kept its curve.
+  return {"client_mean_test_acc"};
+}
+
+namespace {
+
+// RoundRecord's fields that are round metrics (RunRecord.round_metrics).
+const std::vector<const google::protobuf::FieldDescriptor*>& RoundMetricFields() {
+  static const auto* const fields = [] {
+    using google::protobuf::FieldDescriptor;
+    std::vector<std::string> left_out = RoundFieldsWithNamedCurves();
+    for (std::string& name : RoundFieldsNotRecorded()) left_out.push_back(std::move(name));
+    auto* out = new std::vector<const FieldDescriptor*>;
+    const google::protobuf::Descriptor* d = fl::proto::RoundRecord::descriptor();
+    for (int i = 0; i < d->field_count(); ++i) {
+      const FieldDescriptor* f = d->field(i);
+      if (f->is_repeated() || f->cpp_type() != FieldDescriptor::CPPTYPE_DOUBLE) continue;
+      if (std::find(left_out.begin(), left_out.end(), f->name()) == left_out.end()) out->push_back(f);
+    }
+    return out;
+  }();
+  return *fields;
+}
+
+// One round's metrics onto their curves; a field the round lacks adds nothing (as test_loss_curve).
+void AddRoundMetrics(const fl::proto::RoundRecord& round, proto::RunRecord& record) {
+  const google::protobuf::Reflection& reflection = *round.GetReflection();
+  for (const google::protobuf::FieldDescriptor* f : RoundMetricFields()) {
+    if (f->has_presence() && !reflection.HasField(round, f)) continue;
+    (*record.mutable_round_metrics()->mutable_curves())[f->name()].add_values(reflection.GetDouble(round, f));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto::Experiment& resolved, uint64_t seed,
                                            fl::proto::RunResult result, const std::string& rounds_path) {
   proto::RunRecord record;
@@ -144,6 +184,7 @@ absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto:
     if (round.has_train_loss()) record.add_loss_curve(round.train_loss());
     record.add_seconds_curve(round.seconds());
     if (resolved.eval().has_early_stop() && round.has_test_loss()) record.add_test_loss_curve(round.test_loss());
+    AddRoundMetrics(round, record);
   }
   return record;
 }
@@ -205,6 +246,11 @@ absl::Status CheckRunRecord(const proto::RunRecord& record, const std::string& w
   }
   for (int i = 0; i < record.test_loss_curve_size(); ++i) {
     FGL_RETURN_IF_ERROR(CheckFinite(where, absl::StrCat("test_loss_curve[", i, "]"), record.test_loss_curve(i)));
+  }
+  for (const auto& [name, curve] : record.round_metrics().curves()) {
+    for (int i = 0; i < curve.values_size(); ++i) {
+      FGL_RETURN_IF_ERROR(CheckFinite(where, absl::StrCat("round_metrics[", name, "][", i, "]"), curve.values(i)));
+    }
   }
   for (int i = 0; i < record.seconds_curve_size(); ++i) {
     FGL_RETURN_IF_ERROR(CheckTime(where, absl::StrCat("seconds_curve[", i, "]"), record.seconds_curve(i)));

@@ -64,6 +64,12 @@ void AddRun(const proto::Table& table, const proto::RunRecord& record, CellResul
 // cell left "not run" keeps how many seeds it had (AddRun gives one value per run).
 void ClearRuns(CellResult& r, CellResult::State state);
 
+// RoundRecord's double fields (by name) that MakeRecord leaves out of RunRecord.round_metrics:
+// those with a named curve of their own (val_acc: val_curve, ...), and those deliberately not kept
+// per round. Every other double field of RoundRecord is a round metric.
+std::vector<std::string> RoundFieldsWithNamedCurves();
+std::vector<std::string> RoundFieldsNotRecorded();
+
 // A run's record from its result.json and rounds.jsonl.
 absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto::Experiment& resolved, uint64_t seed,
                                            fl::proto::RunResult result, const std::string& rounds_path);

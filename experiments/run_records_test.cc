@@ -4,15 +4,20 @@
 
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "experiments/spec.h"
 #include "experiments/table_plan.h"
+#include "fl/proto_json.h"
 #include "glog/logging.h"
 #include "gmock/gmock.h"
 #include "graph/io/file.h"
@@ -173,6 +178,56 @@ TEST_F(RunRecordsTest, OutOfRangeValuesAreRefused) {
   seconds.set_seconds_curve(1, -0.5);
   ASSERT_OK(WriteRecord(PathOf(2), seconds));
   EXPECT_THAT(ReadRunRecord(PathOf(2)), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("seconds_curve[1]")));
+  proto::RunRecord metric = Record(2);
+  (*metric.mutable_round_metrics()->mutable_curves())["some_loss"].add_values(nan);
+  EXPECT_THAT(WriteRunRecord(PathOf(2), metric),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("round_metrics[some_loss][0]")));
+}
+
+// Issue #67: a new per-round metric (a double field of fl's RoundRecord) reaches the record by
+// reflection, in round_metrics; the fields today's records keep by name, or deliberately not at
+// all, never do, so that a record of today's runs reads byte for byte as before.
+TEST_F(RunRecordsTest, RoundMetricsTakeEveryOtherDoubleFieldOfTheRounds) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Descriptor* d = fl::proto::RoundRecord::descriptor();
+  std::vector<std::string> left_out = RoundFieldsWithNamedCurves();
+  for (const std::string& name : RoundFieldsNotRecorded()) left_out.push_back(name);
+  for (const std::string& name : left_out) {  // a renamed field would turn into a new key
+    const FieldDescriptor* f = d->FindFieldByName(name);
+    ASSERT_NE(f, nullptr) << name;
+    EXPECT_EQ(f->cpp_type(), FieldDescriptor::CPPTYPE_DOUBLE) << name;
+  }
+  // Two rounds with every double field set, except the optional ones in round 2.
+  std::string rounds;
+  std::map<std::string, std::vector<double>> expected;
+  for (int r = 1; r <= 2; ++r) {
+    fl::proto::RoundRecord round;
+    round.set_round(r);
+    const google::protobuf::Reflection& reflection = *round.GetReflection();
+    for (int i = 0; i < d->field_count(); ++i) {
+      const FieldDescriptor* f = d->field(i);
+      if (f->is_repeated() || f->cpp_type() != FieldDescriptor::CPPTYPE_DOUBLE) continue;
+      if (r == 2 && f->has_presence()) continue;
+      const double value = f->number() + 0.25 * r;
+      reflection.SetDouble(&round, f, value);
+      if (std::find(left_out.begin(), left_out.end(), f->name()) == left_out.end()) expected[f->name()].push_back(value);
+    }
+    rounds += fl::ToJsonLine(round) + "\n";
+  }
+  const std::string rounds_path = dir_ + "/rounds.jsonl";
+  Write(rounds_path, rounds);
+  ASSERT_OK_AND_ASSIGN(proto::RunRecord record,
+                       MakeRecord(ResultCacheKey(resolved_, 1, kResultVersion), resolved_, 1, Record(1).result(), rounds_path));
+  std::map<std::string, std::vector<double>> got;
+  for (const auto& [name, curve] : record.round_metrics().curves()) got[name].assign(curve.values().begin(), curve.values().end());
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(record.val_curve_size(), 2);
+  ASSERT_OK(WriteRunRecord(PathOf(1), record));
+  ASSERT_OK_AND_ASSIGN(proto::RunRecord read, ReadRunRecord(PathOf(1)));
+  EXPECT_EQ(read.round_metrics().curves_size(), record.round_metrics().curves_size());
+  // Printed only when there is one: none today, so no new key in today's records.
+  EXPECT_EQ(absl::StrContains(Read(PathOf(1)), "round_metrics"), !expected.empty()) << Read(PathOf(1));
+  EXPECT_THAT(Read(PathOf(2)), ::testing::Not(HasSubstr("round_metrics")));
 }
 
 TEST_F(RunRecordsTest, AMissingRecordLeavesTheCellNotRunWithoutError) {

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "fl/checkpoint_file.h"
+#include "fl/proto/federation.pb.h"
 #include "fl/proto/message.pb.h"
 
 namespace fgl::fl {
@@ -40,22 +41,12 @@ struct ClientTask {
   SharedMessage eval_model;
 };
 
-// Correct predictions and node counts of one client's val and test nodes.
-struct EvalCounts {
-  int64_t val_correct = 0, val_n = 0, test_correct = 0, test_n = 0;
-  int64_t num_nodes = 0;  // the client's subgraph, for node-weighted accuracy
-  int64_t global_correct = 0, global_n = 0;  // on the shared global test graph, when there is one
-  // The summed cross-entropy over the local test nodes, probabilities floored at 1e-7 as FedEgo's
-  // code computes it (its early stop watches the mean).
-  double test_loss_sum = 0;
-};
-
 // What came back for one task. `status` is not OK when there is no usable answer: Unavailable or
 // DeadlineExceeded when the client could not be reached, anything else when it failed.
 struct ClientAnswer {
   absl::Status status = absl::UnknownError("no answer");
   std::optional<proto::Message> reply;  // kTrain; kPrepare when the method sends something
-  std::optional<absl::StatusOr<EvalCounts>> eval;  // when the task carried an evaluation
+  std::optional<absl::StatusOr<proto::EvalCounts>> eval;  // when the task carried an evaluation
   int64_t bytes_down = 0, bytes_up = 0;  // the method's serialised messages
   std::map<std::string, double> reports;       // kTrain: ClientAlgorithm::Reports after training
   std::map<std::string, double> eval_reports;  // the same right after the evaluation, if any

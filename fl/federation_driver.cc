@@ -39,24 +39,12 @@ struct PendingEval {
   proto::RoundRecord rec;
   SharedMessage global;  // the model to score (global evaluation); empty: each client's own
   Clock::time_point start;
-  std::vector<EvalCounts> counts;  // of the clients scored so far
+  std::vector<proto::EvalCounts> counts;  // of the clients scored so far
   std::vector<int64_t> sizes;
   std::vector<SharedMessage> personal;  // per client instead of `global`, from a personalised server
 };
 
 bool Unreachable(const absl::Status& s) { return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s); }
-
-// The unweighted mean over the clients with test nodes of their mean local-test loss.
-double MeanTestLoss(const std::vector<EvalCounts>& counts) {
-  double sum = 0;
-  int clients = 0;
-  for (const EvalCounts& c : counts) {
-    if (c.test_n == 0) continue;
-    sum += c.test_loss_sum / static_cast<double>(c.test_n);
-    ++clients;
-  }
-  return clients == 0 ? std::numeric_limits<double>::quiet_NaN() : sum / clients;
-}
 
 // EvalProtocol's early stop after the last of `rounds` (FedEgo's code): past `after_round`, its
 // test loss exceeds loss_ratio × the minimum over all of them. No early_stop: never.
@@ -230,16 +218,7 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
   auto take_evaluation = [&](int k, const ClientAnswer& a) -> absl::Status {
     absl::Status s = a.eval ? a.eval->status() : a.status;
     if (s.ok() && !a.eval) s = absl::DataLossError("no evaluation in the answer");
-    if (s.ok()) {
-      const EvalCounts& c = **a.eval;
-      if (c.val_correct < 0 || c.val_n < c.val_correct || c.test_correct < 0 || c.test_n < c.test_correct ||
-          c.global_correct < 0 || c.global_n < c.global_correct || c.num_nodes <= 0 ||
-          // Floored at 1e-7, a node's loss is at most 16.12; rounding can make it a hair below 0.
-          !std::isfinite(c.test_loss_sum) || c.test_loss_sum < -1e-4 * static_cast<double>(c.test_n) ||
-          c.test_loss_sum > 17.0 * static_cast<double>(c.test_n)) {
-        s = absl::InvalidArgumentError("evaluation counts inconsistent");
-      }
-    }
+    if (s.ok()) s = CheckEvalCounts(**a.eval);
     proto::RoundRecord& rec = pending->rec;
     if (!s.ok()) {
       if (!Unreachable(s)) {
@@ -248,10 +227,10 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
       LOG(WARNING) << "round " << rec.round() << ": client " << k << " not evaluated: " << s;
       return absl::OkStatus();
     }
-    const EvalCounts& c = **a.eval;
-    sizes[k] = c.num_nodes;
+    const proto::EvalCounts& c = **a.eval;
+    sizes[k] = c.num_nodes();
     pending->counts.push_back(c);
-    pending->sizes.push_back(c.num_nodes);
+    pending->sizes.push_back(c.num_nodes());
     const RoundAccuracy acc = WeightedAccuracy(eval.weighting(), {c}, {1});
     rec.mutable_clients(k)->set_val_acc(acc.val);
     rec.mutable_clients(k)->set_test_acc(acc.test);
@@ -266,12 +245,7 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
     if (pending->counts.empty()) {
       return absl::UnavailableError(absl::StrCat("round ", rec.round(), ": no client left to evaluate"));
     }
-    const RoundAccuracy acc = WeightedAccuracy(eval.weighting(), pending->counts, pending->sizes);
-    rec.set_val_acc(acc.val);
-    rec.set_test_acc(acc.test);
-    if (std::isfinite(acc.global)) rec.set_global_test_acc(acc.global);
-    rec.set_client_mean_test_acc(WeightedAccuracy(proto::EvalProtocol::UNWEIGHTED, pending->counts, pending->sizes).test);
-    if (const double loss = MeanTestLoss(pending->counts); std::isfinite(loss)) rec.set_test_loss(loss);
+    ScoreRound(eval.weighting(), pending->counts, pending->sizes, rec);
     if (rec.seconds() == 0) rec.set_seconds(Seconds(pending->start));
     AddRoundTraffic(rec, totals);
     *result.add_rounds() = std::move(rec);

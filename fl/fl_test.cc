@@ -159,9 +159,15 @@ class ScriptedChannel final : public ClientChannel {
         if (failing_eval.count(k)) {
           a.eval = absl::InternalError("Predict threw");
         } else {
-          a.eval = EvalCounts{correct[k], 10, correct[k], 10, 10 * (k + 1)};
+          proto::EvalCounts c;
+          c.set_val_correct(correct[k]);
+          c.set_val_n(10);
+          c.set_test_correct(correct[k]);
+          c.set_test_n(10);
+          c.set_num_nodes(10 * (k + 1));
           // Client k's mean test loss is (k + 1) × the round's.
-          if (t.eval_round <= static_cast<int>(loss.size())) (*a.eval)->test_loss_sum = 10 * (k + 1) * loss[t.eval_round - 1];
+          if (t.eval_round <= static_cast<int>(loss.size())) c.set_test_loss_sum(10 * (k + 1) * loss[t.eval_round - 1]);
+          a.eval = std::move(c);
         }
       }
       if (t.kind == ClientTask::Kind::kTrain) {
@@ -326,9 +332,9 @@ TEST(EvaluateClientTest, TestLossIsTheFlooredCrossEntropyOverTestNodes) {
   const int64_t sure = test[0].item<int64_t>();
   logits[sure][(client->labels[sure].item<int64_t>() + 1) % 3] = 1000;
   FixedLogits algorithm(logits);
-  ASSERT_OK_AND_ASSIGN(EvalCounts c, EvaluateClient(algorithm, *client, nullptr, RoundInfo{}));
-  EXPECT_EQ(c.test_n, test.numel());
-  EXPECT_NEAR(c.test_loss_sum, (c.test_n - 1) * -std::log(1.0 / 3 + 1e-7) - std::log(1e-7), 1e-3);
+  ASSERT_OK_AND_ASSIGN(proto::EvalCounts c, EvaluateClient(algorithm, *client, nullptr, RoundInfo{}));
+  EXPECT_EQ(c.test_n(), test.numel());
+  EXPECT_NEAR(c.test_loss_sum(), (c.test_n() - 1) * -std::log(1.0 / 3 + 1e-7) - std::log(1e-7), 1e-3);
 }
 
 TEST(FederationDriverTest, UnreachableClientsAreLeftOutAndFailuresAreErrors) {

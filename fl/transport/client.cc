@@ -288,16 +288,9 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
         global = &eval_model;
       }
       if (error.empty()) {
-        absl::StatusOr<EvalCounts> c = EvaluateClient(*algorithm, data, global, ServerRound(run, h.eval_round()));
+        absl::StatusOr<proto::EvalCounts> c = EvaluateClient(*algorithm, data, global, ServerRound(run, h.eval_round()));
         if (c.ok()) {
-          out.set_val_correct(c->val_correct);
-          out.set_global_correct(c->global_correct);
-          out.set_global_n(c->global_n);
-          out.set_val_n(c->val_n);
-          out.set_test_correct(c->test_correct);
-          out.set_test_n(c->test_n);
-          out.set_test_loss_sum(c->test_loss_sum);
-          out.set_num_nodes(data.data.num_nodes());
+          out = *std::move(c);  // whole: a new metric's field travels without the transport knowing it
           for (const auto& [name, value] : algorithm->Reports()) (*answer.mutable_eval_reports())[name] = value;
         } else {
           error = std::string(c.status().ToString());

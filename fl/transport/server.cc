@@ -109,13 +109,11 @@ class FederationServer::Impl final : public ClientChannel {
     a.status = o.answer.status();
     if (o.delivered) a.bytes_down = o.down.payload;
     if (o.eval) {
-      const proto::EvalCounts& e = *o.eval;
-      if (!e.error().empty()) {
-        a.eval = absl::InternalError(absl::StrCat("client ", k, ": ", e.error()));
+      if (!o.eval->error().empty()) {
+        a.eval = absl::InternalError(absl::StrCat("client ", k, ": ", o.eval->error()));
       } else {
         a.eval_reports = std::move(o.eval_reports);
-        a.eval = EvalCounts{e.val_correct(), e.val_n(), e.test_correct(), e.test_n(), e.num_nodes(),
-                            e.global_correct(), e.global_n(), e.test_loss_sum()};
+        a.eval = std::move(*o.eval);  // the counts whole, as EvaluateClient returned them
       }
     }
     if (!o.answer.ok()) return a;
