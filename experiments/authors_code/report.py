@@ -230,7 +230,7 @@ def paired_gains(runs, method, clients, variant, base='fedavg', base_runs=None):
 
 def cell(xs):
     if len(xs) < 2:
-        return f'{len(xs)} runs'
+        return f'{len(xs)} run' + ('' if len(xs) == 1 else 's')
     return fmt(*mean_interval(xs))
 
 
