@@ -27,7 +27,7 @@ std::string ProtocolCard(const proto::Experiment& e) {
       e.optimizer() == fl::proto::FederationSpec::SGD ? absl::StrFormat("SGD (momentum %g), ", e.momentum()) : "";
   return absl::StrFormat(
       "%s model, %s, %s round; dropout at evaluation %s; %s; split %s; %s, partition seed %d; "
-      "%d rounds × %d local epochs%s; %slr %g, weight decay %g; client fraction %g",
+      "%d rounds × %d local epochs%s; %slr %g, weight decay %g; client fraction %g%s",
       absl::AsciiStrToLower(fl::proto::EvalProtocol::Model_Name(e.eval().model())),
       e.eval().weighting() == fl::proto::EvalProtocol::UNWEIGHTED ? "unweighted" : "node-weighted",
       absl::AsciiStrToLower(fl::proto::EvalProtocol::Round_Name(e.eval().round())),
@@ -35,7 +35,9 @@ std::string ProtocolCard(const proto::Experiment& e) {
       // A reference partition brings its clients' own splits; the split rule is not used.
       absl::StartsWith(e.partitioner(), "reference:") ? "the partition's own" : e.split(), e.partitioner(),
       e.partition_seed(), e.rounds(), e.local_epochs(), early_stop, optimizer, e.lr(), e.weight_decay(),
-      e.client_fraction());
+      e.client_fraction(),
+      // Named only when set, so that the cards of every federated row read as before.
+      e.centralized() ? "; centralized: the clients pooled into one" : "");
 }
 
 std::string MethodParamsText(const proto::Experiment& e) {

@@ -129,36 +129,19 @@ std::vector<std::string> RoundFieldsNotRecorded() {
   return {"client_mean_test_acc"};
 }
 
-namespace {
-
-// RoundRecord's fields that are round metrics (RunRecord.round_metrics).
-const std::vector<const google::protobuf::FieldDescriptor*>& RoundMetricFields() {
-  static const auto* const fields = [] {
-    using google::protobuf::FieldDescriptor;
-    std::vector<std::string> left_out = RoundFieldsWithNamedCurves();
-    for (std::string& name : RoundFieldsNotRecorded()) left_out.push_back(std::move(name));
-    auto* out = new std::vector<const FieldDescriptor*>;
-    const google::protobuf::Descriptor* d = fl::proto::RoundRecord::descriptor();
-    for (int i = 0; i < d->field_count(); ++i) {
-      const FieldDescriptor* f = d->field(i);
-      if (f->is_repeated() || f->cpp_type() != FieldDescriptor::CPPTYPE_DOUBLE) continue;
-      if (std::find(left_out.begin(), left_out.end(), f->name()) == left_out.end()) out->push_back(f);
-    }
-    return out;
-  }();
-  return *fields;
-}
-
-// One round's metrics onto their curves; a field the round lacks adds nothing (as test_loss_curve).
-void AddRoundMetrics(const fl::proto::RoundRecord& round, proto::RunRecord& record) {
+void AddRoundMetrics(const fl::proto::RoundRecord& round, const std::vector<std::string>& left_out,
+                     proto::RunRecord& record) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Descriptor* d = fl::proto::RoundRecord::descriptor();
   const google::protobuf::Reflection& reflection = *round.GetReflection();
-  for (const google::protobuf::FieldDescriptor* f : RoundMetricFields()) {
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    if (f->is_repeated() || f->cpp_type() != FieldDescriptor::CPPTYPE_DOUBLE) continue;
+    if (std::find(left_out.begin(), left_out.end(), f->name()) != left_out.end()) continue;
     if (f->has_presence() && !reflection.HasField(round, f)) continue;
     (*record.mutable_round_metrics()->mutable_curves())[f->name()].add_values(reflection.GetDouble(round, f));
   }
 }
-
-}  // namespace
 
 absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto::Experiment& resolved, uint64_t seed,
                                            fl::proto::RunResult result, const std::string& rounds_path) {
@@ -170,6 +153,8 @@ absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto:
   record.set_method_version(CurrentVersion(resolved.method()));
   result.clear_spec();
   *record.mutable_result() = std::move(result);
+  std::vector<std::string> left_out = RoundFieldsWithNamedCurves();
+  for (std::string& name : RoundFieldsNotRecorded()) left_out.push_back(std::move(name));
   std::istringstream lines(Slurp(rounds_path));
   for (std::string line; std::getline(lines, line);) {
     if (line.empty()) continue;
@@ -184,7 +169,7 @@ absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto:
     if (round.has_train_loss()) record.add_loss_curve(round.train_loss());
     record.add_seconds_curve(round.seconds());
     if (resolved.eval().has_early_stop() && round.has_test_loss()) record.add_test_loss_curve(round.test_loss());
-    AddRoundMetrics(round, record);
+    AddRoundMetrics(round, left_out, record);
   }
   return record;
 }

@@ -69,6 +69,10 @@ void ClearRuns(CellResult& r, CellResult::State state);
 // per round. Every other double field of RoundRecord is a round metric.
 std::vector<std::string> RoundFieldsWithNamedCurves();
 std::vector<std::string> RoundFieldsNotRecorded();
+// Appends one round's metrics to record.round_metrics: every double field of `round` not named in
+// `left_out`; a field with presence that the round lacks adds nothing (as test_loss_curve).
+void AddRoundMetrics(const fl::proto::RoundRecord& round, const std::vector<std::string>& left_out,
+                     proto::RunRecord& record);
 
 // A run's record from its result.json and rounds.jsonl.
 absl::StatusOr<proto::RunRecord> MakeRecord(const std::string& key, const proto::Experiment& resolved, uint64_t seed,

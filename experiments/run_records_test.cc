@@ -184,6 +184,29 @@ TEST_F(RunRecordsTest, OutOfRangeValuesAreRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("round_metrics[some_loss][0]")));
 }
 
+// The mapping itself, on fields today's records leave out: a plain field is taken every round, a
+// field with presence only from the rounds that have it.
+TEST(AddRoundMetricsTest, TakesEveryFieldNotLeftOutAndSkipsAnAbsentOne) {
+  fl::proto::RoundRecord first, second;
+  first.set_val_acc(50);
+  first.set_client_mean_test_acc(40);
+  first.set_test_loss(1.5);
+  second.set_val_acc(60);
+  second.set_client_mean_test_acc(45);  // no test_loss
+  proto::RunRecord record;
+  for (const fl::proto::RoundRecord* round : {&first, &second}) AddRoundMetrics(*round, {"val_acc", "seconds"}, record);
+  const auto& curves = record.round_metrics().curves();
+  EXPECT_FALSE(curves.contains("val_acc"));
+  EXPECT_FALSE(curves.contains("seconds"));
+  EXPECT_FALSE(curves.contains("global_test_acc"));  // no round has it
+  ASSERT_TRUE(curves.contains("client_mean_test_acc"));
+  EXPECT_THAT(curves.at("client_mean_test_acc").values(), ::testing::ElementsAre(40, 45));
+  ASSERT_TRUE(curves.contains("test_loss"));
+  EXPECT_THAT(curves.at("test_loss").values(), ::testing::ElementsAre(1.5));
+  ASSERT_TRUE(curves.contains("test_acc"));  // a plain field: 0 when unset
+  EXPECT_THAT(curves.at("test_acc").values(), ::testing::ElementsAre(0, 0));
+}
+
 // Issue #67: a new per-round metric (a double field of fl's RoundRecord) reaches the record by
 // reflection, in round_metrics; the fields today's records keep by name, or deliberately not at
 // all, never do, so that a record of today's runs reads byte for byte as before.

@@ -12,6 +12,11 @@ namespace fgl::fl {
 
 proto::EvalProtocol FederationOptions::eval() const {
   proto::EvalProtocol e = spec.eval();
+  // Resolving fills every setting (fl/federation_spec.h); an UNSPECIFIED one here would score
+  // the run under another protocol without a word (round: BEST_TEST, the optimistic one).
+  CHECK(e.model() != proto::EvalProtocol::MODEL_UNSPECIFIED && e.weighting() != proto::EvalProtocol::WEIGHTING_UNSPECIFIED &&
+        e.round() != proto::EvalProtocol::ROUND_UNSPECIFIED)
+      << "FederationOptions::eval() on an unresolved spec";
   if (spec.method() == "local") e.set_model(proto::EvalProtocol::LOCAL);
   return e;
 }

@@ -29,6 +29,7 @@ absl::StatusOr<proto::FederationSpec> ResolveFederationSpec(proto::FederationSpe
   if (e.round() == proto::EvalProtocol::ROUND_UNSPECIFIED) e.set_round(proto::EvalProtocol::BEST_VAL);
   // false is the default: spelled or not, the same run.
   if (e.has_dropout_at_eval() && !e.dropout_at_eval()) e.clear_dropout_at_eval();
+  if (s.has_centralized() && !s.centralized()) s.clear_centralized();
 
   if (s.clients() < 1) return bad("clients", s.clients(), "must be >= 1");
   if (s.rounds() < 1) return bad("rounds", s.rounds(), "must be >= 1");
@@ -74,6 +75,11 @@ std::vector<google::protobuf::Any> MethodParamsOf(const proto::FederationSpec& s
 }
 
 absl::StatusOr<MethodFactories> CheckMethod(const proto::FederationSpec& spec) {
+  if (spec.centralized() && spec.method() != "fedavg") {
+    // Every other method reads the partition's client count or clients' data it no longer has.
+    return absl::InvalidArgumentError(absl::StrCat("centralized: true pools the clients into one, which only fedavg (plain "
+                                                   "training on the pooled graph) runs, not '", spec.method(), "'"));
+  }
   absl::StatusOr<MethodFactories> m = FindMethod(spec.method());
   if (!m.ok()) return m.status();
   if (absl::Status s = CheckMethodParams(spec.method(), m->params, MethodParamsOf(spec)); !s.ok()) return s;

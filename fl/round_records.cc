@@ -67,7 +67,7 @@ absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o) {
   return absl::StrCat(EvalCard(o.eval()), " shared=", o.spec.shared_group().empty() ? "all" : o.spec.shared_group(),
                       " split=", partitioner->ProvidesSplits() ? "partition" : o.spec.split(),
                       " partition=", partition, " clients=", o.spec.clients(),
-                      " partition_seed=", o.spec.partition_seed());
+                      " partition_seed=", o.spec.partition_seed(), o.spec.centralized() ? " centralized" : "");
 }
 
 absl::Status CompleteResult(const FederationOptions& o, proto::FederationResult& result) {

@@ -31,9 +31,6 @@ absl::StatusOr<proto::FederationResult> Run(const FederationOptions& o, const Dr
   nn::SetComputeThreads(1);
   FGL_ASSIGN_OR_RETURN(MethodFactories batched, FindMethod(o.spec.method()));
   if (batched.federation) {  // thousands of one-node users as rows of tensors (nFedGNN)
-    if (o.spec.centralized()) {
-      return absl::InvalidArgumentError(absl::StrCat(o.spec.method(), " runs its own batched federation: centralized is refused"));
-    }
     *stage = "the batched node-level federation";
     FGL_ASSIGN_OR_RETURN(proto::FederationResult result, batched.federation(o, hooks.on_round));
     result.mutable_result()->set_wall_s(std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s());
@@ -57,7 +54,11 @@ absl::StatusOr<proto::FederationResult> Run(const FederationOptions& o, const Dr
 
   const std::string& method = o.spec.method();
   std::vector<std::shared_ptr<ClientData>> clients;
-  if (o.spec.centralized()) {
+  if (o.spec.centralized()) {  // fedavg only (CheckMethod)
+    if (!partition.server_nodes.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("centralized: partition '", o.spec.partitioner(),
+                                                     "' keeps server nodes (a global test graph), which a pooled run never scores"));
+    }
     // One client with the whole graph (all edges back) and the union of the clients' masks.
     graph::NodeSplit all{torch::zeros({data.num_nodes()}, torch::kBool),
                          torch::zeros({data.num_nodes()}, torch::kBool),

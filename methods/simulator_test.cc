@@ -98,6 +98,8 @@ TEST(SimulatorTest, CentralizedAndClientFractionAndErrors) {
   o.spec.set_centralized(true);
   ASSERT_OK_AND_ASSIGN(proto::FederationResult c, RunFederation(o));
   EXPECT_THAT(c.result().client_sizes(), ::testing::ElementsAre(600));
+  o.spec.set_method("fedprox");  // reads the partition's clients: refused, not run on one
+  EXPECT_THAT(RunFederation(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("only fedavg")));
   o = Small("fedavg");
   o.spec.set_client_fraction(0.5);
   ASSERT_OK_AND_ASSIGN(proto::FederationResult half, RunFederation(o));

@@ -175,6 +175,9 @@ FederationServer::~FederationServer() = default;
 absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const ResolvedOptions& resolved,
                                                                           const ServerOptions& options) {
   FederationOptions run = *resolved;
+  if (run.spec.centralized()) {
+    return absl::InvalidArgumentError("a centralized run pools its clients into one: there are none to serve");
+  }
   // The server checkpoints after every round (clients keep their own state and rejoin).
   run.checkpoint_dir = options.checkpoint_dir;
   run.checkpoint_every = options.checkpoint_dir.empty() ? 0 : 1;
