@@ -39,13 +39,18 @@ PAPER = {'fedavg': (73.6, 0.4), 'fedtad': (75.3, 0.4)}  # FedTAD Table 2, Cora 1
 PAPER_GAIN = 75.3 - 73.6
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interval_stats import mean_interval, t975, verdict, welch  # noqa: E402
+from interval_stats import mean_interval, verdict, welch  # noqa: E402
+
+def our_records():
+    """(path, record) for every run record of ours, in path order."""
+    for path in sorted(glob.glob(os.path.join(ROOT, 'experiments/results/*.json'))):
+        with open(path) as f:
+            yield path, json.loads(f.read())
+
 
 def ours():
     runs = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, 'experiments/results/*.json'))):
-        with open(path) as f:
-            r = json.loads(f.read())
+    for path, r in our_records():
         spec = r['spec']
         method = r['result']['method']
         if method not in dict(METHODS) or not all(s in spec for s in OUR_SPEC):
@@ -180,9 +185,7 @@ def ours_openfgl():
     """{(method, clients, variant, seed): test accuracy} from our records of OPENFGL_TABLE's cells."""
     options = {m: o for m, _, o in OPENFGL_METHODS}
     runs = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, 'experiments/results/*.json'))):
-        with open(path) as f:
-            r = json.loads(f.read())
+    for path, r in our_records():
         spec, method = r['spec'], r['result']['method']
         if (method not in options or not all(s in spec for s in OPENFGL_COMMON) or f'method: "{method}" ' not in spec
                 or 'centralized: true' in spec):
@@ -389,9 +392,7 @@ def ours_fedego():
     """{(row, 5, statistic, seed): micro-F1 in %} from our records of FEDEGO_TABLE's cora_5 cells."""
     specs = {spec: row for row, _, spec in FEDEGO_ROWS}
     runs = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, 'experiments/results/*.json'))):
-        with open(path) as f:
-            r = json.loads(f.read())
+    for path, r in our_records():
         if r['spec'] not in specs:
             continue
         for stat, _, field, _ in FEDEGO_STATS:
