@@ -425,8 +425,33 @@ def port_fedego():
     return runs
 
 
+def fedego_rounds_run():
+    """The rounds each FedEgo run of ours and of the port ran (fewer than 200: it stopped early)."""
+    spec = dict((row, spec) for row, _, spec in FEDEGO_ROWS)['fedego']
+    ours = [len(r['test_curve']) for _, r in our_records() if r['spec'] == spec]
+    port = []
+    if os.path.exists(FEDEGO_PORT_RECORDS):
+        with open(FEDEGO_PORT_RECORDS) as f:
+            for line in f:
+                if line.endswith('\n'):
+                    r = json.loads(line)
+                    if r['method'] == 'fedego' and all(r[k] == v for k, v in FEDEGO_PORT_RUN.items()):
+                        port.append(r['rounds_run'])
+    return ours, port
+
+
+def rounds_run(counts):
+    if not counts:
+        return 'none yet'
+    full = sum(1 for c in counts if c == FEDEGO_PORT_RUN['rounds'])
+    return f'all {FEDEGO_PORT_RUN["rounds"]} in {full} of {len(counts)} runs' + (
+        f' (the others stopped after {", ".join(str(c) for c in sorted(counts) if c != FEDEGO_PORT_RUN["rounds"])})'
+        if full < len(counts) else '')
+
+
 def render_fedego():
     a, b = ours_fedego(), port_fedego()
+    ours_rounds, port_rounds = fedego_rounds_run()
     paper = {row: 100 * m for (row, _), (m, _) in paper_cells(FEDEGO_TABLE, ['cora_5']).items()}
     sa, sb = [sorted(s for (m, _, st, s) in runs if (m, st) == ('fedego', 'global')) for runs in (a, b)]
     out = ['# FedEgo against its authors\' code, on our Table 2 Cora-5 partition', '',
@@ -452,8 +477,8 @@ def render_fedego():
            '(the table\'s value), not `main.py`\'s per-seed tuning (Cora 0.125/0.125/0.125/0.25 for '
            '1027/1107/2333/9973); the port keeps upstream\'s server concatenation of the uploaded ego-graphs without '
            'edge-id offsets (utils.py:86-89; ours shifts them); the port trains upstream\'s loss '
-           '−log(softmax + 1e-7), ours Eq. 2\'s cross-entropy, and each stops early on its own local-test loss, so '
-           'the two stop at different rounds; the port draws from seed_everything and torch\'s generator, ours from '
+           '−log(softmax + 1e-7), ours Eq. 2\'s cross-entropy, and each side\'s early stop watches its own local-test '
+           'loss (the rounds each side ran are below); the port draws from seed_everything and torch\'s generator, ours from '
            'its own streams, so a seed is the same seed and partition on both sides, not the same random numbers.', '',
            'Cells: mean ± the half-width of its 95% interval (Student t) over n seeds. Ours − port is unpaired '
            '(Welch), as in the other companion reports, since the two sides share a seed\'s partition but no random '
@@ -461,7 +486,8 @@ def render_fedego():
            'paired by seed within ours (the port has none: it runs FedEgo only); the paper\'s is the '
            'difference of its printed means, and the verdict on reaching it is every report\'s Claims rule.', '',
            f'Seeds: ours {len(sa)} ({", ".join(map(str, sa)) or "none"}), the port {len(sb)} '
-           f'({", ".join(map(str, sb)) or "not yet run"}).', '']
+           f'({", ".join(map(str, sb)) or "not yet run"}). Rounds run, FedEgo: ours {rounds_run(ours_rounds)}, '
+           f'the port {rounds_run(port_rounds)}.', '']
     for stat, heading, _, _ in FEDEGO_STATS:
         out += [f'## {heading}', '', '| | ours | the port (authors\' code) | paper | ours − port | agree |',
                 '|---|---|---|---|---|---|']
