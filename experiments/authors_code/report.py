@@ -389,7 +389,8 @@ FEDEGO_STATS = [('global', 'Global-test micro-F1 (Table 2\'s number): ours `glob
 
 
 def ours_fedego():
-    """{(row, 5, statistic, seed): micro-F1 in %} from our records of FEDEGO_TABLE's cora_5 cells."""
+    """{(row, 5, statistic, seed): micro-F1 in % (statistic 'rounds': the rounds the run ran)} from our records
+    of FEDEGO_TABLE's cora_5 cells."""
     specs = {spec: row for row, _, spec in FEDEGO_ROWS}
     runs = {}
     for path, r in our_records():
@@ -400,6 +401,7 @@ def ours_fedego():
             if key in runs:
                 sys.exit(f'two records for {key}: {path}')
             runs[key] = r['result'][field]
+        runs[(specs[r['spec']], 5, 'rounds', int(r['seed']))] = len(r['test_curve'])
     missing = [row for row, _, _ in FEDEGO_ROWS if not any(k[0] == row for k in runs)]
     if missing:  # the table's spec text changed: FEDEGO_SPEC must follow it
         sys.exit(f'no record of {FEDEGO_TABLE} cora_5 matches FEDEGO_SPEC for rows {missing}')
@@ -422,22 +424,8 @@ def port_fedego():
                 if key in runs:
                     sys.exit(f'two port records for {key}')
                 runs[key] = 100 * r[field]
+            runs[('fedego', 5, 'rounds', r['seed'])] = r['rounds_run']
     return runs
-
-
-def fedego_rounds_run():
-    """The rounds each FedEgo run of ours and of the port ran (fewer than 200: it stopped early)."""
-    spec = dict((row, spec) for row, _, spec in FEDEGO_ROWS)['fedego']
-    ours = [len(r['test_curve']) for _, r in our_records() if r['spec'] == spec]
-    port = []
-    if os.path.exists(FEDEGO_PORT_RECORDS):
-        with open(FEDEGO_PORT_RECORDS) as f:
-            for line in f:
-                if line.endswith('\n'):
-                    r = json.loads(line)
-                    if r['method'] == 'fedego' and all(r[k] == v for k, v in FEDEGO_PORT_RUN.items()):
-                        port.append(r['rounds_run'])
-    return ours, port
 
 
 def rounds_run(counts):
@@ -451,7 +439,7 @@ def rounds_run(counts):
 
 def render_fedego():
     a, b = ours_fedego(), port_fedego()
-    ours_rounds, port_rounds = fedego_rounds_run()
+    ours_rounds, port_rounds = (values(runs, 'fedego', 5, 'rounds') for runs in (a, b))
     paper = {row: 100 * m for (row, _), (m, _) in paper_cells(FEDEGO_TABLE, ['cora_5']).items()}
     sa, sb = [sorted(s for (m, _, st, s) in runs if (m, st) == ('fedego', 'global')) for runs in (a, b)]
     out = ['# FedEgo against its authors\' code, on our Table 2 Cora-5 partition', '',
