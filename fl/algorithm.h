@@ -7,7 +7,6 @@
 
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,28 +73,58 @@ absl::StatusOr<P> MethodParams(const MethodConfig& config) {
   return UnpackParams<P>(config.spec.method_params());
 }
 
+// Optional capabilities. A method that has one implements its interface and returns `this` from
+// the matching accessor of ClientAlgorithm/ServerAlgorithm; null means it lacks it. Accessors
+// rather than dynamic_cast, so that a wrapper (fl/forwarding_algorithm.h) reports exactly what
+// its base has. The destructors are protected: an algorithm is never deleted through one.
+
+// Sends one message before round 1 (e.g. FedTAD's one-off reliability upload).
+class PreparingClient {
+ public:
+  virtual absl::StatusOr<proto::Message> Prepare() = 0;
+
+ protected:
+  ~PreparingClient() = default;
+};
+
+// Scores another graph's nodes (ClientData::global_test) with the model Predict scores.
+class GraphScoringClient {
+ public:
+  // Logits [graph's nodes, num_classes]; `global` as in ClientAlgorithm::Predict.
+  virtual absl::StatusOr<torch::Tensor> PredictGraph(const ClientData& graph, const proto::Message* global) = 0;
+
+ protected:
+  ~GraphScoringClient() = default;
+};
+
+// Reports about itself after its last Train, for the run record only: not part of the method's
+// messages, not counted as traffic (FedEgo: λ_i and the weight divergence).
+class ReportingClient {
+ public:
+  virtual std::map<std::string, double> Reports() const = 0;
+
+ protected:
+  ~ReportingClient() = default;
+};
+
 class ClientAlgorithm {
  public:
   virtual ~ClientAlgorithm() = default;
-  // Once, before round 1 (e.g. FedTAD's one-off reliability upload). nullopt: nothing is sent.
-  virtual absl::StatusOr<std::optional<proto::Message>> Prepare() { return std::nullopt; }
   // One round of local work: read the server's message, train, and reply.
   virtual absl::StatusOr<proto::Message> Train(const proto::Message& from_server,
                                                const RoundInfo& round) = 0;
   // Logits [num_nodes, num_classes] of the model this method scores on this client. `global` is
   // the server's latest broadcast (for methods scored on the global model) or nullptr.
   virtual absl::StatusOr<torch::Tensor> Predict(const proto::Message* global) = 0;
-  // The same model's logits on another graph's nodes (ClientData::global_test).
-  virtual absl::StatusOr<torch::Tensor> PredictGraph(const ClientData& graph, const proto::Message* global) {
-    return absl::UnimplementedError("this method cannot score a graph other than its own");
-  }
-  // What the client reports about itself after its last Train, for the run record only: not
-  // part of the method's messages, not counted as traffic (FedEgo: λ_i and the weight divergence).
-  virtual std::map<std::string, double> Reports() const { return {}; }
   // Everything the client keeps between rounds (model, optimiser), for checkpoints; restored
   // into a freshly created client it continues exactly as the original.
   virtual absl::StatusOr<proto::Message> SaveState() const = 0;
   virtual absl::Status RestoreState(const proto::Message& state) = 0;
+
+  // Capabilities (see above). Without preparing() the client sends nothing before round 1.
+  virtual PreparingClient* preparing() { return nullptr; }
+  virtual GraphScoringClient* graph_scoring() { return nullptr; }
+  virtual const ReportingClient* reporting() const { return nullptr; }
 };
 
 // A model the server produced in the last FinishRound() and the clients whose replies formed it.
@@ -105,29 +134,57 @@ struct ServerAggregate {
   std::vector<int> clients;  // ascending client ids
 };
 
+// Takes the clients' Prepare() messages before round 1.
+class PreparedServer {
+ public:
+  // One client's message, in client-id order.
+  virtual absl::Status AcceptPreparation(const proto::Message& message) = 0;
+  // Once, after every preparation message arrived and before round 1 (e.g. a generator's
+  // training on the uploads).
+  virtual absl::Status FinishPreparation() = 0;
+
+ protected:
+  ~PreparedServer() = default;
+};
+
+// Sends each client its own message (FedGTA, Fed-PUB, GCFL+): the runtime calls BroadcastTo for
+// every sampled client instead of Broadcast once.
+class PersonalisedServer {
+ public:
+  virtual absl::StatusOr<proto::Message> BroadcastTo(int client, const RoundInfo& round) = 0;
+
+ protected:
+  ~PersonalisedServer() = default;
+};
+
+// More than one exchange per round (GraphFL: its meta step, then the fine-tuning). Each is
+// Broadcast, the clients' Train and Accumulate, then FinishRound, with RoundInfo::exchange set;
+// the sampled clients are the same in all, and the round is scored after the last.
+class MultiExchangeServer {
+ public:
+  virtual int ExchangesPerRound() const = 0;
+
+ protected:
+  ~MultiExchangeServer() = default;
+};
+
+// Exposes the models the last FinishRound() produced, so that a server-side plug-in such as
+// FedTAD's distillation can run after it.
+class AggregateSource {
+ public:
+  // One global model, or one per cluster/client for personalised methods.
+  virtual std::vector<ServerAggregate> Aggregates() = 0;
+
+ protected:
+  ~AggregateSource() = default;
+};
+
 class ServerAlgorithm {
  public:
   virtual ~ServerAlgorithm() = default;
-  // Each client's Prepare() message, before round 1, in client-id order.
-  virtual absl::Status AcceptPreparation(const proto::Message& message) {
-    return absl::FailedPreconditionError("this method's server expects no preparation message");
-  }
-  // Once, after every preparation message arrived and before round 1 (e.g. a generator's
-  // training on the uploads).
-  virtual absl::Status FinishPreparation() { return absl::OkStatus(); }
   // The message every sampled client receives at the start of `round`; for evaluation on the
   // global model, the model it carries.
   virtual absl::StatusOr<proto::Message> Broadcast(const RoundInfo& round) = 0;
-  // Personalised methods (FedGTA, Fed-PUB, GCFL+) send each client its own message: then the
-  // runtime calls BroadcastTo for every sampled client instead of Broadcast once.
-  virtual bool PersonalisedBroadcast() const { return false; }
-  virtual absl::StatusOr<proto::Message> BroadcastTo(int client, const RoundInfo& round) {
-    return Broadcast(round);
-  }
-  // Exchanges per round (GraphFL: its meta step, then the fine-tuning). Each is Broadcast,
-  // the clients' Train and Accumulate, then FinishRound, with RoundInfo::exchange set; the
-  // sampled clients are the same in all, and the round is scored after the last.
-  virtual int ExchangesPerRound() const { return 1; }
   // One client's reply; checks names and shapes before using anything.
   virtual absl::Status Accumulate(const proto::Message& reply) = 0;
   // Combines this round's replies (no reply at all keeps the previous state).
@@ -135,11 +192,32 @@ class ServerAlgorithm {
   // The server's state between rounds, for checkpoints (see ClientAlgorithm::SaveState).
   virtual absl::StatusOr<proto::Message> SaveState() const = 0;
   virtual absl::Status RestoreState(const proto::Message& state) = 0;
-  // The models the last FinishRound() produced: one global model, or one per cluster/client for
-  // personalised methods. Empty when the method exposes none (then no server-side plug-in such
-  // as FedTAD's distillation can run after it).
-  virtual std::vector<ServerAggregate> Aggregates() { return {}; }
+
+  // Capabilities (see above). Without them a preparation message is refused, one Broadcast
+  // serves every client, a round is one exchange and no aggregates are exposed.
+  virtual PreparedServer* prepared() { return nullptr; }
+  virtual PersonalisedServer* personalised() { return nullptr; }
+  virtual const MultiExchangeServer* multi_exchange() const { return nullptr; }
+  virtual AggregateSource* aggregate_source() { return nullptr; }
 };
+
+// Exchanges per round of `server`: 1 without MultiExchangeServer.
+inline int ExchangesOf(const ServerAlgorithm& server) {
+  const MultiExchangeServer* multi = server.multi_exchange();
+  return multi != nullptr ? multi->ExchangesPerRound() : 1;
+}
+
+// The aggregates of `server`'s last round: none without AggregateSource.
+inline std::vector<ServerAggregate> AggregatesOf(ServerAlgorithm& server) {
+  AggregateSource* source = server.aggregate_source();
+  return source != nullptr ? source->Aggregates() : std::vector<ServerAggregate>{};
+}
+
+// `client`'s reports: none without ReportingClient.
+inline std::map<std::string, double> ReportsOf(const ClientAlgorithm& client) {
+  const ReportingClient* reporting = client.reporting();
+  return reporting != nullptr ? reporting->Reports() : std::map<std::string, double>{};
+}
 
 }  // namespace fgl::fl
 

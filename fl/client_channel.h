@@ -35,7 +35,7 @@ struct ClientTask {
   enum class Kind { kPrepare, kTrain, kEvaluate };
   Kind kind = Kind::kEvaluate;
   int round = 0;          // kTrain
-  int exchange = 0;       // kTrain: within the round (ServerAlgorithm::ExchangesPerRound)
+  int exchange = 0;       // kTrain: within the round (MultiExchangeServer::ExchangesPerRound)
   SharedMessage message;  // kTrain: the server's message
   int eval_round = 0;
   SharedMessage eval_model;
@@ -48,7 +48,7 @@ struct ClientAnswer {
   std::optional<proto::Message> reply;  // kTrain; kPrepare when the method sends something
   std::optional<absl::StatusOr<proto::EvalCounts>> eval;  // when the task carried an evaluation
   int64_t bytes_down = 0, bytes_up = 0;  // the method's serialised messages
-  std::map<std::string, double> reports;       // kTrain: ClientAlgorithm::Reports after training
+  std::map<std::string, double> reports;       // kTrain: ReportingClient::Reports after training
   std::map<std::string, double> eval_reports;  // the same right after the evaluation, if any
   double seconds = 0;                    // the client's work, when the channel knows it
 };

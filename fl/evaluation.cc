@@ -49,7 +49,12 @@ absl::StatusOr<proto::EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, con
   }
   if (client.global_test) {
     const ClientData& g = *client.global_test;
-    FGL_ASSIGN_OR_RETURN(torch::Tensor global_logits, algorithm.PredictGraph(g, global));
+    GraphScoringClient* const scoring = algorithm.graph_scoring();
+    if (scoring == nullptr) {
+      return absl::UnimplementedError(
+          absl::StrCat("client ", client.id, ": this method cannot score a graph other than its own"));
+    }
+    FGL_ASSIGN_OR_RETURN(torch::Tensor global_logits, scoring->PredictGraph(g, global));
     if (global_logits.dim() != 2 || global_logits.size(0) != g.labels.size(0)) {
       return absl::InternalError(absl::StrCat("client ", client.id, ": PredictGraph returned the wrong shape"));
     }

@@ -116,8 +116,9 @@ constexpr char kBroadcastPhase[] = "rounds/server broadcast";
 constexpr char kAggregatePhase[] = "rounds/server aggregate";
 
 // The run; `stage` names what it is doing, for an exception's error.
-absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, ServerAlgorithm& server, ClientChannel& channel,
-                                       const DriverHooks& hooks, std::string* stage) {
+absl::StatusOr<proto::FederationResult> Drive(const ResolvedOptions& resolved, ServerAlgorithm& server,
+                                              ClientChannel& channel, const DriverHooks& hooks, std::string* stage) {
+  const FederationOptions& o = *resolved;
   *stage = "resuming";
   const Clock::time_point train_start = Clock::now();
   const int n = channel.num_clients();
@@ -126,7 +127,8 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
   // personalised server): each client applies it to its own model its own way before scoring.
   const bool global_eval =
       eval.model() == proto::EvalProtocol::GLOBAL || eval.model() == proto::EvalProtocol::PERSONALIZED;
-  const bool personal_eval = eval.model() == proto::EvalProtocol::PERSONALIZED && server.PersonalisedBroadcast();
+  PersonalisedServer* const personalised = server.personalised();
+  const bool personal_eval = eval.model() == proto::EvalProtocol::PERSONALIZED && personalised != nullptr;
   proto::FederationResult result;
   proto::RunResult& totals = *result.mutable_result();
   int stopped_round = 0;  // the round after which EvalProtocol's early stop ended the run; 0: none
@@ -187,6 +189,7 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
   *stage = "preparation";
   if (first_round == 1) {
     // The one-off exchange before round 1, counted like any other traffic.
+    PreparedServer* const prepared = server.prepared();
     std::map<int, ClientTask> tasks;
     for (int k : channel.Reachable()) tasks[k].kind = ClientTask::Kind::kPrepare;
     absl::Status failed;
@@ -194,7 +197,9 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
       absl::Status s = a.status;
       if (s.ok() && a.reply) {
         totals.set_preparation_bytes_up(totals.preparation_bytes_up() + a.bytes_up);
-        s = server.AcceptPreparation(*a.reply);
+        s = prepared != nullptr
+                ? prepared->AcceptPreparation(*a.reply)
+                : absl::FailedPreconditionError("this method's server expects no preparation message");
       }
       if (!s.ok()) {
         LOG(WARNING) << "preparation: client " << k << " left out: " << s;
@@ -202,7 +207,7 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
       }
     });
     FGL_RETURN_IF_ERROR(failed);
-    FGL_RETURN_IF_ERROR(server.FinishPreparation());
+    if (prepared != nullptr) FGL_RETURN_IF_ERROR(prepared->FinishPreparation());
   }
 
   // Every reachable client scores the pending round's model, first thing in its next task.
@@ -271,7 +276,7 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
     proto::RoundRecord rec = EmptyRoundRecord(r, n);
     const RoundInfo info = ServerRound(o, r);
     const std::vector<int> sampled = SampleClients(o, r, n);
-    const int exchanges = server.ExchangesPerRound();
+    const int exchanges = ExchangesOf(server);
     if (exchanges < 1) return absl::InternalError(absl::StrCat("the server asks for ", exchanges, " exchanges per round"));
     // A client takes part in the round when every exchange took its reply.
     std::vector<int> accepted(n, 0);
@@ -282,7 +287,7 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
       std::map<int, ClientTask> tasks;
       // One message for every sampled client, or each its own (personalised methods).
       SharedMessage shared;
-      if (!server.PersonalisedBroadcast()) {
+      if (personalised == nullptr) {
         ScopedPhase phase(kBroadcastPhase);
         FGL_ASSIGN_OR_RETURN(proto::Message m, server.Broadcast(exchange_info));
         shared = SharedMessage::Of(std::move(m));
@@ -294,9 +299,9 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
         t.kind = ClientTask::Kind::kTrain;
         t.round = r;
         t.exchange = e;
-        if (server.PersonalisedBroadcast()) {
+        if (personalised != nullptr) {
           ScopedPhase phase(kBroadcastPhase);
-          FGL_ASSIGN_OR_RETURN(proto::Message m, server.BroadcastTo(k, exchange_info));
+          FGL_ASSIGN_OR_RETURN(proto::Message m, personalised->BroadcastTo(k, exchange_info));
           t.message = SharedMessage::Of(std::move(m));
         } else {
           t.message = shared;
@@ -363,7 +368,7 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
     std::optional<ScopedPhase> broadcast(std::in_place, kBroadcastPhase);
     if (personal_eval) {
       for (int k = 0; k < n; ++k) {
-        FGL_ASSIGN_OR_RETURN(proto::Message m, server.BroadcastTo(k, info));
+        FGL_ASSIGN_OR_RETURN(proto::Message m, personalised->BroadcastTo(k, info));
         personal.push_back(SharedMessage::Of(std::move(m)));
       }
     } else if (global_eval) {
@@ -434,8 +439,8 @@ absl::StatusOr<proto::FederationResult> Drive(const FederationOptions& o, Server
 
 }  // namespace
 
-absl::StatusOr<proto::FederationResult> DriveFederation(const FederationOptions& o, ServerAlgorithm& server,
-                                                 ClientChannel& channel, const DriverHooks& hooks) {
+absl::StatusOr<proto::FederationResult> DriveFederation(const ResolvedOptions& o, ServerAlgorithm& server,
+                                                        ClientChannel& channel, const DriverHooks& hooks) {
   // `stage` is read when an exception is caught, so the error names what the run was doing.
   std::string stage;
   if (hooks.on_exchange) {

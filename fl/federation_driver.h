@@ -10,6 +10,7 @@
 #include "fl/algorithm.h"
 #include "fl/client_channel.h"
 #include "fl/federation.h"
+#include "fl/run_setup.h"
 
 namespace fgl::fl {
 
@@ -21,7 +22,7 @@ struct DriverHooks {
   std::function<void(int client, const ClientTask& task, const ClientAnswer& answer)> on_exchange;
 };
 
-// Runs `o` (resolved: fl::ResolveOptions) with `server` and the clients behind `channel`.
+// Runs `o` with `server` and the clients behind `channel`.
 //
 // A round's evaluation rides on the next round's tasks: every reachable client first scores the
 // model of round r (the server's, or its own) and then trains round r + 1, so a transport sends
@@ -34,7 +35,7 @@ struct DriverHooks {
 // Checkpoints: o.checkpoint_dir/checkpoint.pb after every o.checkpoint_every rounds, holding the
 // server's state, the records, the pending evaluation and (in process) every client's state; with
 // o.resume a run continues from it.
-absl::StatusOr<proto::FederationResult> DriveFederation(const FederationOptions& o, ServerAlgorithm& server,
+absl::StatusOr<proto::FederationResult> DriveFederation(const ResolvedOptions& o, ServerAlgorithm& server,
                                                         ClientChannel& channel, const DriverHooks& hooks = {});
 
 }  // namespace fgl::fl

@@ -170,6 +170,7 @@ class ScriptedChannel final : public ClientChannel {
           a.eval = std::move(c);
         }
       }
+      if (t.kind == ClientTask::Kind::kPrepare && prepares) a.reply.emplace();
       if (t.kind == ClientTask::Kind::kTrain) {
         a.reply.emplace();
         if (bad_reply.count(k)) (*a.reply->mutable_scalars())["bad"] = 1;
@@ -183,21 +184,27 @@ class ScriptedChannel final : public ClientChannel {
   std::vector<int64_t> correct;
   std::vector<double> loss;  // per evaluated round, from round 1
   std::set<int> unreachable, failing_eval, bad_reply;
+  bool prepares = false;  // every client sends a preparation message
   std::vector<std::map<int, ClientTask>> seen;
 };
 
+// A run of the scripted channel's two clients; the method is only named (the test gives the server).
 FederationOptions DriverRun(int rounds) {
   FederationOptions o;
   o.spec.set_rounds(rounds);
   o.spec.set_clients(2);
-  o.spec.set_method("counting");
+  o.spec.set_method(testing::kMajorityMethod);
   o.spec.set_partitioner("louvain");
   o.spec.set_client_fraction(1.0);
   o.spec.set_dataset("cora");  // never loaded: the channel is scripted
-  absl::StatusOr<proto::FederationSpec> resolved = ResolveFederationSpec(o.spec, "DriverRun");
-  CHECK(resolved.ok()) << resolved.status();
-  o.spec = *std::move(resolved);
   return o;
+}
+
+// `o` resolved, as DriveFederation takes it.
+ResolvedOptions Resolved(FederationOptions o) {
+  absl::StatusOr<ResolvedOptions> resolved = ResolveOptions(std::move(o));
+  CHECK(resolved.ok()) << resolved.status();
+  return *std::move(resolved);
 }
 
 TEST(FederationDriverTest, EvaluationRidesOnTheNextRoundsTasks) {
@@ -206,7 +213,7 @@ TEST(FederationDriverTest, EvaluationRidesOnTheNextRoundsTasks) {
   channel.correct = {5, 8};
   std::vector<int> reported;
   ASSERT_OK_AND_ASSIGN(proto::FederationResult r,
-                       DriveFederation(DriverRun(3), server, channel, {[&](const proto::RoundRecord& rec) {
+                       DriveFederation(Resolved(DriverRun(3)), server, channel, {[&](const proto::RoundRecord& rec) {
                                          reported.push_back(rec.round());
                                        }}));
   // Preparation, rounds 1-3, then the last round's evaluation on its own.
@@ -242,7 +249,7 @@ TEST(FederationDriverTest, EarlyStopEndsTheRunAtTheFirstRoundPastTheLossBound) {
   ScriptedChannel channel(2);
   // Round 3 is 1.5 × the minimum but not past round 3; round 5 is 1.31 × it.
   channel.loss = {2.0, 1.0, 1.5, 1.2, 1.31, 0.5, 0.5, 0.5, 0.5, 0.5};
-  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, DriveFederation(o, server, channel));
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, DriveFederation(Resolved(o), server, channel));
   ASSERT_EQ(r.rounds_size(), 5);
   ASSERT_TRUE(r.result().has_stopped_round());
   EXPECT_EQ(r.result().stopped_round(), 5);
@@ -257,14 +264,14 @@ TEST(FederationDriverTest, EarlyStopEndsTheRunAtTheFirstRoundPastTheLossBound) {
   CountingServer server2;
   ScriptedChannel channel2(2);
   channel2.loss = channel.loss;
-  ASSERT_OK_AND_ASSIGN(proto::FederationResult full, DriveFederation(o, server2, channel2));
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult full, DriveFederation(Resolved(o), server2, channel2));
   EXPECT_EQ(full.rounds_size(), 10);
   EXPECT_FALSE(full.result().has_stopped_round());
   o.spec.mutable_eval()->clear_early_stop();
   CountingServer server3;
   ScriptedChannel channel3(2);
   channel3.loss = channel.loss;
-  ASSERT_OK_AND_ASSIGN(proto::FederationResult without, DriveFederation(o, server3, channel3));
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult without, DriveFederation(Resolved(o), server3, channel3));
   EXPECT_EQ(without.rounds_size(), 10);
 
   FederationOptions bad = testing::SmallFederation("testing_majority");
@@ -342,7 +349,7 @@ TEST(FederationDriverTest, UnreachableClientsAreLeftOutAndFailuresAreErrors) {
   ScriptedChannel channel(2);
   channel.correct = {5, 8};
   channel.unreachable = {1};
-  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, DriveFederation(DriverRun(2), server, channel));
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, DriveFederation(Resolved(DriverRun(2)), server, channel));
   for (const proto::RoundRecord& rec : r.rounds()) {
     EXPECT_EQ(rec.participants(), 1);
     EXPECT_EQ(rec.failed_clients(), 1);
@@ -352,7 +359,7 @@ TEST(FederationDriverTest, UnreachableClientsAreLeftOutAndFailuresAreErrors) {
   ScriptedChannel failing(2);
   failing.failing_eval = {1};
   CountingServer server2;
-  EXPECT_THAT(DriveFederation(DriverRun(2), server2, failing),
+  EXPECT_THAT(DriveFederation(Resolved(DriverRun(2)), server2, failing),
               StatusIs(absl::StatusCode::kInternal, HasSubstr("round 1: client 1 evaluation: Predict threw")));
 }
 
@@ -360,14 +367,25 @@ TEST(FederationDriverTest, RejectedReplyIsLeftOutUnlessStrict) {
   ScriptedChannel channel(2);
   channel.bad_reply = {0};
   CountingServer server;
-  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, DriveFederation(DriverRun(2), server, channel));
+  ASSERT_OK_AND_ASSIGN(proto::FederationResult r, DriveFederation(Resolved(DriverRun(2)), server, channel));
   EXPECT_EQ(r.rounds(0).participants(), 1);
   EXPECT_FALSE(r.rounds(0).clients(0).participated());
   EXPECT_TRUE(r.rounds(0).clients(1).participated());
   FederationOptions strict = DriverRun(2);
   strict.strict = true;
   CountingServer server2;
-  EXPECT_THAT(DriveFederation(strict, server2, channel), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bad reply")));
+  EXPECT_THAT(DriveFederation(Resolved(strict), server2, channel), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bad reply")));
+}
+
+// A preparation message for a server without PreparedServer is refused by the driver.
+TEST(FederationDriverTest, PreparationForAServerThatTakesNoneFails) {
+  ScriptedChannel channel(2);
+  channel.prepares = true;
+  FederationOptions strict = DriverRun(1);
+  strict.strict = true;
+  CountingServer server;
+  EXPECT_THAT(DriveFederation(Resolved(strict), server, channel),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("expects no preparation message")));
 }
 
 // The simulator end to end with fl's own fake method (methods/simulator_test.cc runs real ones).

@@ -79,7 +79,7 @@ ClientAnswer InProcessChannel::Run(int k, const ClientTask& task) {
     a.eval = CatchExceptions(absl::StrCat("round ", task.eval_round, ": client ", k, " evaluation"), [&] {
       return EvaluateClient(algorithm, *data_[k], task.eval_model.message.get(), ServerRound(options_, task.eval_round));
     });
-    if (a.eval->ok()) a.eval_reports = algorithm.Reports();
+    if (a.eval->ok()) a.eval_reports = ReportsOf(algorithm);
   }
   switch (task.kind) {
     case ClientTask::Kind::kEvaluate:
@@ -88,9 +88,10 @@ ClientAnswer InProcessChannel::Run(int k, const ClientTask& task) {
     case ClientTask::Kind::kPrepare: {
       ScopedPhase phase("rounds/client preparation");
       a.status = CatchExceptions(absl::StrCat("preparation: client ", k), [&]() -> absl::Status {
-        FGL_ASSIGN_OR_RETURN(std::optional<proto::Message> prepared, algorithm.Prepare());
-        if (!prepared.has_value()) return absl::OkStatus();
-        FGL_ASSIGN_OR_RETURN(a.reply, Send(std::move(*prepared), a.bytes_up, "preparation"));
+        PreparingClient* const preparing = algorithm.preparing();
+        if (preparing == nullptr) return absl::OkStatus();  // nothing to send
+        FGL_ASSIGN_OR_RETURN(proto::Message prepared, preparing->Prepare());
+        FGL_ASSIGN_OR_RETURN(a.reply, Send(std::move(prepared), a.bytes_up, "preparation"));
         return absl::OkStatus();
       });
       break;
@@ -103,7 +104,7 @@ ClientAnswer InProcessChannel::Run(int k, const ClientTask& task) {
         FGL_ASSIGN_OR_RETURN(proto::Message reply,
                              algorithm.Train(*received, ClientRound(ServerRound(options_, task.round, task.exchange), k)));
         FGL_ASSIGN_OR_RETURN(a.reply, Send(std::move(reply), a.bytes_up, "reply"));
-        a.reports = algorithm.Reports();
+        a.reports = ReportsOf(algorithm);
         return absl::OkStatus();
       });
       break;

@@ -115,8 +115,9 @@ class LocalModel {
 };
 
 // A client whose state is one LocalModel: scoring (the global broadcast loaded first when given),
-// checkpoints and construction are shared; a method implements only Train().
-class ModelClient : public ClientAlgorithm {
+// on its own graph and on another (GraphScoringClient), checkpoints and construction are shared;
+// a method implements only Train().
+class ModelClient : public ClientAlgorithm, public GraphScoringClient {
  public:
   // Builds the client with its model initialised from config.seed (every client starts from the
   // global initialisation).
@@ -147,6 +148,7 @@ class ModelClient : public ClientAlgorithm {
     if (global != nullptr) FGL_RETURN_IF_ERROR(LoadTensors(*global, model_->SharedParameters()));
     return model_->PredictOn(graph);
   }
+  GraphScoringClient* graph_scoring() override { return this; }
   absl::StatusOr<proto::Message> SaveState() const override { return model_->SaveState(); }
   absl::Status RestoreState(const proto::Message& state) override { return model_->RestoreState(state); }
 

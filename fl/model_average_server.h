@@ -17,7 +17,7 @@ namespace fgl::fl {
 
 // Replies carry the model's tensors and the scalar "num_nodes" (the client's node count, the
 // weight). `type` names the messages, e.g. "fedavg.weights".
-class ModelAverageServer : public ServerAlgorithm {
+class ModelAverageServer : public ServerAlgorithm, public AggregateSource {
  public:
   // `weights` names the reply scalars that weight the mean. With several, the new model is the
   // plain mean of the weighted means, one per scalar: Σ_k (1/S) Σ_s (s_k / Σ_j s_j) θ_k (FedGKC's
@@ -31,6 +31,7 @@ class ModelAverageServer : public ServerAlgorithm {
   absl::Status RestoreState(const proto::Message& state) override;
   // The global model and the clients averaged into it in the last round.
   std::vector<ServerAggregate> Aggregates() override;
+  AggregateSource* aggregate_source() override { return this; }
 
   // The shared parameters of the global model.
   NamedTensors GlobalParameters() const;
@@ -53,7 +54,7 @@ class ModelAverageServer : public ServerAlgorithm {
 // "<prefix><parameter name>", shaped like the shared parameters and starting at zero, broadcast
 // with the model and replaced each round by the plain (unweighted) mean of the sampled clients'
 // uploads under the same prefix. SCAFFOLD's server control variate, FedDC's mean update.
-class ModelAndMeanServer : public ServerAlgorithm {
+class ModelAndMeanServer : public ServerAlgorithm, public AggregateSource {
  public:
   static absl::StatusOr<std::unique_ptr<ModelAndMeanServer>> Create(const MethodConfig& config,
                                                                      const std::string& type,
@@ -64,6 +65,7 @@ class ModelAndMeanServer : public ServerAlgorithm {
   absl::StatusOr<proto::Message> SaveState() const override;
   absl::Status RestoreState(const proto::Message& state) override;
   std::vector<ServerAggregate> Aggregates() override { return model_->Aggregates(); }
+  AggregateSource* aggregate_source() override { return this; }
 
  private:
   ModelAndMeanServer(std::unique_ptr<ModelAverageServer> model, std::string prefix, NamedTensors side)

@@ -24,7 +24,7 @@ proto::RoundRecord EmptyRoundRecord(int round, int num_clients);
 absl::Status AccumulateReply(ServerAlgorithm& server, const absl::StatusOr<proto::Message>& reply,
                              proto::ClientRoundRecord& client, proto::RoundRecord& round);
 
-// Client `client`'s value of report `name` this round (ClientAlgorithm::Reports); the other
+// Client `client`'s value of report `name` this round (ReportingClient::Reports); the other
 // clients read NaN until they report it. `round` must hold its clients.
 void SetClientReport(proto::RoundRecord& round, int client, const std::string& name, double value);
 

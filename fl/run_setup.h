@@ -3,6 +3,7 @@
 #ifndef FGL_FL_RUN_SETUP_H_
 #define FGL_FL_RUN_SETUP_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -26,6 +27,16 @@ class ResolvedOptions {
  public:
   const FederationOptions& operator*() const { return options_; }
   const FederationOptions* operator->() const { return &options_; }
+  // The same run checkpointed to `dir` after every `every` rounds (0: never) and resumed from it
+  // when `resume`: where a run checkpoints is the serving process's choice (fl/transport/server.cc),
+  // and these fields are all ResolveOptions checks of it.
+  ResolvedOptions WithCheckpoints(std::string dir, int every, bool resume) const {
+    FederationOptions o = options_;
+    o.checkpoint_dir = std::move(dir);
+    o.checkpoint_every = std::max(every, 0);
+    o.resume = resume;
+    return ResolvedOptions(std::move(o));
+  }
 
  private:
   friend absl::StatusOr<ResolvedOptions> ResolveOptions(FederationOptions o);

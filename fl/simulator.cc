@@ -23,7 +23,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The run; `stage` names what it is doing, for an exception's error.
-absl::StatusOr<proto::FederationResult> Run(const FederationOptions& o, const DriverHooks& hooks, std::string* stage) {
+absl::StatusOr<proto::FederationResult> Run(const ResolvedOptions& resolved, const DriverHooks& hooks,
+                                            std::string* stage) {
+  const FederationOptions& o = *resolved;
   const Clock::time_point start = Clock::now();
   *stage = "setup";
   // Clients train in parallel on `threads` workers (InProcessChannel), each with one intra-op
@@ -103,7 +105,7 @@ absl::StatusOr<proto::FederationResult> Run(const FederationOptions& o, const Dr
   absl::StatusOr<proto::FederationResult> driven;
   {
     ScopedPhase phase("rounds");
-    driven = DriveFederation(o, *server, channel, hooks);
+    driven = DriveFederation(resolved, *server, channel, hooks);
   }
   FGL_ASSIGN_OR_RETURN(proto::FederationResult result, std::move(driven));
   result.mutable_result()->set_wall_s(std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s());
@@ -122,7 +124,7 @@ absl::StatusOr<proto::FederationResult> RunFederation(const ResolvedOptions& opt
 absl::StatusOr<proto::FederationResult> RunFederation(const ResolvedOptions& options, const DriverHooks& hooks) {
   // `stage` is read when an exception is caught, so the error names what the run was doing.
   std::string stage;
-  return CatchExceptions(stage, [&] { return Run(*options, hooks, &stage); });
+  return CatchExceptions(stage, [&] { return Run(options, hooks, &stage); });
 }
 
 absl::StatusOr<proto::FederationResult> RunFederation(const FederationOptions& options,

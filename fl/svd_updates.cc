@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -64,12 +63,10 @@ absl::Status RestoreWithHeld(const proto::Message& state, Inner& inner, NamedTen
   return absl::OkStatus();
 }
 
-class SvdClient final : public ClientAlgorithm {
+class SvdClient final : public ClientAlgorithm, public GraphScoringClient {
  public:
   SvdClient(std::unique_ptr<ClientAlgorithm> inner, SvdSchedule schedule)
       : inner_(std::move(inner)), schedule_(schedule) {}
-
-  absl::StatusOr<std::optional<proto::Message>> Prepare() override { return inner_->Prepare(); }
 
   absl::StatusOr<proto::Message> Train(const proto::Message& global, const RoundInfo& round) override {
     FGL_ASSIGN_OR_RETURN(held_, Received(global));
@@ -94,18 +91,24 @@ class SvdClient final : public ClientAlgorithm {
     const proto::Message whole = WithTensors(*global, model);
     return inner_->Predict(&whole);
   }
+  // Only called when the inner client scores other graphs (graph_scoring()).
   absl::StatusOr<torch::Tensor> PredictGraph(const ClientData& graph, const proto::Message* global) override {
-    if (global == nullptr || !IsUpdate(*global)) return inner_->PredictGraph(graph, global);
+    GraphScoringClient& inner = *inner_->graph_scoring();
+    if (global == nullptr || !IsUpdate(*global)) return inner.PredictGraph(graph, global);
     FGL_ASSIGN_OR_RETURN(const NamedTensors model, Received(*global));
     const proto::Message whole = WithTensors(*global, model);
-    return inner_->PredictGraph(graph, &whole);
+    return inner.PredictGraph(graph, &whole);
   }
-  std::map<std::string, double> Reports() const override { return inner_->Reports(); }
 
   absl::StatusOr<proto::Message> SaveState() const override { return SaveWithHeld(*inner_, held_, held_round_); }
   absl::Status RestoreState(const proto::Message& state) override {
     return RestoreWithHeld(state, *inner_, held_, held_round_);
   }
+
+  // The inner client's capabilities; its global model is rewritten before it scores another graph.
+  PreparingClient* preparing() override { return inner_->preparing(); }
+  GraphScoringClient* graph_scoring() override { return inner_->graph_scoring() != nullptr ? this : nullptr; }
+  const ReportingClient* reporting() const override { return inner_->reporting(); }
 
  private:
   // The server's model: whole, or this update applied to the model of the round it names.
@@ -131,9 +134,6 @@ class SvdServer final : public ServerAlgorithm {
   SvdServer(std::unique_ptr<ServerAlgorithm> inner, SvdSchedule schedule)
       : inner_(std::move(inner)), schedule_(schedule) {}
 
-  absl::Status AcceptPreparation(const proto::Message& m) override { return inner_->AcceptPreparation(m); }
-  absl::Status FinishPreparation() override { return inner_->FinishPreparation(); }
-
   // A function of the committed state, so a second call in the same round sends the same.
   absl::StatusOr<proto::Message> Broadcast(const RoundInfo& round) override {
     FGL_ASSIGN_OR_RETURN(const proto::Message m, inner_->Broadcast(round));
@@ -152,7 +152,6 @@ class SvdServer final : public ServerAlgorithm {
     FGL_ASSIGN_OR_RETURN(next_held_, ApplySvdUpdate(out, held_, "svd updates: the broadcast"));
     return out;
   }
-  int ExchangesPerRound() const override { return inner_->ExchangesPerRound(); }
 
   absl::Status Accumulate(const proto::Message& reply) override {
     FGL_ASSIGN_OR_RETURN(const NamedTensors model,
@@ -170,7 +169,11 @@ class SvdServer final : public ServerAlgorithm {
   absl::Status RestoreState(const proto::Message& state) override {
     return RestoreWithHeld(state, *inner_, held_, held_round_);
   }
-  std::vector<ServerAggregate> Aggregates() override { return inner_->Aggregates(); }
+  // The inner server's capabilities, but not a personalised broadcast: the update is against
+  // the one model every client holds.
+  PreparedServer* prepared() override { return inner_->prepared(); }
+  const MultiExchangeServer* multi_exchange() const override { return inner_->multi_exchange(); }
+  AggregateSource* aggregate_source() override { return inner_->aggregate_source(); }
 
  private:
   std::unique_ptr<ServerAlgorithm> inner_;

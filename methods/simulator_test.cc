@@ -235,11 +235,12 @@ FGL_REGISTER_METHOD(
 
 // FedAvg whose clients upload their node count once before round 1; the server refuses to start
 // unless all four arrived.
-class PreparingClient final : public ClientAlgorithm {
+class NodeCountClient final : public ClientAlgorithm, public PreparingClient {
  public:
-  PreparingClient(std::shared_ptr<const ClientData> data, std::unique_ptr<ClientAlgorithm> inner)
+  NodeCountClient(std::shared_ptr<const ClientData> data, std::unique_ptr<ClientAlgorithm> inner)
       : data_(std::move(data)), inner_(std::move(inner)) {}
-  absl::StatusOr<std::optional<proto::Message>> Prepare() override {
+  PreparingClient* preparing() override { return this; }
+  absl::StatusOr<proto::Message> Prepare() override {
     proto::Message m;
     m.mutable_header()->set_sender(data_->id);
     (*m.mutable_scalars())["num_nodes"] = static_cast<double>(data_->data.num_nodes());
@@ -255,9 +256,10 @@ class PreparingClient final : public ClientAlgorithm {
   std::unique_ptr<ClientAlgorithm> inner_;
 };
 
-class PreparedServer final : public ServerAlgorithm {
+class NodeCountServer final : public ServerAlgorithm, public PreparedServer {
  public:
-  explicit PreparedServer(std::unique_ptr<ServerAlgorithm> inner) : inner_(std::move(inner)) {}
+  explicit NodeCountServer(std::unique_ptr<ServerAlgorithm> inner) : inner_(std::move(inner)) {}
+  PreparedServer* prepared() override { return this; }
   absl::Status AcceptPreparation(const proto::Message& m) override {
     total_ += m.scalars().at("num_nodes");
     ++count_;
@@ -288,12 +290,12 @@ FGL_REGISTER_METHOD(
         -> absl::StatusOr<std::unique_ptr<ClientAlgorithm>> {
       auto inner = FindMethod("fedavg")->client(data, config);
       if (!inner.ok()) return inner.status();
-      return std::unique_ptr<ClientAlgorithm>(new PreparingClient(data, *std::move(inner)));
+      return std::unique_ptr<ClientAlgorithm>(new NodeCountClient(data, *std::move(inner)));
     },
     [](const MethodConfig& config) -> absl::StatusOr<std::unique_ptr<ServerAlgorithm>> {
       auto inner = FindMethod("fedavg")->server(config);
       if (!inner.ok()) return inner.status();
-      return std::unique_ptr<ServerAlgorithm>(new PreparedServer(*std::move(inner)));
+      return std::unique_ptr<ServerAlgorithm>(new NodeCountServer(*std::move(inner)));
     });
 
 TEST(SimulatorTest, PreparationHookRunsOnceBeforeRoundOneAndPerClientRecords) {

@@ -291,7 +291,7 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
         absl::StatusOr<proto::EvalCounts> c = EvaluateClient(*algorithm, data, global, ServerRound(run, h.eval_round()));
         if (c.ok()) {
           out = *std::move(c);  // whole: a new metric's field travels without the transport knowing it
-          for (const auto& [name, value] : algorithm->Reports()) (*answer.mutable_eval_reports())[name] = value;
+          for (const auto& [name, value] : ReportsOf(*algorithm)) (*answer.mutable_eval_reports())[name] = value;
         } else {
           error = std::string(c.status().ToString());
         }
@@ -304,11 +304,14 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
     if (!answer.error().empty()) {
       // nothing more to do: the answer says why
     } else if (h.kind() == proto::PREPARE) {
-      absl::StatusOr<std::optional<proto::Message>> prepared = algorithm->Prepare();
-      if (!prepared.ok()) {
-        answer.set_error(std::string(prepared.status().ToString()));
-      } else if (prepared->has_value()) {
-        payload = (*prepared)->SerializeAsString();
+      // A client without PreparingClient sends nothing.
+      if (PreparingClient* const preparing = algorithm->preparing(); preparing != nullptr) {
+        absl::StatusOr<proto::Message> prepared = preparing->Prepare();
+        if (!prepared.ok()) {
+          answer.set_error(std::string(prepared.status().ToString()));
+        } else {
+          payload = prepared->SerializeAsString();
+        }
       }
     } else if (h.kind() == proto::TRAIN) {
       const RoundInfo info = ClientRound(ServerRound(run, h.round(), h.exchange()), opt.client_id);
@@ -320,7 +323,7 @@ absl::Status ServeClient(const FederationOptions& run, const ClientOptions& opt,
       } else {
         if (h.round() == opt.testonly_bad_shape_round) AddRowToFirstTensor(*reply);
         payload = reply->SerializeAsString();
-        for (const auto& [name, value] : algorithm->Reports()) (*answer.mutable_reports())[name] = value;
+        for (const auto& [name, value] : ReportsOf(*algorithm)) (*answer.mutable_reports())[name] = value;
         ++stats.rounds_trained;
       }
     }

@@ -36,9 +36,9 @@ std::string WithoutHeader(proto::Message m) {
 // only the translation between the driver's tasks and answers and the wire's.
 class FederationServer::Impl final : public ClientChannel {
  public:
-  Impl(FederationOptions run, ServerOptions options, std::map<int, std::string> tokens)
+  Impl(ResolvedOptions run, ServerOptions options, std::map<int, std::string> tokens)
       : run_(std::move(run)), opt_(options),
-        hub_(std::make_unique<SessionHub>(run_.spec.clients(), run_.Fingerprint(), std::move(options),
+        hub_(std::make_unique<SessionHub>(run_->spec.clients(), run_->Fingerprint(), std::move(options),
                                           std::move(tokens))) {}
 
   void ExpectShape(int64_t num_features, int64_t num_classes) { hub_->ExpectShape(num_features, num_classes); }
@@ -49,7 +49,7 @@ class FederationServer::Impl final : public ClientChannel {
   TransportStats stats() const { return hub_->stats(); }
   absl::StatusOr<proto::FederationResult> Run(const std::function<void(const proto::RoundRecord&)>& on_round);
 
-  int num_clients() const override { return run_.spec.clients(); }
+  int num_clients() const override { return run_->spec.clients(); }
 
   // Round 1 waited for min_clients before the server was made (Run); later rounds wait for
   // min_clients_per_round, so a dropped client may rejoin meanwhile.
@@ -139,7 +139,7 @@ class FederationServer::Impl final : public ClientChannel {
     return a;
   }
 
-  FederationOptions run_;
+  ResolvedOptions run_;
   ServerOptions opt_;
   std::unique_ptr<SessionHub> hub_;
 };
@@ -148,9 +148,9 @@ absl::StatusOr<proto::FederationResult> FederationServer::Impl::Run(
     const std::function<void(const proto::RoundRecord&)>& on_round) {
   const Clock::time_point start = Clock::now();
   FGL_RETURN_IF_ERROR(hub_->WaitForClients(opt_.min_clients));
-  FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(run_.spec.method()));
+  FGL_ASSIGN_OR_RETURN(MethodFactories factories, FindMethod(run_->spec.method()));
   const auto [features, classes] = hub_->FeaturesAndClasses();
-  FGL_ASSIGN_OR_RETURN(MethodConfig config, ServerMethodConfig(run_, features, classes));
+  FGL_ASSIGN_OR_RETURN(MethodConfig config, ServerMethodConfig(*run_, features, classes));
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<ServerAlgorithm> server, factories.server(config));
   DriverHooks hooks;
   hooks.on_round = [&](const proto::RoundRecord& rec) {
@@ -174,14 +174,12 @@ FederationServer::~FederationServer() = default;
 
 absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const ResolvedOptions& resolved,
                                                                           const ServerOptions& options) {
-  FederationOptions run = *resolved;
-  if (run.spec.centralized()) {
+  if (resolved->spec.centralized()) {
     return absl::InvalidArgumentError("a centralized run pools its clients into one: there are none to serve");
   }
   // The server checkpoints after every round (clients keep their own state and rejoin).
-  run.checkpoint_dir = options.checkpoint_dir;
-  run.checkpoint_every = options.checkpoint_dir.empty() ? 0 : 1;
-  run.resume = options.resume;
+  const ResolvedOptions run =
+      resolved.WithCheckpoints(options.checkpoint_dir, options.checkpoint_dir.empty() ? 0 : 1, options.resume);
   // One intra-op thread, as the simulator's server: a server-side step (FedTAD's distillation)
   // must not depend on how many threads its GEMMs and reductions are split over.
   nn::SetComputeThreads(1);
@@ -196,7 +194,7 @@ absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const 
     return absl::InvalidArgumentError(
         "first_message_timeout_s must be in (0, 3600] and max_unauthenticated_streams at least 1");
   }
-  const int n = run.spec.clients();
+  const int n = run->spec.clients();
   std::map<int, std::string> tokens;
   std::string run_tokens_file = options.run_tokens_file;
   if (!options.tokens_file.empty()) {
@@ -235,15 +233,15 @@ absl::StatusOr<std::unique_ptr<FederationServer>> FederationServer::Start(const 
   auto impl = std::make_unique<Impl>(run, options, std::move(tokens));
   // The run's shard shape, where this host has the dataset (always for csbm, which needs no
   // files); elsewhere the first quorum of clients fixes it (SessionHub::WaitForClients).
-  if (const std::string data_dir = graph::ResolveDataDir(run.spec.data_dir());
-      graph::DatasetPresent(run.spec.dataset(), data_dir)) {
-    absl::StatusOr<graph::Dataset> data = graph::LoadDataset(run.spec.dataset(), data_dir, run.spec.partition_seed());
+  if (const std::string data_dir = graph::ResolveDataDir(run->spec.data_dir());
+      graph::DatasetPresent(run->spec.dataset(), data_dir)) {
+    absl::StatusOr<graph::Dataset> data = graph::LoadDataset(run->spec.dataset(), data_dir, run->spec.partition_seed());
     if (data.ok()) {
       LOG(INFO) << "clients must report " << data->num_features() << " features and " << data->num_classes
-                << " classes (" << run.spec.dataset() << " on this host)";
+                << " classes (" << run->spec.dataset() << " on this host)";
       impl->ExpectShape(data->num_features(), data->num_classes);
     } else {
-      LOG(WARNING) << "cannot read " << run.spec.dataset() << " here (" << data.status()
+      LOG(WARNING) << "cannot read " << run->spec.dataset() << " here (" << data.status()
                    << "); the first quorum of clients fixes the shard shape";
     }
   }

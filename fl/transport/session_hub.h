@@ -45,7 +45,7 @@ struct Outcome {
   bool delivered = false;  // the task went out completely
   absl::StatusOr<std::string> answer = absl::UnavailableError("not asked");
   std::optional<proto::EvalCounts> eval;
-  std::map<std::string, double> reports;       // TRAIN: the client's ClientAlgorithm::Reports
+  std::map<std::string, double> reports;       // TRAIN: the client's ReportingClient::Reports
   std::map<std::string, double> eval_reports;  // the same, right after its evaluation
   std::shared_ptr<proto::Message> parsed;  // `answer` parsed on arrival (TRAIN)
   StreamBytes down, up;

@@ -160,7 +160,7 @@ class AdaFglClient final : public fl::ModelClient {
 // sampled in round V + 1 gets that model in its own message the first round it is sampled after
 // it, and every client that has started step 2 gets the idle message. A run without sampling
 // broadcasts as before (every client starts in round V + 1), and keeps no state beyond FedAvg's.
-class AdaFglServer final : public fl::ServerAlgorithm {
+class AdaFglServer final : public fl::ServerAlgorithm, public fl::PersonalisedServer {
  public:
   AdaFglServer(std::unique_ptr<fl::ModelAverageServer> average, int vanilla_rounds, int num_clients,
                bool samples_clients)
@@ -174,7 +174,7 @@ class AdaFglServer final : public fl::ServerAlgorithm {
     return fl::ServerMessage({}, round, kIdle);
   }
   // Fixed for the run: the driver asks before every round and once for the evaluation protocol.
-  bool PersonalisedBroadcast() const override { return samples_clients_; }
+  fl::PersonalisedServer* personalised() override { return samples_clients_ ? this : nullptr; }
   absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
     if (round.round > vanilla_rounds_ + 1 && !started_.count(client)) return average_->Broadcast(round);
     return Broadcast(round);
@@ -229,7 +229,7 @@ class AdaFglServer final : public fl::ServerAlgorithm {
     started_ = std::move(started);
     return absl::OkStatus();
   }
-  std::vector<fl::ServerAggregate> Aggregates() override { return average_->Aggregates(); }
+  fl::AggregateSource* aggregate_source() override { return average_->aggregate_source(); }
 
  private:
   std::unique_ptr<fl::ModelAverageServer> average_;

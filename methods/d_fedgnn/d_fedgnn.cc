@@ -46,7 +46,7 @@ class DFedGnnClient final : public fl::ModelClient {
   }
 };
 
-class DFedGnnServer final : public fl::ServerAlgorithm {
+class DFedGnnServer final : public fl::ServerAlgorithm, public fl::PersonalisedServer {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Make(const fl::MethodConfig& config) {
     // A model of the clients' architecture: the names and shapes replies must have.
@@ -57,7 +57,7 @@ class DFedGnnServer final : public fl::ServerAlgorithm {
     return std::unique_ptr<fl::ServerAlgorithm>(new DFedGnnServer(config.spec.clients(), std::move(like)));
   }
 
-  bool PersonalisedBroadcast() const override { return true; }
+  fl::PersonalisedServer* personalised() override { return this; }
   absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
     if (client < 0 || client >= n_) return absl::InvalidArgumentError(absl::StrCat("no client ", client));
     return fl::ServerMessage(Named(ring_[client]), round, kType);  // empty before the first averaging

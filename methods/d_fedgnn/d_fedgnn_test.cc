@@ -33,9 +33,9 @@ TEST(DFedGnnServerTest, EachClientGetsItsRingAverage) {
   const fl::MethodConfig config = TinyConfig(5);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("d_fedgnn"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
-  ASSERT_TRUE(server->PersonalisedBroadcast());
+  ASSERT_NE(server->personalised(), nullptr);
   EXPECT_FALSE(server->Broadcast({1, 1}).ok());  // no global model
-  ASSERT_OK_AND_ASSIGN(fl::proto::Message init, server->BroadcastTo(0, {1, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message init, server->personalised()->BroadcastTo(0, {1, 1}));
   EXPECT_EQ(init.tensors_size(), 0);  // round 1: every client trains from its own initialisation
   ASSERT_OK_AND_ASSIGN(auto model, fl::ModelAverageServer::Create(config, "shapes"));
   const fl::NamedTensors shapes = model->GlobalParameters();
@@ -50,7 +50,7 @@ TEST(DFedGnnServerTest, EachClientGetsItsRingAverage) {
   EXPECT_FALSE(server->Accumulate(reply(7, 1.0f)).ok());  // not in the ring
   EXPECT_FALSE(server->Accumulate(reply(3, std::nanf(""))).ok());  // not finite
   ASSERT_OK(server->FinishRound({1, 1}));
-  auto value = [&](fl::ServerAlgorithm& s, int k) { return FirstValue(*s.BroadcastTo(k, {2, 2})); };
+  auto value = [&](fl::ServerAlgorithm& s, int k) { return FirstValue(*s.personalised()->BroadcastTo(k, {2, 2})); };
   // Unweighted means of the neighbours that sent weights (node counts play no part).
   EXPECT_FLOAT_EQ(value(*server, 0), (5 + 1 + 2) / 3.0f);
   EXPECT_FLOAT_EQ(value(*server, 1), (1 + 2 + 3) / 3.0f);
@@ -149,8 +149,8 @@ TEST(DFedGnnServerTest, TwoClientsCountTheOtherTwiceAsTheCode) {
     ASSERT_OK(server->Accumulate(fl::ModelReply(p, 10, k, {1, 1}, "d_fedgnn.weights")));
   }
   ASSERT_OK(server->FinishRound({1, 1}));
-  EXPECT_FLOAT_EQ(FirstValue(*server->BroadcastTo(0, {2, 2})), (0 + 3 + 3) / 3.0f);
-  EXPECT_FLOAT_EQ(FirstValue(*server->BroadcastTo(1, {2, 2})), (3 + 0 + 0) / 3.0f);
+  EXPECT_FLOAT_EQ(FirstValue(*server->personalised()->BroadcastTo(0, {2, 2})), (0 + 3 + 3) / 3.0f);
+  EXPECT_FLOAT_EQ(FirstValue(*server->personalised()->BroadcastTo(1, {2, 2})), (3 + 0 + 0) / 3.0f);
 }
 
 TEST(DFedGnnRunTest, LearnsAndScoresEachRingAverage) {

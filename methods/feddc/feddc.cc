@@ -166,7 +166,7 @@ class FedDcServer final : public fl::ServerAlgorithm {
   absl::Status FinishRound(const fl::RoundInfo& round) override { return inner_->FinishRound(round); }
   absl::StatusOr<fl::proto::Message> SaveState() const override { return inner_->SaveState(); }
   absl::Status RestoreState(const fl::proto::Message& state) override { return inner_->RestoreState(state); }
-  std::vector<fl::ServerAggregate> Aggregates() override { return inner_->Aggregates(); }
+  fl::AggregateSource* aggregate_source() override { return inner_->aggregate_source(); }
 
  private:
   std::unique_ptr<fl::ModelAndMeanServer> inner_;

@@ -89,7 +89,10 @@ fl::NamedTensors Personal(const nn::GnnModel& model) {
   return out;
 }
 
-class FedEgoClient final : public fl::ClientAlgorithm {
+class FedEgoClient final : public fl::ClientAlgorithm,
+                           public fl::PreparingClient,
+                           public fl::GraphScoringClient,
+                           public fl::ReportingClient {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
                                                                    const fl::MethodConfig& config) {
@@ -101,8 +104,12 @@ class FedEgoClient final : public fl::ClientAlgorithm {
     return std::unique_ptr<fl::ClientAlgorithm>(new FedEgoClient(std::move(data), config, Resolve(params), std::move(model)));
   }
 
-  absl::StatusOr<std::optional<fl::proto::Message>> Prepare() override {
-    if (!options_.reduction_averaging) return std::nullopt;
+  // Θ_i's initialisation, for the server's average, only when Θ is averaged.
+  fl::PreparingClient* preparing() override { return options_.reduction_averaging ? this : nullptr; }
+  fl::GraphScoringClient* graph_scoring() override { return this; }
+  const fl::ReportingClient* reporting() const override { return this; }
+
+  absl::StatusOr<fl::proto::Message> Prepare() override {
     fl::proto::Message m = fl::ServerMessage(model_->Parameters("reduction"), {}, kInit);
     m.mutable_header()->set_sender(data_->id);
     return m;
@@ -267,7 +274,7 @@ class FedEgoClient final : public fl::ClientAlgorithm {
   std::map<std::string, double> label_shares_;  // Fig. 7, of the last scoring of the global test
 };
 
-class FedEgoServer final : public fl::ServerAlgorithm {
+class FedEgoServer final : public fl::ServerAlgorithm, public fl::PreparedServer {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Make(const fl::MethodConfig& config) {
     FGL_ASSIGN_OR_RETURN(FedEgoParams params, fl::MethodParams<FedEgoParams>(config));
@@ -282,6 +289,8 @@ class FedEgoServer final : public fl::ServerAlgorithm {
     return AddTheta(m);
   }
   absl::Status FinishPreparation() override { return AverageTheta(); }
+  // Θ averaged from the preparations (a no-op when the clients send none).
+  fl::PreparedServer* prepared() override { return this; }
 
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
     fl::NamedTensors out = theta_;

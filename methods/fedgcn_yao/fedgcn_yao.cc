@@ -82,7 +82,7 @@ absl::StatusOr<std::shared_ptr<fl::ClientData>> WithCodeAdjacency(const fl::Clie
   return copy;
 }
 
-class FedGcnYaoClient final : public fl::ModelClient {
+class FedGcnYaoClient final : public fl::ModelClient, public fl::PreparingClient {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(std::shared_ptr<const fl::ClientData> data,
                                                                    const fl::MethodConfig& config) {
@@ -104,7 +104,8 @@ class FedGcnYaoClient final : public fl::ModelClient {
     return std::unique_ptr<fl::ClientAlgorithm>(new FedGcnYaoClient(own, config, std::move(model), p));
   }
 
-  absl::StatusOr<std::optional<fl::proto::Message>> Prepare() override {
+  fl::PreparingClient* preparing() override { return this; }
+  absl::StatusOr<fl::proto::Message> Prepare() override {
     fl::proto::Message m;
     m.mutable_header()->set_sender(own_->id);
     m.mutable_header()->set_type(kNeighbourMeans);
@@ -199,7 +200,7 @@ class FedGcnYaoClient final : public fl::ModelClient {
   const fl::ClientData* test_graph_source_ = nullptr;
 };
 
-class FedGcnYaoServer final : public fl::ServerAlgorithm {
+class FedGcnYaoServer final : public fl::ServerAlgorithm, public fl::PreparedServer, public fl::PersonalisedServer {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Make(const fl::MethodConfig& config) {
     FGL_ASSIGN_OR_RETURN(const FedGcnYaoParams p, fl::MethodParams<FedGcnYaoParams>(config));
@@ -208,6 +209,7 @@ class FedGcnYaoServer final : public fl::ServerAlgorithm {
         new FedGcnYaoServer(std::move(average), config.spec.clients(), config.num_features));
   }
 
+  fl::PreparedServer* prepared() override { return this; }
   absl::Status AcceptPreparation(const fl::proto::Message& m) override {
     const int k = m.header().sender();
     const std::string who = absl::StrCat("fedgcn_yao preparation from client ", k);
@@ -256,7 +258,7 @@ class FedGcnYaoServer final : public fl::ServerAlgorithm {
   }
 
   // The weights, plus the averaged features until the client has replied once.
-  bool PersonalisedBroadcast() const override { return true; }
+  fl::PersonalisedServer* personalised() override { return this; }
   absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
     FGL_ASSIGN_OR_RETURN(fl::proto::Message m, average_->Broadcast(round));
     if (auto it = pending_.find(client); it != pending_.end()) {
@@ -272,7 +274,7 @@ class FedGcnYaoServer final : public fl::ServerAlgorithm {
     return absl::OkStatus();
   }
   absl::Status FinishRound(const fl::RoundInfo& round) override { return average_->FinishRound(round); }
-  std::vector<fl::ServerAggregate> Aggregates() override { return average_->Aggregates(); }
+  fl::AggregateSource* aggregate_source() override { return average_->aggregate_source(); }
 
   // The global model plus FedGcnYaoServerState: the features not yet delivered.
   absl::StatusOr<fl::proto::Message> SaveState() const override {

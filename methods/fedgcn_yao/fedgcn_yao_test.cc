@@ -51,18 +51,18 @@ TEST(FedGcnYaoServerTest, AveragesEachNodeOverTheClientsHoldingIt) {
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedgcn_yao"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(Config()));
   // Node 7 is held by clients 0 and 1, node 3 by all three.
-  ASSERT_OK(server->AcceptPreparation(Upload(0, {7, 3}, {1, 1, 3, 3})));
-  ASSERT_OK(server->AcceptPreparation(Upload(1, {3, 7, 9}, {6, 6, 3, 5, 2, 2})));
-  EXPECT_FALSE(server->AcceptPreparation(Upload(1, {4}, {0, 0})).ok());           // repeated sender
-  EXPECT_FALSE(server->AcceptPreparation(Upload(2, {4, 4}, {0, 0, 1, 1})).ok());  // repeated id
-  EXPECT_FALSE(server->AcceptPreparation(Upload(2, {4}, {std::nanf(""), 0})).ok());
-  EXPECT_FALSE(server->AcceptPreparation(Upload(5, {4}, {0, 0})).ok());           // unknown client
-  ASSERT_OK(server->AcceptPreparation(Upload(2, {3}, {0, 0})));
-  ASSERT_OK(server->FinishPreparation());
+  ASSERT_OK(server->prepared()->AcceptPreparation(Upload(0, {7, 3}, {1, 1, 3, 3})));
+  ASSERT_OK(server->prepared()->AcceptPreparation(Upload(1, {3, 7, 9}, {6, 6, 3, 5, 2, 2})));
+  EXPECT_FALSE(server->prepared()->AcceptPreparation(Upload(1, {4}, {0, 0})).ok());           // repeated sender
+  EXPECT_FALSE(server->prepared()->AcceptPreparation(Upload(2, {4, 4}, {0, 0, 1, 1})).ok());  // repeated id
+  EXPECT_FALSE(server->prepared()->AcceptPreparation(Upload(2, {4}, {std::nanf(""), 0})).ok());
+  EXPECT_FALSE(server->prepared()->AcceptPreparation(Upload(5, {4}, {0, 0})).ok());           // unknown client
+  ASSERT_OK(server->prepared()->AcceptPreparation(Upload(2, {3}, {0, 0})));
+  ASSERT_OK(server->prepared()->FinishPreparation());
   const fl::RoundInfo r1{1, 1};
-  ASSERT_OK_AND_ASSIGN(fl::proto::Message to0, server->BroadcastTo(0, r1));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message to0, server->personalised()->BroadcastTo(0, r1));
   EXPECT_TRUE(torch::allclose(Features(to0), torch::tensor({2.0f, 3.0f, 3.0f, 3.0f}).view({2, 2})));  // 7, 3
-  ASSERT_OK_AND_ASSIGN(fl::proto::Message to1, server->BroadcastTo(1, r1));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message to1, server->personalised()->BroadcastTo(1, r1));
   EXPECT_TRUE(torch::allclose(Features(to1), torch::tensor({3.0f, 3.0f, 2.0f, 3.0f, 2.0f, 2.0f}).view({3, 2})));
   // Once a client has replied, its broadcast carries the weights only; the others' features
   // survive a checkpoint.
@@ -71,12 +71,12 @@ TEST(FedGcnYaoServerTest, AveragesEachNodeOverTheClientsHoldingIt) {
   fl::AddWeight(fl::proto::UNIFORM, &reply);
   ASSERT_OK(server->Accumulate(reply));
   ASSERT_OK(server->FinishRound(r1));
-  EXPECT_FALSE(Features(*server->BroadcastTo(0, {2, 2})).defined());
+  EXPECT_FALSE(Features(*server->personalised()->BroadcastTo(0, {2, 2})).defined());
   ASSERT_OK_AND_ASSIGN(fl::proto::Message saved, server->SaveState());
   ASSERT_OK_AND_ASSIGN(auto restored, f.server(Config()));
   ASSERT_OK(restored->RestoreState(saved));
-  EXPECT_FALSE(Features(*restored->BroadcastTo(0, {2, 2})).defined());
-  EXPECT_TRUE(torch::allclose(Features(*restored->BroadcastTo(2, {2, 2})), torch::tensor({3.0f, 3.0f}).view({1, 2})));
+  EXPECT_FALSE(Features(*restored->personalised()->BroadcastTo(0, {2, 2})).defined());
+  EXPECT_TRUE(torch::allclose(Features(*restored->personalised()->BroadcastTo(2, {2, 2})), torch::tensor({3.0f, 3.0f}).view({1, 2})));
   // The pending features are a typed state, checked before anything changes.
   ASSERT_OK_AND_ASSIGN(FedGcnYaoServerState typed,
                        fl::UnpackState<FedGcnYaoServerState>(saved, "test"));
@@ -159,11 +159,12 @@ TEST(FedGcnYaoRunTest, CodeAsRunIgnoresTheAverageAndLearnsWithoutEdges) {
     auto client = f.client(data, config);
     auto server = f.server(config);
     EXPECT_TRUE(client.ok() && server.ok());
-    auto prep = (*client)->Prepare();
-    EXPECT_TRUE(prep.ok() && prep->has_value());
-    EXPECT_OK((*server)->AcceptPreparation(**prep));
-    EXPECT_OK((*server)->FinishPreparation());
-    auto broadcast = (*server)->BroadcastTo(data->id, {1, 1});
+    EXPECT_NE((*client)->preparing(), nullptr);
+    auto prep = (*client)->preparing()->Prepare();
+    EXPECT_TRUE(prep.ok());
+    EXPECT_OK((*server)->prepared()->AcceptPreparation(*prep));
+    EXPECT_OK((*server)->prepared()->FinishPreparation());
+    auto broadcast = (*server)->personalised()->BroadcastTo(data->id, {1, 1});
     EXPECT_TRUE(broadcast.ok()) << broadcast.status();
     const fl::proto::Message global = *broadcast;
     auto decoded = fl::DecodeTensors(global);

@@ -70,7 +70,7 @@ class FedGtaClient final : public fl::ModelClient {
   const FedGtaParams params_;
 };
 
-class FedGtaServer final : public fl::ServerAlgorithm {
+class FedGtaServer final : public fl::ServerAlgorithm, public fl::PersonalisedServer, public fl::AggregateSource {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Create(const fl::MethodConfig& config) {
     FGL_ASSIGN_OR_RETURN(FedGtaParams params, fl::MethodParams<FedGtaParams>(config));
@@ -85,7 +85,7 @@ class FedGtaServer final : public fl::ServerAlgorithm {
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
     return Message(initial_, round);
   }
-  bool PersonalisedBroadcast() const override { return true; }
+  fl::PersonalisedServer* personalised() override { return this; }
   absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
     auto it = personalised_.find(client);
     return Message(it == personalised_.end() ? initial_ : it->second.parameters, round);
@@ -156,6 +156,7 @@ class FedGtaServer final : public fl::ServerAlgorithm {
     for (int src : last_round_) out.push_back(personalised_.at(src));
     return out;
   }
+  fl::AggregateSource* aggregate_source() override { return this; }
 
   // Each client's personalised model as FedGtaServerState.
   absl::StatusOr<fl::proto::Message> SaveState() const override {

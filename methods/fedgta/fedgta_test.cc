@@ -59,8 +59,8 @@ TEST(FedGtaServerTest, SimilarClientsShareConfidenceWeightedModels) {
   config.spec.add_method_params()->PackFrom(two);
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedgta"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
-  ASSERT_TRUE(server->PersonalisedBroadcast());
-  ASSERT_OK_AND_ASSIGN(fl::proto::Message init, server->BroadcastTo(0, {1, 1}));
+  ASSERT_NE(server->personalised(), nullptr);
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message init, server->personalised()->BroadcastTo(0, {1, 1}));
   ASSERT_OK_AND_ASSIGN(auto shapes, fl::DecodeTensors(init));
   auto filled = [&](float v) {
     fl::NamedTensors p;
@@ -75,13 +75,13 @@ TEST(FedGtaServerTest, SimilarClientsShareConfidenceWeightedModels) {
   EXPECT_FALSE(server->Accumulate(Reply(3, filled(1), torch::ones({5}), 1.0)).ok());  // wrong size
   ASSERT_OK(server->FinishRound({1, 1}));
   auto value = [&](int client) {
-    auto m = server->BroadcastTo(client, {2, 2});
+    auto m = server->personalised()->BroadcastTo(client, {2, 2});
     return fl::DecodeTensors(*m)->begin()->second.flatten()[0].item<float>();
   };
   EXPECT_FLOAT_EQ(value(0), (1 * 1 + 3 * 4) / 4.0f);
   EXPECT_FLOAT_EQ(value(1), (1 * 1 + 3 * 4) / 4.0f);
   EXPECT_FLOAT_EQ(value(2), 9.0f);
-  const auto aggregates = server->Aggregates();
+  const auto aggregates = fl::AggregatesOf(*server);
   ASSERT_EQ(aggregates.size(), 3u);
   EXPECT_EQ(aggregates[0].clients, (std::vector<int>{0, 1}));
   EXPECT_EQ(aggregates[2].clients, (std::vector<int>{2}));
@@ -89,7 +89,7 @@ TEST(FedGtaServerTest, SimilarClientsShareConfidenceWeightedModels) {
   ASSERT_OK_AND_ASSIGN(fl::proto::Message saved, server->SaveState());
   ASSERT_OK_AND_ASSIGN(auto restored, f.server(config));
   ASSERT_OK(restored->RestoreState(saved));
-  auto m = restored->BroadcastTo(2, {2, 2});
+  auto m = restored->personalised()->BroadcastTo(2, {2, 2});
   EXPECT_FLOAT_EQ(fl::DecodeTensors(*m)->begin()->second.flatten()[0].item<float>(), 9.0f);
   // The personalised models are a typed state; a bad one is refused naming the client and
   // changes nothing.
@@ -109,7 +109,7 @@ TEST(FedGtaServerTest, SimilarClientsShareConfidenceWeightedModels) {
               fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("fedgta state: client")));
   EXPECT_THAT(restored->RestoreState(fl::proto::Message()),
               fgl::testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("holds none")));
-  m = restored->BroadcastTo(2, {2, 2});  // unchanged by the refused states
+  m = restored->personalised()->BroadcastTo(2, {2, 2});  // unchanged by the refused states
   EXPECT_FLOAT_EQ(fl::DecodeTensors(*m)->begin()->second.flatten()[0].item<float>(), 9.0f);
 }
 

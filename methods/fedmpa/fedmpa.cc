@@ -99,7 +99,7 @@ fl::proto::Message Unprefixed(const std::string& prefix, const fl::proto::Messag
   return m;
 }
 
-class MpaClient final : public fl::ClientAlgorithm {
+class MpaClient final : public fl::ClientAlgorithm, public fl::GraphScoringClient {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Make(const Variant& v,
                                                                     std::shared_ptr<const fl::ClientData> data,
@@ -157,6 +157,7 @@ class MpaClient final : public fl::ClientAlgorithm {
     if (global != nullptr) FGL_RETURN_IF_ERROR(fl::LoadTensors(*global, mlp_->SharedParameters()));
     return mlp_->PredictOn(graph);
   }
+  fl::GraphScoringClient* graph_scoring() override { return this; }
 
   absl::StatusOr<fl::proto::Message> SaveState() const override {
     fl::proto::Message m;
@@ -275,8 +276,9 @@ class MpaServer final : public fl::ServerAlgorithm {
   absl::Status RestoreState(const fl::proto::Message& state) override {
     return average_ != nullptr ? average_->RestoreState(state) : absl::OkStatus();
   }
-  std::vector<fl::ServerAggregate> Aggregates() override {
-    return average_ != nullptr ? average_->Aggregates() : std::vector<fl::ServerAggregate>{};
+  // FedMPA's FedAvg exposes its model; LocMpa has none.
+  fl::AggregateSource* aggregate_source() override {
+    return average_ != nullptr ? average_->aggregate_source() : nullptr;
   }
 
  private:

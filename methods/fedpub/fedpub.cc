@@ -112,7 +112,7 @@ class FedPubClient final : public fl::ModelClient {
   std::optional<Proxy> proxy_;
 };
 
-class FedPubServer final : public fl::ServerAlgorithm {
+class FedPubServer final : public fl::ServerAlgorithm, public fl::PersonalisedServer, public fl::AggregateSource {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Create(const fl::MethodConfig& config) {
     FGL_ASSIGN_OR_RETURN(FedPubParams params, fl::MethodParams<FedPubParams>(config));
@@ -133,7 +133,7 @@ class FedPubServer final : public fl::ServerAlgorithm {
   }
 
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override { return Message(global_, round); }
-  bool PersonalisedBroadcast() const override { return true; }
+  fl::PersonalisedServer* personalised() override { return this; }
   absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
     auto it = personalised_.find(client);
     return Message(it == personalised_.end() ? global_ : it->second.parameters, round);
@@ -204,6 +204,7 @@ class FedPubServer final : public fl::ServerAlgorithm {
   }
 
   std::vector<fl::ServerAggregate> Aggregates() override { return last_round_; }
+  fl::AggregateSource* aggregate_source() override { return this; }
 
   absl::StatusOr<fl::proto::Message> SaveState() const override {
     fl::proto::Message m;

@@ -46,7 +46,7 @@ TEST(FedPubServerTest, PersonalisesBySoftmaxOfFunctionalSimilarity) {
   config.num_classes = 2;
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedpub"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
-  ASSERT_OK_AND_ASSIGN(fl::proto::Message init, server->BroadcastTo(0, {1, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message init, server->personalised()->BroadcastTo(0, {1, 1}));
   ASSERT_TRUE(init.scalars().count("proxy_seed"));
   ASSERT_OK_AND_ASSIGN(auto shapes, fl::DecodeTensors(init));
   ASSERT_OK(server->Accumulate(Reply(0, shapes, 1, torch::tensor({1.f, 0.f}))));
@@ -54,13 +54,13 @@ TEST(FedPubServerTest, PersonalisesBySoftmaxOfFunctionalSimilarity) {
   ASSERT_OK(server->Accumulate(Reply(2, shapes, 7, torch::tensor({0.f, 1.f}))));  // cos 0
   ASSERT_OK(server->FinishRound({1, 1}));
   auto value = [&](int k) {
-    auto m = server->BroadcastTo(k, {2, 2});
+    auto m = server->personalised()->BroadcastTo(k, {2, 2});
     return fl::DecodeTensors(*m)->begin()->second.flatten()[0].item<double>();
   };
   const double e10 = std::exp(10.0);
   EXPECT_NEAR(value(0), (e10 * 1 + e10 * 2 + 1 * 7) / (2 * e10 + 1), 1e-4);
   EXPECT_NEAR(value(2), (1 * 1 + 1 * 2 + e10 * 7) / (e10 + 2), 1e-4);
-  EXPECT_EQ(server->Aggregates().size(), 3u);
+  EXPECT_EQ(fl::AggregatesOf(*server).size(), 3u);
   EXPECT_FALSE(server->Accumulate(Reply(3, shapes, 1, torch::tensor({NAN, 0.f}))).ok());
 }
 
@@ -75,7 +75,7 @@ TEST(FedPubClientTest, ScoringOnTheReceivedModelKeepsItsMasks) {
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("fedpub"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   ASSERT_OK_AND_ASSIGN(auto client, f.client(data, config));
-  ASSERT_OK_AND_ASSIGN(fl::proto::Message init, server->BroadcastTo(data->id, {1, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message init, server->personalised()->BroadcastTo(data->id, {1, 1}));
   ASSERT_OK_AND_ASSIGN(fl::proto::Message reply, client->Train(init, {1, 1}));
   ASSERT_OK_AND_ASSIGN(auto trained, fl::DecodeTensors(reply));
   ASSERT_OK(client->Predict(&init).status());  // init's masks are all ones

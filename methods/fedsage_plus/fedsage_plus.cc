@@ -198,7 +198,7 @@ torch::Tensor Noise(int64_t rows, int64_t cols, uint64_t seed, torch::Device dev
   return torch::from_blob(v.data(), {rows, cols}, torch::kFloat).clone().to(device);
 }
 
-class FedSageClient final : public fl::ClientAlgorithm {
+class FedSageClient final : public fl::ClientAlgorithm, public fl::GraphScoringClient {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ClientAlgorithm>> Create(const Variant& v,
                                                                      std::shared_ptr<const fl::ClientData> data,
@@ -292,6 +292,7 @@ class FedSageClient final : public fl::ClientAlgorithm {
     own.Restore();
     return logits;
   }
+  fl::GraphScoringClient* graph_scoring() override { return this; }
 
   absl::StatusOr<fl::proto::Message> SaveState() const override {
     fl::proto::Message m = model_->SaveState();
@@ -695,7 +696,7 @@ class FedSageServer final : public fl::ServerAlgorithm {
     }
     return model_->RestoreState(rest);
   }
-  std::vector<fl::ServerAggregate> Aggregates() override { return model_->Aggregates(); }
+  fl::AggregateSource* aggregate_source() override { return model_->aggregate_source(); }
 
  private:
   FedSageServer(const Variant& v, const Settings& s, std::unique_ptr<fl::ModelAverageServer> model)

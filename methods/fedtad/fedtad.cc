@@ -5,7 +5,6 @@
 // other method whose server exposes its aggregates.
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,17 +49,21 @@ std::string ReliabilityProblem(const torch::Tensor& phi, int64_t num_classes) {
 }
 
 // The base client plus the one-off reliability upload; every other call is the base's.
-class FedTadClient final : public fl::ForwardingClient {
+class FedTadClient final : public fl::ForwardingClient, public fl::PreparingClient {
  public:
   FedTadClient(std::unique_ptr<fl::ClientAlgorithm> base, std::shared_ptr<const fl::ClientData> data,
                const fl::MethodConfig& config, FedTadParams params)
       : ForwardingClient(std::move(base)), data_(std::move(data)), config_(config), params_(std::move(params)) {}
 
-  absl::StatusOr<std::optional<fl::proto::Message>> Prepare() override {
-    FGL_ASSIGN_OR_RETURN(std::optional<fl::proto::Message> prepared, base().Prepare());
-    const bool base_prepared = prepared.has_value();
-    fl::proto::Message m = base_prepared ? *std::move(prepared) : fl::proto::Message();
-    if (!base_prepared) {
+  // Always prepares: the base's message, if it sends one, carries the reliability too.
+  fl::PreparingClient* preparing() override { return this; }
+  absl::StatusOr<fl::proto::Message> Prepare() override {
+    fl::PreparingClient* const base_preparing = base().preparing();
+    const bool base_prepared = base_preparing != nullptr;
+    fl::proto::Message m;
+    if (base_prepared) {
+      FGL_ASSIGN_OR_RETURN(m, base_preparing->Prepare());
+    } else {
       m.mutable_header()->set_type("fedtad.reliability");
       m.mutable_header()->set_sender(data_->id);
     }
@@ -88,12 +91,14 @@ class FedTadClient final : public fl::ForwardingClient {
 };
 
 // The base server; after each of its rounds, distillation into each of its aggregates.
-class FedTadServer final : public fl::ForwardingServer {
+class FedTadServer final : public fl::ForwardingServer, public fl::PreparedServer {
  public:
   FedTadServer(std::unique_ptr<fl::ServerAlgorithm> base, std::unique_ptr<DataFreeDistiller> distiller,
                int64_t num_classes)
       : ForwardingServer(std::move(base)), distiller_(std::move(distiller)), num_classes_(num_classes) {}
 
+  // Takes every client's reliability, and passes the base's preparation on to the base.
+  fl::PreparedServer* prepared() override { return this; }
   absl::Status AcceptPreparation(const fl::proto::Message& message) override {
     const int sender = message.header().sender();
     FGL_ASSIGN_OR_RETURN(auto tensors, fl::DecodeTensors(message));
@@ -115,9 +120,17 @@ class FedTadServer final : public fl::ForwardingServer {
       for (int i = inner.tensors_size() - 1; i >= 0; --i) {
         if (inner.tensors(i).name() == kReliability) inner.mutable_tensors()->DeleteSubrange(i, 1);
       }
-      return base().AcceptPreparation(inner);
+      fl::PreparedServer* const base_prepared_server = base().prepared();
+      if (base_prepared_server == nullptr) {
+        return absl::FailedPreconditionError("this method's server expects no preparation message");
+      }
+      return base_prepared_server->AcceptPreparation(inner);
     }
     return absl::OkStatus();
+  }
+  absl::Status FinishPreparation() override {
+    fl::PreparedServer* const base_prepared_server = base().prepared();
+    return base_prepared_server != nullptr ? base_prepared_server->FinishPreparation() : absl::OkStatus();
   }
 
   absl::Status Accumulate(const fl::proto::Message& reply) override {
@@ -132,7 +145,7 @@ class FedTadServer final : public fl::ForwardingServer {
     FGL_RETURN_IF_ERROR(base().FinishRound(round));
     std::map<int, std::map<std::string, torch::Tensor>> locals = std::exchange(local_models_, {});
     if (locals.empty()) return absl::OkStatus();
-    const std::vector<fl::ServerAggregate> aggregates = base().Aggregates();
+    const std::vector<fl::ServerAggregate> aggregates = fl::AggregatesOf(base());
     if (aggregates.empty()) {
       return absl::FailedPreconditionError("fedtad: the base method exposes no aggregated model to distil into");
     }
@@ -241,10 +254,10 @@ absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> WrapServer(std::unique_ptr<
   FGL_ASSIGN_OR_RETURN(const FedTadParams p, fl::MethodParams<FedTadParams>(config));
   FGL_RETURN_IF_ERROR(fl::CheckParamRanges(p));
   FGL_RETURN_IF_ERROR(Validate(p));
-  if (base->ExchangesPerRound() != 1) {
+  if (const int exchanges = fl::ExchangesOf(*base); exchanges != 1) {
     // The plug-in distils what each FinishRound() produced: with several exchanges it would
     // distil the intermediate ones (GraphFL's query gradients) and drop the later exchanges.
-    return absl::InvalidArgumentError(absl::StrCat("fedtad: the base method exchanges ", base->ExchangesPerRound(),
+    return absl::InvalidArgumentError(absl::StrCat("fedtad: the base method exchanges ", exchanges,
                                                    " times per round; the plug-in needs one"));
   }
   FGL_ASSIGN_OR_RETURN(std::unique_ptr<DataFreeDistiller> distiller,

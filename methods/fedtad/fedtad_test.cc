@@ -204,7 +204,7 @@ TEST(DistillerTest, RealGraphAblationDistilsOnTheGivenGraph) {
 
 // A base method whose server exposes three aggregates (as a clustered or personalised method
 // would): clients {0, 1}, {2} and {3}. It aggregates nothing itself.
-class ThreeAggregatesServer final : public fl::ServerAlgorithm {
+class ThreeAggregatesServer final : public fl::ServerAlgorithm, public fl::AggregateSource {
  public:
   explicit ThreeAggregatesServer(const fl::MethodConfig& config) {
     for (int a = 0; a < 3; ++a) models_.push_back(*nn::MakeModel(config.model_spec, config.num_features, config.num_classes));
@@ -222,6 +222,7 @@ class ThreeAggregatesServer final : public fl::ServerAlgorithm {
   std::vector<fl::ServerAggregate> Aggregates() override {
     return {{Params(*models_[0]), {0, 1}}, {Params(*models_[1]), {2}}, {Params(*models_[2]), {3}}};
   }
+  fl::AggregateSource* aggregate_source() override { return this; }
 
  private:
   std::vector<std::shared_ptr<nn::GnnModel>> models_;
@@ -249,14 +250,14 @@ TEST(PluginTest, DistilsEveryAggregateFromItsOwnRepliesOnly) {
   std::vector<std::unique_ptr<fl::ClientAlgorithm>> clients;
   for (int k = 0; k < 4; ++k) {
     ASSERT_OK_AND_ASSIGN(auto c, f.client(fl::testing::CsbmClient(120, 8, 3, 20 + k, k), config));
-    ASSERT_OK_AND_ASSIGN(std::optional<fl::proto::Message> prepared, c->Prepare());
-    ASSERT_TRUE(prepared.has_value());
-    ASSERT_OK(server->AcceptPreparation(*prepared));
+    ASSERT_NE(c->preparing(), nullptr);
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message prepared, c->preparing()->Prepare());
+    ASSERT_OK(server->prepared()->AcceptPreparation(prepared));
     clients.push_back(std::move(c));
   }
-  ASSERT_OK(server->FinishPreparation());
+  ASSERT_OK(server->prepared()->FinishPreparation());
   std::vector<torch::Tensor> before;
-  for (const auto& a : server->Aggregates()) before.push_back(a.parameters.front().second.clone());
+  for (const auto& a : fl::AggregatesOf(*server)) before.push_back(a.parameters.front().second.clone());
   const fl::RoundInfo round{1, 5};
   ASSERT_OK_AND_ASSIGN(fl::proto::Message global, server->Broadcast(round));
   for (int k = 0; k < 3; ++k) {  // client 3 does not reply this round
@@ -264,7 +265,7 @@ TEST(PluginTest, DistilsEveryAggregateFromItsOwnRepliesOnly) {
     ASSERT_OK(server->Accumulate(reply));
   }
   ASSERT_OK(server->FinishRound(round));
-  const std::vector<fl::ServerAggregate> after = server->Aggregates();
+  const std::vector<fl::ServerAggregate> after = fl::AggregatesOf(*server);
   EXPECT_FALSE(torch::equal(before[0], after[0].parameters.front().second));  // teachers 0 and 1
   EXPECT_FALSE(torch::equal(before[1], after[1].parameters.front().second));  // teacher 2
   EXPECT_TRUE(torch::equal(before[2], after[2].parameters.front().second));   // no teacher: untouched
@@ -272,7 +273,7 @@ TEST(PluginTest, DistilsEveryAggregateFromItsOwnRepliesOnly) {
   fl::proto::Message bad;
   bad.mutable_header()->set_sender(7);
   fl::AddTensors({{"fedtad.reliability", torch::tensor({1.f, -1.f, 0.f})}}, &bad);
-  EXPECT_THAT(server->AcceptPreparation(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("client 7")));
+  EXPECT_THAT(server->prepared()->AcceptPreparation(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("client 7")));
 }
 
 fl::FederationOptions Small(const std::string& method) { return fl::testing::SmallFederation(method); }
@@ -368,8 +369,8 @@ TEST(PluginTest, ServerStateIsTypedAndChecked) {
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   for (int k = 0; k < 2; ++k) {
     ASSERT_OK_AND_ASSIGN(auto c, f.client(fl::testing::CsbmClient(120, 8, 3, 20 + k, k), config));
-    ASSERT_OK_AND_ASSIGN(std::optional<fl::proto::Message> prepared, c->Prepare());
-    ASSERT_OK(server->AcceptPreparation(*prepared));
+    ASSERT_OK_AND_ASSIGN(fl::proto::Message prepared, c->preparing()->Prepare());
+    ASSERT_OK(server->prepared()->AcceptPreparation(prepared));
   }
   ASSERT_OK_AND_ASSIGN(const fl::proto::Message saved, server->SaveState());
   for (const auto& t : saved.tensors()) {

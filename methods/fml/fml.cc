@@ -10,7 +10,6 @@
 #include <cmath>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 
@@ -77,7 +76,6 @@ class AuthorsClient final : public fl::ClientAlgorithm {
                 std::unique_ptr<fl::MutualClient> inner)
       : data_(std::move(data)), config_(config), params_(std::move(params)), inner_(std::move(inner)), lr_(config.spec.lr()) {}
 
-  absl::StatusOr<std::optional<fl::proto::Message>> Prepare() override { return inner_->Prepare(); }
   absl::StatusOr<fl::proto::Message> Train(const fl::proto::Message& global, const fl::RoundInfo& round) override {
     const double lr = ScheduledLr(params_, config_.spec.lr(), round.round);
     if (lr != lr_) {
@@ -106,13 +104,13 @@ class AuthorsClient final : public fl::ClientAlgorithm {
     return reply;
   }
   absl::StatusOr<torch::Tensor> Predict(const fl::proto::Message* global) override { return inner_->Predict(global); }
-  absl::StatusOr<torch::Tensor> PredictGraph(const fl::ClientData& graph, const fl::proto::Message* global) override {
-    return inner_->PredictGraph(graph, global);
-  }
-  std::map<std::string, double> Reports() const override { return inner_->Reports(); }
   // The rate is a function of the round, so it is not part of the state.
   absl::StatusOr<fl::proto::Message> SaveState() const override { return inner_->SaveState(); }
   absl::Status RestoreState(const fl::proto::Message& state) override { return inner_->RestoreState(state); }
+  // The inner client's capabilities (valid until the next Train, which may rebuild it).
+  fl::PreparingClient* preparing() override { return inner_->preparing(); }
+  fl::GraphScoringClient* graph_scoring() override { return inner_->graph_scoring(); }
+  const fl::ReportingClient* reporting() const override { return inner_->reporting(); }
 
  private:
   std::shared_ptr<const fl::ClientData> data_;

@@ -65,7 +65,7 @@ class GcflPlusClient final : public fl::ModelClient {
   }
 };
 
-class GcflPlusServer final : public fl::ServerAlgorithm {
+class GcflPlusServer final : public fl::ServerAlgorithm, public fl::PersonalisedServer, public fl::AggregateSource {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Create(const fl::MethodConfig& config) {
     FGL_ASSIGN_OR_RETURN(GcflPlusParams params, fl::MethodParams<GcflPlusParams>(config));
@@ -84,7 +84,7 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override {
     return Message(models_[0], round);
   }
-  bool PersonalisedBroadcast() const override { return true; }
+  fl::PersonalisedServer* personalised() override { return this; }
   absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
     return Message(models_[ClusterOf(client)], round);
   }
@@ -181,6 +181,7 @@ class GcflPlusServer final : public fl::ServerAlgorithm {
   }
 
   std::vector<fl::ServerAggregate> Aggregates() override { return last_round_; }
+  fl::AggregateSource* aggregate_source() override { return this; }
 
   // The clusters (ascending client ids), for logs and tests.
   const std::vector<std::vector<int>>& clusters() const { return clusters_; }

@@ -63,14 +63,14 @@ TEST(GcflPlusServerTest, SplitsOpposedGroupsAfterRound20) {
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   for (int round = 1; round <= 21; ++round) {
     for (int k = 0; k < 4; ++k) {
-      ASSERT_OK_AND_ASSIGN(fl::proto::Message received, server->BroadcastTo(k, {round, 1}));
+      ASSERT_OK_AND_ASSIGN(fl::proto::Message received, server->personalised()->BroadcastTo(k, {round, 1}));
       // Clients 0, 1 move by +0.05 per entry, 2, 3 by -0.05 (26 parameters: norm 0.25): the mean
       // update is 0 (< eps1) and each is large (> eps2). Their gradient norms differ (1 vs 5 with a little wobble).
       const bool first = k < 2;
       ASSERT_OK(server->Accumulate(Reply(k, received, first ? 0.05f : -0.05f, (first ? 1.0 : 5.0) + 0.1 * (k % 2))));
     }
     ASSERT_OK(server->FinishRound({round, 1}));
-    const auto aggregates = server->Aggregates();
+    const auto aggregates = fl::AggregatesOf(*server);
     if (round <= 20) {
       ASSERT_EQ(aggregates.size(), 1u) << "round " << round;  // no split before round 21
     } else {
@@ -80,15 +80,15 @@ TEST(GcflPlusServerTest, SplitsOpposedGroupsAfterRound20) {
     }
   }
   // After the split each cluster moves by its own members' mean update: the two models differ.
-  ASSERT_OK_AND_ASSIGN(fl::proto::Message m0, server->BroadcastTo(0, {22, 1}));
-  ASSERT_OK_AND_ASSIGN(fl::proto::Message m2, server->BroadcastTo(2, {22, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message m0, server->personalised()->BroadcastTo(0, {22, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message m2, server->personalised()->BroadcastTo(2, {22, 1}));
   const auto t0 = *fl::DecodeTensors(m0), t2 = *fl::DecodeTensors(m2);
   EXPECT_NEAR((t0.begin()->second - t2.begin()->second).abs().max().item<float>(), 0.1f, 1e-5);
   // The checkpoint keeps the clusters.
   ASSERT_OK_AND_ASSIGN(fl::proto::Message saved, server->SaveState());
   ASSERT_OK_AND_ASSIGN(auto restored, f.server(config));
   ASSERT_OK(restored->RestoreState(saved));
-  ASSERT_OK_AND_ASSIGN(fl::proto::Message r2, restored->BroadcastTo(2, {22, 1}));
+  ASSERT_OK_AND_ASSIGN(fl::proto::Message r2, restored->personalised()->BroadcastTo(2, {22, 1}));
   EXPECT_TRUE(torch::equal(fl::DecodeTensors(r2)->begin()->second, t2.begin()->second));
   // Saved again, the restored server gives the same bytes: clusters, models and sequences.
   ASSERT_OK_AND_ASSIGN(fl::proto::Message again, restored->SaveState());
@@ -109,7 +109,7 @@ TEST(GcflPlusServerTest, RestoreRefusesABadStateAndChangesNothing) {
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   for (int round = 1; round <= 22; ++round) {  // split in round 21, as above; one norm each since
     for (int k = 0; k < 4; ++k) {
-      ASSERT_OK_AND_ASSIGN(fl::proto::Message received, server->BroadcastTo(k, {round, 1}));
+      ASSERT_OK_AND_ASSIGN(fl::proto::Message received, server->personalised()->BroadcastTo(k, {round, 1}));
       const bool first = k < 2;
       ASSERT_OK(server->Accumulate(Reply(k, received, first ? 0.05f : -0.05f, (first ? 1.0 : 5.0) + 0.1 * (k % 2))));
     }
@@ -184,13 +184,13 @@ TEST(GcflPlusServerTest, AMemberWithoutASequenceBlocksTheSplit) {
   ASSERT_OK_AND_ASSIGN(auto server, f.server(config));
   for (int round = 1; round <= 25; ++round) {
     for (int k = 0; k < 5; ++k) {
-      ASSERT_OK_AND_ASSIGN(fl::proto::Message received, server->BroadcastTo(k, {round, 1}));
+      ASSERT_OK_AND_ASSIGN(fl::proto::Message received, server->personalised()->BroadcastTo(k, {round, 1}));
       if (k == 4) continue;
       const bool first = k < 2;
       ASSERT_OK(server->Accumulate(Reply(k, received, first ? 0.05f : -0.05f, (first ? 1.0 : 5.0) + 0.1 * (k % 2))));
     }
     ASSERT_OK(server->FinishRound({round, 1}));
-    ASSERT_EQ(server->Aggregates().size(), 1u) << "round " << round;
+    ASSERT_EQ(fl::AggregatesOf(*server).size(), 1u) << "round " << round;
   }
 }
 

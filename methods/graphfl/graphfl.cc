@@ -105,7 +105,7 @@ class GraphFlClient final : public fl::ModelClient {
   torch::Tensor query_;  // int64 node ids
 };
 
-class GraphFlServer final : public fl::ServerAlgorithm {
+class GraphFlServer final : public fl::ServerAlgorithm, public fl::MultiExchangeServer {
  public:
   static absl::StatusOr<std::unique_ptr<fl::ServerAlgorithm>> Make(const fl::MethodConfig& config) {
     FGL_ASSIGN_OR_RETURN(const GraphFlParams p, fl::MethodParams<GraphFlParams>(config));
@@ -115,6 +115,7 @@ class GraphFlServer final : public fl::ServerAlgorithm {
   }
 
   int ExchangesPerRound() const override { return 2; }
+  const fl::MultiExchangeServer* multi_exchange() const override { return this; }
   absl::StatusOr<fl::proto::Message> Broadcast(const fl::RoundInfo& round) override { return average_->Broadcast(round); }
 
   absl::Status Accumulate(const fl::proto::Message& reply) override {
@@ -170,7 +171,7 @@ class GraphFlServer final : public fl::ServerAlgorithm {
     averaged_ = 0;
     return average_->RestoreState(state);
   }
-  std::vector<fl::ServerAggregate> Aggregates() override { return average_->Aggregates(); }
+  fl::AggregateSource* aggregate_source() override { return average_->aggregate_source(); }
 
  private:
   GraphFlServer(std::unique_ptr<fl::ModelAverageServer> average, double meta_lr)

@@ -31,7 +31,7 @@ float First(const fl::proto::Message& m) { return fl::DecodeTensors(m)->begin()-
 TEST(GraphFlServerTest, MetaStepOnTheMeanQueryGradientThenTheAverage) {
   ASSERT_OK_AND_ASSIGN(fl::MethodFactories f, fl::FindMethod("graphfl"));
   ASSERT_OK_AND_ASSIGN(auto server, f.server(Config()));
-  ASSERT_EQ(server->ExchangesPerRound(), 2);
+  ASSERT_EQ(fl::ExchangesOf(*server), 2);
   const fl::RoundInfo meta{1, 11, 0}, tune{1, 12, 1};
   ASSERT_OK_AND_ASSIGN(fl::proto::Message w, server->Broadcast(meta));
   ASSERT_OK_AND_ASSIGN(auto shapes, fl::DecodeTensors(w));

@@ -100,7 +100,7 @@ class PerUserClient final : public fl::ClientAlgorithm {
   torch::Tensor values_ = torch::Tensor();  // the last forward's (dropped-out) feature values
 };
 
-class PerUserServer final : public fl::ServerAlgorithm {
+class PerUserServer final : public fl::ServerAlgorithm, public fl::PersonalisedServer {
  public:
   static absl::StatusOr<std::unique_ptr<PerUserServer>> Make(const fl::MethodConfig& config) {
     auto s = std::unique_ptr<PerUserServer>(new PerUserServer(config));
@@ -117,7 +117,7 @@ class PerUserServer final : public fl::ServerAlgorithm {
     return s;
   }
 
-  bool PersonalisedBroadcast() const override { return true; }
+  fl::PersonalisedServer* personalised() override { return this; }
 
   absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
     fl::proto::Message m;
