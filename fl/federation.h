@@ -3,10 +3,14 @@
 #ifndef FGL_FL_FEDERATION_H_
 #define FGL_FL_FEDERATION_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include <google/protobuf/text_format.h>
+
+#include "absl/status/statusor.h"
 
 #include "fl/proto/federation.pb.h"
 
@@ -50,6 +54,29 @@ struct FederationOptions {
   proto::EvalProtocol eval() const;
   // Every option that affects results except `rounds` (a resumed run may run longer).
   std::string Fingerprint() const;
+};
+
+// Options that fl::ResolveOptions (fl/run_setup.h) returned, and only those: a function that takes
+// one knows every default is present and every value checked.
+class ResolvedOptions {
+ public:
+  const FederationOptions& operator*() const { return options_; }
+  const FederationOptions* operator->() const { return &options_; }
+  // The same run checkpointed to `dir` after every `every` rounds (0: never) and resumed from it
+  // when `resume`: where a run checkpoints is the serving process's choice (fl/transport/server.cc),
+  // and these fields are all ResolveOptions checks of it.
+  ResolvedOptions WithCheckpoints(std::string dir, int every, bool resume) const {
+    FederationOptions o = options_;
+    o.checkpoint_dir = std::move(dir);
+    o.checkpoint_every = std::max(every, 0);
+    o.resume = resume;
+    return ResolvedOptions(std::move(o));
+  }
+
+ private:
+  friend absl::StatusOr<ResolvedOptions> ResolveOptions(FederationOptions o);
+  explicit ResolvedOptions(FederationOptions o) : options_(std::move(o)) {}
+  FederationOptions options_;
 };
 
 }  // namespace fgl::fl

@@ -433,7 +433,7 @@ absl::StatusOr<proto::FederationResult> Drive(const ResolvedOptions& resolved, S
   totals.set_train_s(result.resumed_s() + Seconds(train_start) - checkpoint_s);
   totals.mutable_client_sizes()->Add(sizes.begin(), sizes.end());
   if (stopped_round > 0) totals.set_stopped_round(stopped_round);
-  FGL_RETURN_IF_ERROR(CompleteResult(o, result));
+  FGL_RETURN_IF_ERROR(CompleteResult(resolved, result));
   return result;
 }
 

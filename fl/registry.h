@@ -22,7 +22,7 @@ using ServerFactory =
 // A method whose users are rows of batched tensors rather than ClientAlgorithm objects (nFedGNN:
 // thousands of one-node users) runs its whole federation itself; see fl/node_level.
 using FederationRunner = std::function<absl::StatusOr<proto::FederationResult>(
-    const FederationOptions& resolved, const std::function<void(const proto::RoundRecord&)>& on_round)>;
+    const ResolvedOptions& resolved, const std::function<void(const proto::RoundRecord&)>& on_round)>;
 
 struct MethodFactories {
   ClientFactory client;

@@ -58,7 +58,8 @@ void AddRoundTraffic(const proto::RoundRecord& round, proto::RunResult& result) 
   }
 }
 
-absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o) {
+absl::StatusOr<std::string> ProtocolCard(const ResolvedOptions& resolved) {
+  const FederationOptions& o = *resolved;
   FGL_ASSIGN_OR_RETURN(auto partitioner, graph::MakePartitioner(ResolvedPartitionerSpec(o)));
   // A reference partition is named as the spec names it (relative to the data root), not by
   // where this machine keeps it.
@@ -70,7 +71,8 @@ absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o) {
                       " partition_seed=", o.spec.partition_seed(), o.spec.centralized() ? " centralized" : "");
 }
 
-absl::Status CompleteResult(const FederationOptions& o, proto::FederationResult& result) {
+absl::Status CompleteResult(const ResolvedOptions& resolved, proto::FederationResult& result) {
+  const FederationOptions& o = *resolved;
   proto::RunResult& p = *result.mutable_result();
   p.set_method(o.spec.method());
   p.set_dataset(o.spec.dataset());
@@ -87,7 +89,7 @@ absl::Status CompleteResult(const FederationOptions& o, proto::FederationResult&
   for (const auto& [group, bytes] : p.uploaded_tensor_bytes_by_group()) tensor_bytes += bytes;
   p.set_uploaded_tensor_bytes(tensor_bytes);
   SelectReportedRound(o.eval().round(), result);
-  FGL_ASSIGN_OR_RETURN(*p.mutable_protocol(), ProtocolCard(o));
+  FGL_ASSIGN_OR_RETURN(*p.mutable_protocol(), ProtocolCard(resolved));
   return absl::OkStatus();
 }
 

@@ -35,13 +35,13 @@ proto::RoundRecord WithoutClients(proto::RoundRecord round);
 void AddRoundTraffic(const proto::RoundRecord& round, proto::RunResult& result);
 
 // The protocol card every result carries: evaluation, sharing, split and partition.
-absl::StatusOr<std::string> ProtocolCard(const FederationOptions& o);
+absl::StatusOr<std::string> ProtocolCard(const ResolvedOptions& o);
 
 // Fills what every runner's result holds once its rounds are done: the run's identity (method,
 // dataset, seeds, the resolved spec without the machine's data root), the reported round
 // (SelectReportedRound), the uploaded tensors' total and the protocol card. `result.rounds` must
 // not be empty.
-absl::Status CompleteResult(const FederationOptions& o, proto::FederationResult& result);
+absl::Status CompleteResult(const ResolvedOptions& o, proto::FederationResult& result);
 
 }  // namespace fgl::fl
 

@@ -34,7 +34,7 @@ absl::StatusOr<proto::FederationResult> Run(const ResolvedOptions& resolved, con
   FGL_ASSIGN_OR_RETURN(MethodFactories batched, FindMethod(o.spec.method()));
   if (batched.federation) {  // thousands of one-node users as rows of tensors (nFedGNN)
     *stage = "the batched node-level federation";
-    FGL_ASSIGN_OR_RETURN(proto::FederationResult result, batched.federation(o, hooks.on_round));
+    FGL_ASSIGN_OR_RETURN(proto::FederationResult result, batched.federation(resolved, hooks.on_round));
     result.mutable_result()->set_wall_s(std::chrono::duration<double>(Clock::now() - start).count() + result.resumed_s());
     return result;
   }

@@ -71,8 +71,9 @@ uint64_t RoundDropoutSeed(uint64_t run_seed, int round) {
 }
 
 absl::StatusOr<fl::proto::FederationResult> RunNodeLevelFederation(
-    const fl::FederationOptions& o, const std::function<void(const fl::proto::RoundRecord&)>& on_round,
+    const fl::ResolvedOptions& resolved, const std::function<void(const fl::proto::RoundRecord&)>& on_round,
     const UserModelsFactory& make_users, bool laplacian_allowed) {
+  const fl::FederationOptions& o = *resolved;
   const std::string& method = o.spec.method();
   if (o.device != "cpu") {
     return absl::UnimplementedError(absl::StrCat(method, ": the batched node-level runner runs on the CPU only, not '",
@@ -245,7 +246,7 @@ absl::StatusOr<fl::proto::FederationResult> RunNodeLevelFederation(
   }
   result.mutable_result()->set_train_s(result.resumed_s() + std::chrono::duration<double>(Clock::now() - start).count() -
                                        checkpoint_s);
-  FGL_RETURN_IF_ERROR(fl::CompleteResult(o, result));
+  FGL_RETURN_IF_ERROR(fl::CompleteResult(resolved, result));
   return result;
 }
 

@@ -67,7 +67,7 @@ uint64_t RoundDropoutSeed(uint64_t run_seed, int round);
 // model_floats_per_user() each way. Checkpoints (o.checkpoint_dir/checkpoint.pb, the runner's own
 // layout) resume bit for bit.
 absl::StatusOr<fl::proto::FederationResult> RunNodeLevelFederation(
-    const fl::FederationOptions& options, const std::function<void(const fl::proto::RoundRecord&)>& on_round,
+    const fl::ResolvedOptions& options, const std::function<void(const fl::proto::RoundRecord&)>& on_round,
     const UserModelsFactory& make_users, bool laplacian_allowed);
 
 }  // namespace fgl::fl::node_level

@@ -16,7 +16,7 @@ MethodFactories NodeLevelMethod(const std::string& name, UserModelsFactory make_
     return absl::UnimplementedError(why);
   };
   f.params = {TypedParams<NfedgnnParams>()};  // ranges on the fields
-  f.federation = [make_users, laplacian_allowed](const FederationOptions& o,
+  f.federation = [make_users, laplacian_allowed](const ResolvedOptions& o,
                                                  const std::function<void(const proto::RoundRecord&)>& on_round) {
     return RunNodeLevelFederation(o, on_round, make_users, laplacian_allowed);
   };
