@@ -381,6 +381,10 @@ FEDEGO_SPEC = ('dataset: "cora" partitioner: "fedego:local_fraction=0.5,local_te
 FEDEGO_ROWS = [('fedego', 'FedEgo', FEDEGO_SPEC.format('0.5', 'fedego', 'personalized', '')),
                ('local', 'Local Only', FEDEGO_SPEC.format('0', 'local', 'local', '')),
                ('fedavg', 'FedAvg', FEDEGO_SPEC.format('0', 'fedavg', 'local', 'fedavg { weighting: UNIFORM } '))]
+# Ours with one of the port's differences switched on (experiments/fedego/fedego_code.textproto's
+# fedego_code_loss row): read when recorded, for the attribution of ours − port.
+FEDEGO_CODE_LOSS = ('fedego_code_loss', FEDEGO_SPEC.format('0.5', 'fedego', 'personalized',
+                                                          'fedego { loss: AUTHORS_CODE } '))
 # (key, heading, our records' result field, the port's record field).
 FEDEGO_STATS = [('global', 'Global-test micro-F1 (Table 2\'s number): ours `global_test_acc`, the port\'s `global_f1`',
                  'global_test_acc', 'global_f1'),
@@ -392,6 +396,7 @@ def ours_fedego():
     """{(row, 5, statistic, seed): micro-F1 in % (statistic 'rounds': the rounds the run ran)} from our records
     of FEDEGO_TABLE's cora_5 cells."""
     specs = {spec: row for row, _, spec in FEDEGO_ROWS}
+    specs[FEDEGO_CODE_LOSS[1]] = FEDEGO_CODE_LOSS[0]
     runs = {}
     for path, r in our_records():
         if r['spec'] not in specs:
@@ -409,6 +414,8 @@ def ours_fedego():
 
 
 def port_fedego():
+    """{(row, 5, statistic, seed): micro-F1 in %} of the port's runs: row 'fedego' as FEDEGO_PORT_RUN
+    runs it, 'fedego_edge_offset' the same with the server's edge-id offsets (ours)."""
     runs = {}
     if not os.path.exists(FEDEGO_PORT_RECORDS):
         return runs
@@ -417,14 +424,16 @@ def port_fedego():
             if not line.endswith('\n'):
                 continue  # a run the sweep is still appending
             r = json.loads(line)
-            if r['method'] != 'fedego' or r['column'] != 'cora_5' or any(r[k] != v for k, v in FEDEGO_PORT_RUN.items()):
+            run = dict(r, server_edge_offset=False)
+            if r['method'] != 'fedego' or r['column'] != 'cora_5' or any(run[k] != v for k, v in FEDEGO_PORT_RUN.items()):
                 continue
+            row = 'fedego_edge_offset' if r['server_edge_offset'] else 'fedego'
             for stat, _, _, field in FEDEGO_STATS:
-                key = ('fedego', 5, stat, r['seed'])
+                key = (row, 5, stat, r['seed'])
                 if key in runs:
                     sys.exit(f'two port records for {key}')
                 runs[key] = 100 * r[field]
-            runs[('fedego', 5, 'rounds', r['seed'])] = r['rounds_run']
+            runs[(row, 5, 'rounds', r['seed'])] = r['rounds_run']
     return runs
 
 
@@ -502,7 +511,45 @@ def render_fedego():
             out.append(f'| FedEgo − {name} (paired) | {ours_gain} | not run | '
                        f'{"–" if pg is None else f"{pg:+.1f}"} | – | – |')
         out.append('')
-    return '\n'.join(out)
+    return '\n'.join(out + fedego_attribution(a, b))
+
+
+def fedego_attribution(a, b):
+    """Ours − port with each known difference removed on one side or both: ours with the code's loss
+    (FEDEGO_CODE_LOSS), the port with the server's edge-id offsets; and each switch's effect within its
+    side, paired by seed."""
+    ours_rows = [('fedego', 'ours (Eq. 2\'s cross-entropy)'), (FEDEGO_CODE_LOSS[0], 'ours with the code\'s loss')]
+    port_rows = [('fedego', 'the port (upstream\'s concatenation)'),
+                 ('fedego_edge_offset', 'the port with the server\'s edge-id offsets')]
+    if not any(k[0] == FEDEGO_CODE_LOSS[0] for k in a) and not any(k[0] == 'fedego_edge_offset' for k in b):
+        return []
+    out = ['## Attributing ours − port: each known difference switched off', '',
+           'FedEgo only. Ours with the code\'s loss is `experiments/fedego/fedego_code.textproto`\'s '
+           '`fedego_code_loss` row (`fedego { loss: AUTHORS_CODE }`: −log(softmax + 1e-7) for the clients\' and the '
+           'server\'s training); the port with the server\'s edge-id offsets is `fedego_port_runs.py '
+           '--server_edge_offset` (the uploaded ego-graphs concatenated as ours does). What is left when both are '
+           'switched off is the sampling: the code\'s NeighborLoader (shared trees per batch, ascending order) against '
+           'ours. Ours − port is Welch, as above; a switch\'s effect within one side is paired by seed.', '',
+           '| ours | the port | ' + ' | '.join(f'ours − port, {stat} | agree' for stat, *_ in FEDEGO_STATS) + ' |',
+           '|---|---|' + '---|---|' * len(FEDEGO_STATS)]
+    for ro, no in ours_rows:
+        for rp, np_ in port_rows:
+            cells = []
+            for stat, *_ in FEDEGO_STATS:
+                xa, xb = values(a, ro, 5, stat), values(b, rp, 5, stat)
+                if min(len(xa), len(xb)) < 3:
+                    cells.append(f'{len(xa)} and {len(xb)} runs | –')
+                    continue
+                d, half = welch(xa, xb)
+                cells.append(f'{d:+.2f} ± {half:.2f} (n={len(xa)}, {len(xb)}) | {"yes" if abs(d) <= half else "**no**"}')
+            out.append(f'| {no} | {np_} | ' + ' | '.join(cells) + ' |')
+    out += ['', '| switch (paired by seed) | ' + ' | '.join(stat for stat, *_ in FEDEGO_STATS) + ' |',
+            '|---|' + '---|' * len(FEDEGO_STATS)]
+    for runs, (on, _), name in ((a, ours_rows[1], 'ours: the code\'s loss − Eq. 2\'s cross-entropy'),
+                                (b, port_rows[1], 'the port: edge-id offsets − upstream\'s concatenation')):
+        out.append(f'| {name} | ' + ' | '.join(gain_cell(paired_gains(runs, on, 5, stat, 'fedego'))
+                                               for stat, *_ in FEDEGO_STATS) + ' |')
+    return out + ['']
 
 
 def main():
