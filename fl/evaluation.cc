@@ -51,8 +51,8 @@ absl::StatusOr<proto::EvalCounts> EvaluateClient(ClientAlgorithm& algorithm, con
     const ClientData& g = *client.global_test;
     GraphScoringClient* const scoring = algorithm.graph_scoring();
     if (scoring == nullptr) {
-      return absl::UnimplementedError(
-          absl::StrCat("client ", client.id, ": this method cannot score a graph other than its own"));
+      // The caller names the client and the round.
+      return absl::UnimplementedError("this method cannot score a graph other than its own");
     }
     FGL_ASSIGN_OR_RETURN(torch::Tensor global_logits, scoring->PredictGraph(g, global));
     if (global_logits.dim() != 2 || global_logits.size(0) != g.labels.size(0)) {

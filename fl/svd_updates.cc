@@ -91,13 +91,14 @@ class SvdClient final : public ClientAlgorithm, public GraphScoringClient {
     const proto::Message whole = WithTensors(*global, model);
     return inner_->Predict(&whole);
   }
-  // Only called when the inner client scores other graphs (graph_scoring()).
+  // Reached through graph_scoring(), which is null when the inner client scores no other graph.
   absl::StatusOr<torch::Tensor> PredictGraph(const ClientData& graph, const proto::Message* global) override {
-    GraphScoringClient& inner = *inner_->graph_scoring();
-    if (global == nullptr || !IsUpdate(*global)) return inner.PredictGraph(graph, global);
+    GraphScoringClient* const inner = inner_->graph_scoring();
+    if (inner == nullptr) return absl::UnimplementedError("this method cannot score a graph other than its own");
+    if (global == nullptr || !IsUpdate(*global)) return inner->PredictGraph(graph, global);
     FGL_ASSIGN_OR_RETURN(const NamedTensors model, Received(*global));
     const proto::Message whole = WithTensors(*global, model);
-    return inner.PredictGraph(graph, &whole);
+    return inner->PredictGraph(graph, &whole);
   }
 
   absl::StatusOr<proto::Message> SaveState() const override { return SaveWithHeld(*inner_, held_, held_round_); }

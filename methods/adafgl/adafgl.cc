@@ -173,7 +173,7 @@ class AdaFglServer final : public fl::ServerAlgorithm, public fl::PersonalisedSe
     if (round.round <= vanilla_rounds_ + 1) return average_->Broadcast(round);
     return fl::ServerMessage({}, round, kIdle);
   }
-  // Fixed for the run: the driver asks before every round and once for the evaluation protocol.
+  // Fixed for the run (set at construction): the driver asks once, at the start.
   fl::PersonalisedServer* personalised() override { return samples_clients_ ? this : nullptr; }
   absl::StatusOr<fl::proto::Message> BroadcastTo(int client, const fl::RoundInfo& round) override {
     if (round.round > vanilla_rounds_ + 1 && !started_.count(client)) return average_->Broadcast(round);
