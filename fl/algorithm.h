@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "fl/method_params.h"
 #include "fl/proto/federation.pb.h"
@@ -211,6 +212,19 @@ inline int ExchangesOf(const ServerAlgorithm& server) {
 inline std::vector<ServerAggregate> AggregatesOf(ServerAlgorithm& server) {
   AggregateSource* source = server.aggregate_source();
   return source != nullptr ? source->Aggregates() : std::vector<ServerAggregate>{};
+}
+
+// A client's preparation message to `server`: FailedPrecondition without PreparedServer.
+inline absl::Status AcceptPreparationOf(ServerAlgorithm& server, const proto::Message& message) {
+  PreparedServer* const prepared = server.prepared();
+  return prepared != nullptr ? prepared->AcceptPreparation(message)
+                             : absl::FailedPreconditionError("this method's server expects no preparation message");
+}
+
+// `server`'s FinishPreparation: nothing to do without PreparedServer.
+inline absl::Status FinishPreparationOf(ServerAlgorithm& server) {
+  PreparedServer* const prepared = server.prepared();
+  return prepared != nullptr ? prepared->FinishPreparation() : absl::OkStatus();
 }
 
 // `client`'s reports: none without ReportingClient.

@@ -189,7 +189,6 @@ absl::StatusOr<proto::FederationResult> Drive(const ResolvedOptions& resolved, S
   *stage = "preparation";
   if (first_round == 1) {
     // The one-off exchange before round 1, counted like any other traffic.
-    PreparedServer* const prepared = server.prepared();
     std::map<int, ClientTask> tasks;
     for (int k : channel.Reachable()) tasks[k].kind = ClientTask::Kind::kPrepare;
     absl::Status failed;
@@ -197,9 +196,7 @@ absl::StatusOr<proto::FederationResult> Drive(const ResolvedOptions& resolved, S
       absl::Status s = a.status;
       if (s.ok() && a.reply) {
         totals.set_preparation_bytes_up(totals.preparation_bytes_up() + a.bytes_up);
-        s = prepared != nullptr
-                ? prepared->AcceptPreparation(*a.reply)
-                : absl::FailedPreconditionError("this method's server expects no preparation message");
+        s = AcceptPreparationOf(server, *a.reply);
       }
       if (!s.ok()) {
         LOG(WARNING) << "preparation: client " << k << " left out: " << s;
@@ -207,7 +204,7 @@ absl::StatusOr<proto::FederationResult> Drive(const ResolvedOptions& resolved, S
       }
     });
     FGL_RETURN_IF_ERROR(failed);
-    if (prepared != nullptr) FGL_RETURN_IF_ERROR(prepared->FinishPreparation());
+    FGL_RETURN_IF_ERROR(FinishPreparationOf(server));
   }
 
   // Every reachable client scores the pending round's model, first thing in its next task.

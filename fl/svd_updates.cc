@@ -91,10 +91,10 @@ class SvdClient final : public ClientAlgorithm, public GraphScoringClient {
     const proto::Message whole = WithTensors(*global, model);
     return inner_->Predict(&whole);
   }
-  // Reached through graph_scoring(), which is null when the inner client scores no other graph.
+  // Reached only through graph_scoring(), which is null when the inner client scores no other graph.
   absl::StatusOr<torch::Tensor> PredictGraph(const ClientData& graph, const proto::Message* global) override {
     GraphScoringClient* const inner = inner_->graph_scoring();
-    if (inner == nullptr) return absl::UnimplementedError("this method cannot score a graph other than its own");
+    CHECK(inner != nullptr) << "SvdClient::PredictGraph called past graph_scoring()";
     if (global == nullptr || !IsUpdate(*global)) return inner->PredictGraph(graph, global);
     FGL_ASSIGN_OR_RETURN(const NamedTensors model, Received(*global));
     const proto::Message whole = WithTensors(*global, model);

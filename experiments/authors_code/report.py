@@ -124,10 +124,8 @@ def render():
             if len(xa) < 2 or len(xb) < 2:
                 out.append(f'| {name} | {len(xa)} runs | {len(xb)} runs | {PAPER[method][0]} ± {PAPER[method][1]} | – | – |')
                 continue
-            d, half = welch(xa, xb)
             out.append(f'| {name} | {fmt(*mean_interval(xa))} | {fmt(*mean_interval(xb))} | '
-                       f'{PAPER[method][0]} ± {PAPER[method][1]} | {d:+.2f} ± {half:.2f} | '
-                       f'{"yes" if abs(d) <= half else "**no**"} |')
+                       f'{PAPER[method][0]} ± {PAPER[method][1]} | {welch_cell(xa, xb)} |')
         ga, gb = gains(a, variant), gains(b, variant)
         row = ['| FedTAD − FedAvg (paired) |']
         for g in (ga, gb):
@@ -138,8 +136,7 @@ def render():
             row.append(f' {m:+.2f} [{m - half:+.2f}, {m + half:+.2f}] (n={n}): **{verdict(m, half, PAPER_GAIN)}** |')
         row.append(f' +{PAPER_GAIN:.1f} |')
         if len(ga) >= 2 and len(gb) >= 2:
-            d, half = welch(ga, gb)
-            row.append(f' {d:+.2f} ± {half:.2f} | {"yes" if abs(d) <= half else "**no**"} |')
+            row.append(f' {welch_cell(ga, gb)} |')
         else:
             row.append(' – | – |')
         out += [''.join(row), '']
@@ -238,6 +235,15 @@ def cell(xs):
     return fmt(*mean_interval(xs))
 
 
+def welch_cell(xa, xb, note='', verdict_from=2):
+    """'ours − port ± 95% half-width | agree' by Welch (agree: the interval includes 0), `note` after the
+    half-width; with fewer than `verdict_from` runs on a side the agreement column waits."""
+    d, half = welch(xa, xb)
+    agree = (('yes' if abs(d) <= half else '**no**') if min(len(xa), len(xb)) >= verdict_from
+             else f'– (fewer than {verdict_from} runs a side)')
+    return f'{d:+.2f} ± {half:.2f}{note} | {agree}'
+
+
 def gain_cell(g):
     if len(g) < 2:
         return f'{len(g)} pairs'
@@ -260,11 +266,7 @@ def openfgl_tables(a, b, methods, paper, columns, paper_name, heading):
                 xa, xb = values(a, method, clients, variant), values(b, method, clients, variant)
                 p = paper.get((method, columns[clients]))
                 pcell = f'{p[0]} ± {p[1]}' if p and p[1] else (f'{p[0]}' if p else '–')
-                if len(xa) >= 2 and len(xb) >= 2:
-                    d, half = welch(xa, xb)
-                    diff = f'{d:+.2f} ± {half:.2f} | {"yes" if abs(d) <= half else "**no**"}'
-                else:
-                    diff = '– | –'
+                diff = welch_cell(xa, xb) if len(xa) >= 2 and len(xb) >= 2 else '– | –'
                 if method == 'fedavg':
                     gains = '– | – | –'
                 else:
@@ -494,13 +496,9 @@ def render_fedego():
                 out.append(f'| {name} | {cell(values(a, row, 5, stat))} | not run | {p} | – | – |')
                 continue
             xa, xb = values(a, row, 5, stat), values(b, row, 5, stat)
-            diff = '– | –'
-            if len(xa) >= 2 and len(xb) >= 2:
-                d, half = welch(xa, xb)
-                # Two runs can agree to the last digit (the local-test F1 moves in steps of 0.1), and
-                # then that side's variance reads 0: a verdict waits for three a side.
-                agree = ('yes' if abs(d) <= half else '**no**') if min(len(xa), len(xb)) >= 3 else '– (fewer than 3 runs a side)'
-                diff = f'{d:+.2f} ± {half:.2f} | {agree}'
+            # Two runs can agree to the last digit (the local-test F1 moves in steps of 0.1), and then
+            # that side's variance reads 0: a verdict waits for three a side.
+            diff = welch_cell(xa, xb, verdict_from=3) if len(xa) >= 2 and len(xb) >= 2 else '– | –'
             out.append(f'| {name} | {cell(values(a, row, 5, stat))} | {cell(xb) if xb else "not yet run"} | {p} | {diff} |')
         for base, name, _ in FEDEGO_ROWS[1:]:
             g = paired_gains(a, 'fedego', 5, stat, base)
@@ -537,11 +535,8 @@ def fedego_attribution(a, b):
             cells = []
             for stat, *_ in FEDEGO_STATS:
                 xa, xb = values(a, ro, 5, stat), values(b, rp, 5, stat)
-                if min(len(xa), len(xb)) < 3:
-                    cells.append(f'{len(xa)} and {len(xb)} runs | –')
-                    continue
-                d, half = welch(xa, xb)
-                cells.append(f'{d:+.2f} ± {half:.2f} (n={len(xa)}, {len(xb)}) | {"yes" if abs(d) <= half else "**no**"}')
+                cells.append(welch_cell(xa, xb, f' (n={len(xa)}, {len(xb)})') if min(len(xa), len(xb)) >= 3
+                             else f'{len(xa)} and {len(xb)} runs | –')
             out.append(f'| {no} | {np_} | ' + ' | '.join(cells) + ' |')
     out += ['', '| switch (paired by seed) | ' + ' | '.join(stat for stat, *_ in FEDEGO_STATS) + ' |',
             '|---|' + '---|' * len(FEDEGO_STATS)]

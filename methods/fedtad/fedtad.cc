@@ -120,18 +120,11 @@ class FedTadServer final : public fl::ForwardingServer, public fl::PreparedServe
       for (int i = inner.tensors_size() - 1; i >= 0; --i) {
         if (inner.tensors(i).name() == kReliability) inner.mutable_tensors()->DeleteSubrange(i, 1);
       }
-      fl::PreparedServer* const base_prepared_server = base().prepared();
-      if (base_prepared_server == nullptr) {
-        return absl::FailedPreconditionError("this method's server expects no preparation message");
-      }
-      return base_prepared_server->AcceptPreparation(inner);
+      return fl::AcceptPreparationOf(base(), inner);
     }
     return absl::OkStatus();
   }
-  absl::Status FinishPreparation() override {
-    fl::PreparedServer* const base_prepared_server = base().prepared();
-    return base_prepared_server != nullptr ? base_prepared_server->FinishPreparation() : absl::OkStatus();
-  }
+  absl::Status FinishPreparation() override { return fl::FinishPreparationOf(base()); }
 
   absl::Status Accumulate(const fl::proto::Message& reply) override {
     FGL_RETURN_IF_ERROR(base().Accumulate(reply));
